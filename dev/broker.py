@@ -1,0 +1,312 @@
+"""A real Apache Kafka broker for tests, demos and benchmarks.
+
+Single node, KRaft combined mode (broker + controller), listening on 127.0.0.1 on free ports,
+run with `java` from the jars Maven fetches from Maven Central (dev/pom.xml) into a git-ignored
+cache. Nothing here talks to any address other than loopback.
+
+By hand:
+    python -m dev.broker start [--port 9092]   # prints the bootstrap servers, runs in background
+    python -m dev.broker status
+    python -m dev.broker stop
+    python -m dev.broker groups --describe --group my-group   # Kafka's kafka-consumer-groups
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+POM = REPO_ROOT / "dev" / "pom.xml"
+KAFKA_VERSION = "4.3.1"
+CACHE_DIR = REPO_ROOT / ".cache"
+LIBS_DIR = CACHE_DIR / f"kafka-{KAFKA_VERSION}" / "libs"
+STATE_FILE = CACHE_DIR / "broker.json"  # the broker started by hand, for `status` / `stop`
+
+LOG4J2_CONFIG = """\
+status = warn
+appender.file.type = File
+appender.file.name = file
+appender.file.fileName = {log_file}
+appender.file.layout.type = PatternLayout
+appender.file.layout.pattern = [%d] %p %m (%c)%n
+rootLogger.level = info
+rootLogger.appenderRef.file.ref = file
+logger.kafka.name = kafka
+logger.kafka.level = info
+logger.apache.name = org.apache
+logger.apache.level = warn
+logger.controller.name = org.apache.kafka.controller
+logger.controller.level = warn
+"""
+
+
+class BrokerError(RuntimeError):
+    """The local broker could not be fetched, started or stopped."""
+
+
+def _require(tool: str, what_for: str) -> str:
+    path = shutil.which(tool)
+    if path is None:
+        raise BrokerError(
+            f"`{tool}` is not on PATH; it is needed to {what_for}. "
+            "Install OpenJDK 17 (java) and Apache Maven (mvn), e.g. `apt-get install openjdk-17-jdk-headless maven`."
+        )
+    return path
+
+
+def fetch_jars() -> Path:
+    """Resolve the Kafka jars into the cache (once); return the folder that holds them."""
+    marker = LIBS_DIR / ".complete"
+    if marker.exists():
+        return LIBS_DIR
+    mvn = _require("mvn", "fetch the Kafka broker jars from Maven Central")
+    LIBS_DIR.mkdir(parents=True, exist_ok=True)
+    cmd = [mvn, "-q", "-B", "-f", str(POM), "dependency:copy-dependencies",
+           f"-DoutputDirectory={LIBS_DIR}", "-DincludeScope=runtime", f"-Dkafka.version={KAFKA_VERSION}"]
+    result = subprocess.run(cmd, capture_output=True, text=True)
+    if result.returncode != 0:
+        raise BrokerError("Maven could not fetch the Kafka jars:\n" + (result.stdout + result.stderr)[-3000:])
+    marker.touch()
+    return LIBS_DIR
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _java_command(main_class: str, *args: str, log4j_config: Path | None = None) -> list[str]:
+    java = _require("java", "run the Kafka broker")
+    cmd = [java, "-Xmx512m", "-XX:+UseG1GC", "-Djava.awt.headless=true", "-cp", str(fetch_jars() / "*")]
+    if log4j_config is not None:
+        cmd.append(f"-Dlog4j2.configurationFile={log4j_config}")
+    return cmd + [main_class, *args]
+
+
+def kafka_tool(main_class: str, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
+    """Run one of Kafka's command-line tools (e.g. the consumer-groups command) and capture its output."""
+    quiet = CACHE_DIR / "log4j2-tools.properties"
+    if not quiet.exists():
+        CACHE_DIR.mkdir(parents=True, exist_ok=True)
+        quiet.write_text("status = error\nrootLogger.level = error\n")
+    return subprocess.run(_java_command(main_class, *args, log4j_config=quiet),
+                          capture_output=True, text=True, timeout=timeout)
+
+
+CONSUMER_GROUPS_MAIN = "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand"
+
+
+@dataclass
+class Broker:
+    """One running broker process and where it keeps its data and log."""
+
+    port: int
+    controller_port: int
+    data_dir: Path
+    pid: int
+    process: subprocess.Popen | None = None
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    @property
+    def log_file(self) -> Path:
+        return self.data_dir / "broker.log"
+
+    def consumer_groups(self, *args: str) -> str:
+        """Kafka's own kafka-consumer-groups command against this broker; returns its stdout."""
+        result = kafka_tool(CONSUMER_GROUPS_MAIN, "--bootstrap-server", self.bootstrap_servers, *args)
+        if result.returncode != 0:
+            raise BrokerError(f"kafka-consumer-groups {' '.join(args)} failed:\n{result.stdout}{result.stderr}")
+        return result.stdout
+
+    def is_running(self) -> bool:
+        if self.process is not None:
+            return self.process.poll() is None
+        try:
+            os.kill(self.pid, 0)
+        except OSError:
+            return False
+        return True
+
+    def stop(self, timeout: float = 30) -> None:
+        """Stop cleanly (SIGTERM: the broker flushes and closes its logs), kill if it hangs."""
+        if self.is_running():
+            os.kill(self.pid, signal.SIGTERM)
+            if not _wait(lambda: not self.is_running(), timeout):
+                os.kill(self.pid, signal.SIGKILL)
+                _wait(lambda: not self.is_running(), 10)
+        if self.process is not None:
+            self.process.wait()
+
+
+def _wait(condition, timeout: float, interval: float = 0.1) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(interval)
+    return condition()
+
+
+def _server_properties(port: int, controller_port: int, data_dir: Path) -> str:
+    return "\n".join([
+        "process.roles=broker,controller",
+        "node.id=1",
+        f"controller.quorum.voters=1@127.0.0.1:{controller_port}",
+        f"listeners=PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{controller_port}",
+        f"advertised.listeners=PLAINTEXT://127.0.0.1:{port}",
+        "controller.listener.names=CONTROLLER",
+        "inter.broker.listener.name=PLAINTEXT",
+        "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+        f"log.dirs={data_dir / 'logs'}",
+        "num.partitions=1",
+        "auto.create.topics.enable=false",
+        "offsets.topic.replication.factor=1",
+        "offsets.topic.num.partitions=4",
+        "transaction.state.log.replication.factor=1",
+        "transaction.state.log.min.isr=1",
+        "transaction.state.log.num.partitions=4",
+        "group.initial.rebalance.delay.ms=0",
+        "share.coordinator.state.topic.replication.factor=1",
+        "share.coordinator.state.topic.min.isr=1",
+        # tests delete records and topics; let retention checks run often
+        "log.retention.check.interval.ms=1000",
+        "",
+    ])
+
+
+def _broker_answers(bootstrap: str) -> bool:
+    """True once the broker answers a metadata request through the real client."""
+    from confluent_kafka.admin import AdminClient
+
+    host, port = bootstrap.rsplit(":", 1)
+    try:  # a plain TCP probe first, so the client does not log refused connections while Java boots
+        socket.create_connection((host, int(port)), timeout=1).close()
+    except OSError:
+        return False
+    admin = AdminClient({"bootstrap.servers": bootstrap, "socket.timeout.ms": 2000, "log_level": 2})
+    try:
+        metadata = admin.list_topics(timeout=2)
+        return bool(metadata.brokers)
+    except Exception:
+        return False
+
+
+def start(port: int | None = None, data_dir: Path | None = None, timeout: float = 90) -> Broker:
+    """Format storage, start the broker, and wait until it answers metadata requests."""
+    port = port or free_port()
+    controller_port = free_port()
+    data_dir = Path(data_dir or tempfile.mkdtemp(prefix="kafkasource-broker-"))
+    data_dir.mkdir(parents=True, exist_ok=True)
+    properties = data_dir / "server.properties"
+    properties.write_text(_server_properties(port, controller_port, data_dir))
+    log_file = data_dir / "broker.log"
+    log4j = data_dir / "log4j2.properties"
+    log4j.write_text(LOG4J2_CONFIG.format(log_file=log_file))
+
+    cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    fmt = subprocess.run(
+        _java_command("kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(properties),
+                      log4j_config=log4j),
+        capture_output=True, text=True)
+    if fmt.returncode != 0:
+        raise BrokerError(f"formatting the broker's storage failed:\n{fmt.stdout}{fmt.stderr}")
+
+    console = open(data_dir / "broker.out", "ab")
+    process = subprocess.Popen(_java_command("kafka.Kafka", str(properties), log4j_config=log4j),
+                               stdout=console, stderr=subprocess.STDOUT, start_new_session=True)
+    console.close()
+    broker = Broker(port, controller_port, data_dir, process.pid, process)
+    bootstrap = broker.bootstrap_servers
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not broker.is_running():
+            raise BrokerError(f"the Kafka broker exited during start-up.\n{_log_tail(data_dir)}")
+        if _broker_answers(bootstrap):
+            return broker
+        time.sleep(0.2)
+    broker.stop()
+    raise BrokerError(f"the Kafka broker did not answer on {bootstrap} within {timeout:.0f} s.\n{_log_tail(data_dir)}")
+
+
+def _log_tail(data_dir: Path, lines: int = 40) -> str:
+    parts = []
+    for name in ("broker.out", "broker.log"):
+        path = data_dir / name
+        if path.exists():
+            tail = path.read_text(errors="replace").splitlines()[-lines:]
+            parts.append(f"--- last lines of {path} ---\n" + "\n".join(tail))
+    return "\n".join(parts) or f"(no log written under {data_dir})"
+
+
+def _load_state() -> Broker | None:
+    if not STATE_FILE.exists():
+        return None
+    state = json.loads(STATE_FILE.read_text())
+    return Broker(state["port"], state["controller_port"], Path(state["data_dir"]), state["pid"])
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m dev.broker", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True)
+    start_cmd = sub.add_parser("start", help="start a broker in the background")
+    start_cmd.add_argument("--port", type=int, default=9092)
+    sub.add_parser("stop", help="stop the broker started with `start`")
+    sub.add_parser("status", help="print the bootstrap servers of the running broker")
+    sub.add_parser("fetch", help="only download the Kafka jars")
+    sub.add_parser("groups", help="run kafka-consumer-groups against the running broker (pass its arguments)")
+    args, rest = parser.parse_known_args(argv)
+
+    try:
+        if args.command == "fetch":
+            print(fetch_jars())
+            return 0
+        running = _load_state()
+        if args.command == "start":
+            if running and running.is_running():
+                print(f"already running: {running.bootstrap_servers} (pid {running.pid})")
+                return 0
+            started = time.monotonic()
+            broker = start(port=args.port, data_dir=CACHE_DIR / "broker-data" / str(args.port))
+            STATE_FILE.write_text(json.dumps({"port": broker.port, "controller_port": broker.controller_port,
+                                              "data_dir": str(broker.data_dir), "pid": broker.pid}))
+            print(f"Kafka {KAFKA_VERSION} up on {broker.bootstrap_servers} in {time.monotonic() - started:.1f} s "
+                  f"(pid {broker.pid}, log {broker.log_file})")
+            return 0
+        if running is None or not running.is_running():
+            print("no broker started with `python -m dev.broker start` is running", file=sys.stderr)
+            return 1
+        if args.command == "status":
+            print(running.bootstrap_servers)
+        elif args.command == "stop":
+            running.stop()
+            STATE_FILE.unlink(missing_ok=True)
+            shutil.rmtree(running.data_dir, ignore_errors=True)
+            print("stopped")
+        elif args.command == "groups":
+            print(running.consumer_groups(*rest), end="")
+        return 0
+    except BrokerError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

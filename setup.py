@@ -1,0 +1,21 @@
+from setuptools import find_packages, setup
+
+setup(
+    name="kafkasource",
+    version="0.1.0",
+    description="A PySpark Structured Streaming source for Apache Kafka that reads from and commits to your consumer group",
+    long_description=open("README.md", encoding="utf-8").read(),
+    long_description_content_type="text/markdown",
+    python_requires=">=3.11",
+    packages=find_packages(include=["kafkasource", "kafkasource.*"]),
+    # a top-level pyspark_* module exposing DefaultSource: Spark registers format("kafkasource") by itself
+    py_modules=["pyspark_kafkasource"],
+    install_requires=[
+        "pyspark>=4.2",
+        "pyarrow>=15",
+        "confluent-kafka>=2.6",
+    ],
+    extras_require={
+        "test": ["pytest>=8", "pandas>=2,<3"],
+    },
+)

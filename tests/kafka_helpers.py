@@ -1,0 +1,144 @@
+"""Test helpers that talk to the real local broker through the real confluent-kafka client."""
+
+from __future__ import annotations
+
+import itertools
+import re
+import uuid
+from dataclasses import dataclass, field
+
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic, OffsetSpec
+
+
+@dataclass(frozen=True)
+class Record:
+    """One record to produce, or one record read back."""
+
+    partition: int
+    key: bytes | None
+    value: bytes | None
+    headers: tuple[tuple[str, bytes | None], ...] = ()
+    timestamp_ms: int | None = None
+    topic: str = ""
+    offset: int = -1
+
+
+@dataclass
+class KafkaHarness:
+    bootstrap_servers: str
+    admin: AdminClient = field(init=False)
+    _counter: itertools.count = field(default_factory=itertools.count, init=False)
+
+    def __post_init__(self) -> None:
+        self.admin = AdminClient({"bootstrap.servers": self.bootstrap_servers})
+
+    def unique_name(self, hint: str = "t") -> str:
+        """A topic or group name no other test uses."""
+        clean = re.sub(r"[^a-zA-Z0-9._-]", "-", hint)[:60]
+        return f"{clean}-{next(self._counter)}-{uuid.uuid4().hex[:6]}"
+
+    def create_topic(self, name: str, partitions: int = 3, config: dict[str, str] | None = None) -> str:
+        futures = self.admin.create_topics([NewTopic(name, partitions, 1, config=config or {})])
+        futures[name].result(30)
+        # wait until metadata shows every partition with a leader, so producing never races creation
+        for _ in range(100):
+            topic = self.admin.list_topics(name, timeout=10).topics.get(name)
+            if topic and topic.error is None and len(topic.partitions) == partitions:
+                return name
+        raise AssertionError(f"topic {name} did not appear in metadata")
+
+    def add_partitions(self, name: str, total: int) -> None:
+        self.admin.create_partitions([NewPartitions(name, total)])[name].result(30)
+
+    def delete_topic(self, name: str) -> None:
+        self.admin.delete_topics([name])[name].result(30)
+
+    def producer(self, **config) -> Producer:
+        return Producer({"bootstrap.servers": self.bootstrap_servers, "linger.ms": 5, **config})
+
+    def produce(self, topic: str, records: list[Record], **config) -> list[Record]:
+        """Produce records, wait for every acknowledgement, and return them with topic and offset."""
+        producer = self.producer(**config)
+        delivered: dict[int, Record] = {}
+        errors = []
+
+        for index, record in enumerate(records):
+            def on_delivery(err, msg, index=index, record=record):
+                if err is not None:
+                    errors.append(err)
+                else:
+                    delivered[index] = Record(msg.partition(), record.key, record.value, record.headers,
+                                              msg.timestamp()[1], msg.topic(), msg.offset())
+
+            kwargs = {"partition": record.partition, "key": record.key, "value": record.value,
+                      "on_delivery": on_delivery}
+            if record.headers:
+                kwargs["headers"] = list(record.headers)
+            if record.timestamp_ms is not None:
+                kwargs["timestamp"] = record.timestamp_ms
+            producer.produce(topic, **kwargs)
+            producer.poll(0)
+        remaining = producer.flush(30)
+        assert remaining == 0 and not errors, f"produce failed: {errors}, {remaining} unsent"
+        return [delivered[i] for i in range(len(records))]
+
+    def produce_values(self, topic: str, count: int, partitions: int = 1, prefix: str = "v") -> list[Record]:
+        """`count` records spread round-robin over `partitions`, keys k<i>, values <prefix><i>."""
+        return self.produce(topic, [Record(i % partitions, f"k{i}".encode(), f"{prefix}{i}".encode())
+                                    for i in range(count)])
+
+    def consumer(self, group_id: str | None = None, **config) -> Consumer:
+        return Consumer({"bootstrap.servers": self.bootstrap_servers,
+                         "group.id": group_id or self.unique_name("harness-group"),
+                         "enable.auto.commit": False, "auto.offset.reset": "earliest", **config})
+
+    def read_all(self, topic: str, partitions: int, expected: int, **config) -> list[Record]:
+        """Read every partition from offset 0 with assign+seek until `expected` records arrived."""
+        consumer = self.consumer(**config)
+        try:
+            consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+            out: list[Record] = []
+            for _ in range(200):
+                for msg in consumer.consume(1000, timeout=0.5):
+                    if msg.error():
+                        raise KafkaException(msg.error())
+                    out.append(Record(msg.partition(), msg.key(), msg.value(), tuple(msg.headers() or ()),
+                                      msg.timestamp()[1], msg.topic(), msg.offset()))
+                if len(out) >= expected:
+                    return out
+            raise AssertionError(f"read {len(out)} of {expected} records from {topic}")
+        finally:
+            consumer.close()
+
+    def commit(self, group_id: str, offsets: dict[tuple[str, int], int]) -> None:
+        consumer = self.consumer(group_id)
+        try:
+            consumer.commit(offsets=[TopicPartition(t, p, o) for (t, p), o in offsets.items()], asynchronous=False)
+        finally:
+            consumer.close()
+
+    def committed(self, group_id: str, topic: str, partitions: int) -> dict[int, int]:
+        """The group's committed offsets for the topic (partitions without a commit are left out)."""
+        consumer = self.consumer(group_id)
+        try:
+            result = consumer.committed([TopicPartition(topic, p) for p in range(partitions)], timeout=10)
+            return {tp.partition: tp.offset for tp in result if tp.offset >= 0}
+        finally:
+            consumer.close()
+
+    def offsets(self, topic: str, partitions: int, spec: OffsetSpec) -> dict[int, int]:
+        request = {TopicPartition(topic, p): spec for p in range(partitions)}
+        result = self.admin.list_offsets(request, request_timeout=10)
+        return {tp.partition: future.result().offset for tp, future in result.items()}
+
+    def earliest(self, topic: str, partitions: int) -> dict[int, int]:
+        return self.offsets(topic, partitions, OffsetSpec.earliest())
+
+    def latest(self, topic: str, partitions: int) -> dict[int, int]:
+        return self.offsets(topic, partitions, OffsetSpec.latest())
+
+    def delete_records_before(self, topic: str, partition: int, offset: int) -> None:
+        futures = self.admin.delete_records([TopicPartition(topic, partition, offset)])
+        for future in futures.values():
+            future.result(30)
