@@ -1,0 +1,13 @@
+"""kafkasource: a PySpark Structured Streaming source for Apache Kafka that honours your consumer group."""
+
+from kafkasource.errors import (BrokerUnavailableError, CommitError, DataLossError, KafkaSourceError,
+                                NoCommittedOffsetError, OptionError)
+from kafkasource.source import KafkaDataSource
+
+__all__ = ["KafkaDataSource", "register", "KafkaSourceError", "OptionError", "BrokerUnavailableError",
+           "NoCommittedOffsetError", "DataLossError", "CommitError"]
+
+
+def register(spark) -> None:
+    """Register format("kafkasource") on this session explicitly (it also registers itself on install)."""
+    spark.dataSource.register(KafkaDataSource)

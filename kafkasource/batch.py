@@ -1,0 +1,35 @@
+"""Batch reads (spark.read): a fixed range between startingOffsets and endingOffsets. Never commits."""
+
+from __future__ import annotations
+
+from pyspark.sql.datasource import DataSourceReader, InputPartition
+
+from kafkasource.client import KafkaClient
+from kafkasource.errors import OptionError
+from kafkasource.fetch import read_range
+from kafkasource.options import SourceOptions
+from kafkasource.ranges import batch_ranges
+from kafkasource.stream import KafkaInputPartition, fetch_config, plan_partitions
+
+
+class KafkaBatchReader(DataSourceReader):
+    def __init__(self, options: SourceOptions):
+        self.options = options
+        self.fetch_config = fetch_config(options)
+
+    def partitions(self) -> list[InputPartition]:
+        client = KafkaClient(self.options)
+        try:
+            partitions = self.options.subscription.partitions(client.topics())
+            start = self.options.starting.resolve(partitions, client)
+            end = self.options.ending.resolve(partitions, client)
+        finally:
+            client.close()
+        backwards = [f"{t}-{p} ({start[(t, p)]} > {end[(t, p)]})" for t, p in partitions if end[(t, p)] < start[(t, p)]]
+        if backwards:
+            raise OptionError(f"endingOffsets lies before startingOffsets for {', '.join(backwards)}; "
+                              "the end must be at or after the start")
+        return plan_partitions(batch_ranges(start, end), self.options)
+
+    def read(self, partition: KafkaInputPartition):
+        return read_range(partition.range, self.fetch_config)

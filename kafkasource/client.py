@@ -1,0 +1,110 @@
+"""The broker, driver side: the one place that asks Kafka for metadata, offsets and commits.
+
+Every question about many partitions is one batched request (one metadata request, one
+ListOffsets, one OffsetFetch), never a round trip per partition. Clients are created lazily and
+are not picklable; readers drop them before Spark ships the reader to executors.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Mapping
+
+from confluent_kafka import Consumer, IsolationLevel, KafkaError, KafkaException
+from confluent_kafka import TopicPartition as KafkaTopicPartition
+from confluent_kafka.admin import AdminClient, OffsetSpec
+
+from kafkasource.errors import BrokerUnavailableError, KafkaSourceError
+from kafkasource.offsets import Positions, TopicPartition
+from kafkasource.options import SourceOptions
+
+log = logging.getLogger(__name__)
+
+UNREACHABLE = {KafkaError._TRANSPORT, KafkaError._TIMED_OUT, KafkaError._ALL_BROKERS_DOWN,
+               KafkaError._RESOLVE, KafkaError.REQUEST_TIMED_OUT}
+
+
+class KafkaClient:
+    """Driver-side view of the cluster for one query; implements offsets.OffsetLookup."""
+
+    def __init__(self, options: SourceOptions):
+        self.options = options
+        self._admin: AdminClient | None = None
+        self._group_consumer: Consumer | None = None
+        self._timeout_s = options.poll_timeout_ms / 1000
+
+    # -- clients -------------------------------------------------------------------------------
+    @property
+    def admin(self) -> AdminClient:
+        if self._admin is None:
+            self._admin = AdminClient(self.options.client_config())
+        return self._admin
+
+    def group_consumer(self, **extra: object) -> Consumer:
+        """A consumer carrying the user's group.id, used only for OffsetFetch and OffsetCommit (never subscribes)."""
+        if self._group_consumer is None:
+            self._group_consumer = Consumer(self.options.client_config(
+                **{"group.id": self.options.group_id, "enable.auto.commit": False}, **extra))
+        return self._group_consumer
+
+    def close(self) -> None:
+        if self._group_consumer is not None:
+            self._group_consumer.close()
+        self._group_consumer = None
+        self._admin = None
+
+    # -- requests ------------------------------------------------------------------------------
+    def _fail(self, what: str, exc: KafkaException) -> KafkaSourceError:
+        error = exc.args[0] if exc.args and isinstance(exc.args[0], KafkaError) else None
+        if error is not None and error.code() in UNREACHABLE:
+            return BrokerUnavailableError(
+                f"could not {what}: Kafka at {self.options.bootstrap_servers} did not answer within "
+                f"{self.options.poll_timeout_ms} ms (kafkaConsumer.pollTimeoutMs): {error.str()}. Check "
+                "kafka.bootstrap.servers and that the brokers are reachable from the Spark driver")
+        return KafkaSourceError(f"could not {what} from Kafka at {self.options.bootstrap_servers}: {exc}")
+
+    def topics(self) -> dict[str, int]:
+        """Every topic in the cluster and its partition count, from one metadata request."""
+        try:
+            metadata = self.admin.list_topics(timeout=self._timeout_s)
+        except KafkaException as exc:
+            raise self._fail("list topics", exc) from None
+        return {name: len(topic.partitions) for name, topic in metadata.topics.items() if topic.error is None}
+
+    def _list_offsets(self, request: Mapping[TopicPartition, OffsetSpec], what: str) -> Positions:
+        if not request:
+            return {}
+        isolation = IsolationLevel.READ_COMMITTED if self.options.read_committed else IsolationLevel.READ_UNCOMMITTED
+        deadline = time.monotonic() + self._timeout_s
+        try:
+            futures = self.admin.list_offsets({KafkaTopicPartition(t, p): spec for (t, p), spec in request.items()},
+                                              isolation_level=isolation, request_timeout=self._timeout_s)
+            return {(tp.topic, tp.partition): future.result(max(0.0, deadline - time.monotonic())).offset
+                    for tp, future in futures.items()}
+        except KafkaException as exc:
+            raise self._fail(f"list {what} offsets", exc) from None
+        except TimeoutError:
+            raise BrokerUnavailableError(
+                f"could not list {what} offsets: Kafka at {self.options.bootstrap_servers} did not answer within "
+                f"{self.options.poll_timeout_ms} ms (kafkaConsumer.pollTimeoutMs)") from None
+
+    def beginning(self, partitions: list[TopicPartition]) -> Positions:
+        return self._list_offsets({tp: OffsetSpec.earliest() for tp in partitions}, "earliest")
+
+    def end(self, partitions: list[TopicPartition]) -> Positions:
+        """Log end offsets; the last stable offsets under kafka.isolation.level=read_committed."""
+        return self._list_offsets({tp: OffsetSpec.latest() for tp in partitions}, "latest")
+
+    def for_times(self, timestamps: Mapping[TopicPartition, int]) -> dict[TopicPartition, int | None]:
+        found = self._list_offsets({tp: OffsetSpec.for_timestamp(ts) for tp, ts in timestamps.items()}, "timestamp")
+        return {tp: (o if o >= 0 else None) for tp, o in found.items()}
+
+    def committed(self, partitions: list[TopicPartition]) -> dict[TopicPartition, int | None]:
+        """The group's committed offsets (OffsetFetch); None where the group has none."""
+        try:
+            result = self.group_consumer().committed([KafkaTopicPartition(t, p) for t, p in partitions],
+                                                     timeout=self._timeout_s)
+        except KafkaException as exc:
+            raise self._fail(f"fetch the committed offsets of group {self.options.group_id}", exc) from None
+        return {(tp.topic, tp.partition): (tp.offset if tp.offset >= 0 else None) for tp in result}

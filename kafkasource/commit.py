@@ -1,0 +1,151 @@
+"""Commit the group's offsets when a batch completes: synchronously or asynchronously.
+
+The source commits from a client that is not a group member (generation -1); the coordinator
+accepts such commits only while the group has no active members (seed 001). Positions only move
+forward: an offset below one already sent is never sent again.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Callable
+
+from confluent_kafka import Consumer, KafkaError, KafkaException
+from confluent_kafka import TopicPartition as KafkaTopicPartition
+
+from kafkasource.errors import CommitError
+from kafkasource.offsets import Positions, describe
+
+log = logging.getLogger(__name__)
+
+COMMIT_METADATA = "kafkasource"
+RETRIABLE = {KafkaError.COORDINATOR_LOAD_IN_PROGRESS, KafkaError.COORDINATOR_NOT_AVAILABLE,
+             KafkaError.NOT_COORDINATOR, KafkaError.REQUEST_TIMED_OUT, KafkaError.NETWORK_EXCEPTION,
+             KafkaError._TIMED_OUT, KafkaError._TRANSPORT, KafkaError._WAIT_COORD, KafkaError.REBALANCE_IN_PROGRESS}
+GROUP_IN_USE = {KafkaError.UNKNOWN_MEMBER_ID, KafkaError.ILLEGAL_GENERATION,
+                getattr(KafkaError, "FENCED_MEMBER_EPOCH", -999), getattr(KafkaError, "STALE_MEMBER_EPOCH", -999)}
+ASYNC_FLUSH_SECONDS = 10.0
+
+
+def explain(group_id: str, positions: Positions, error: KafkaError) -> str:
+    base = f"committing offsets of group {group_id} for {describe(positions)} failed: {error.str()}"
+    if error.code() in GROUP_IN_USE:
+        return (f"{base}. The group has active members (another application consumes with subscribe() under this "
+                "group.id), so the broker rejects commits from this source, which reads partitions itself and is "
+                "not a group member. Give this query a kafka.group.id of its own")
+    return base
+
+
+class OffsetCommitter:
+    """Commits positions for one query. `consumer_factory(on_commit)` makes the group's client."""
+
+    def __init__(self, group_id: str, mode: str, timeout_ms: int,
+                 consumer_factory: Callable[[Callable], Consumer]):
+        self.group_id = group_id
+        self.mode = mode
+        self.timeout_s = timeout_ms / 1000
+        self._factory = consumer_factory
+        self._consumer: Consumer | None = None
+        self._sent: Positions = {}  # newest positions handed to the broker, per partition
+        self._in_flight: Positions | None = None  # async: the one commit awaiting its answer
+        self._queued: Positions | None = None  # async: the newest positions waiting for that answer
+        self.failed_async_commits = 0
+
+    @property
+    def consumer(self) -> Consumer:
+        if self._consumer is None:
+            self._consumer = self._factory(self._on_commit)
+        return self._consumer
+
+    def commit(self, positions: Positions) -> None:
+        """Commit what moved forward since the last commit; no-op when nothing did."""
+        if self.mode == "async":
+            self._serve_callbacks()
+        forward = {tp: o for tp, o in positions.items() if o > self._sent.get(tp, -1)}
+        if not forward:
+            return
+        if self.mode == "sync":
+            self._commit_sync(forward)
+            self._sent.update(forward)
+        else:
+            self._sent.update(forward)
+            self._queued = {**(self._queued or {}), **forward}
+            self._send_next_async()
+
+    def close(self) -> None:
+        """Flush pending async commits (bounded wait), then close the client."""
+        if self._consumer is None:
+            return
+        deadline = time.monotonic() + min(self.timeout_s, ASYNC_FLUSH_SECONDS)
+        while (self._in_flight or self._queued) and time.monotonic() < deadline:
+            self._serve_callbacks(0.1)
+        if self._in_flight or self._queued:
+            log.warning("stopped with async commits of group %s unanswered for %s", self.group_id,
+                        describe({**(self._in_flight or {}), **(self._queued or {})}))
+        self._consumer.close()
+        self._consumer = None
+
+    # -- sync -------------------------------------------------------------------------------------
+    def _commit_sync(self, positions: Positions) -> None:
+        deadline = time.monotonic() + self.timeout_s
+        backoff = 0.1
+        while True:
+            error = self._try_commit_sync(positions)
+            if error is None:
+                log.info("committed group %s: %s", self.group_id, _show(positions))
+                return
+            retriable = error.code() in RETRIABLE or (error.retriable() and error.code() not in GROUP_IN_USE)
+            if not retriable:
+                raise CommitError(explain(self.group_id, positions, error))
+            if time.monotonic() + backoff > deadline:
+                raise CommitError(explain(self.group_id, positions, error) +
+                                  f" (still failing after retrying for {self.timeout_s:.0f} s, commitTimeoutMs)")
+            log.warning("commit of group %s failed (%s); retrying in %.1f s", self.group_id, error.str(), backoff)
+            time.sleep(backoff)
+            backoff = min(backoff * 2, 5.0)
+
+    def _try_commit_sync(self, positions: Positions) -> KafkaError | None:
+        try:
+            result = self.consumer.commit(offsets=_to_kafka(positions), asynchronous=False)
+        except KafkaException as exc:
+            return exc.args[0]
+        errors = [tp.error for tp in result or [] if tp.error is not None]
+        return errors[0] if errors else None
+
+    # -- async ------------------------------------------------------------------------------------
+    def _send_next_async(self) -> None:
+        """One commit in flight at a time, so an older commit can never land after a newer one."""
+        if self._in_flight is not None or not self._queued:
+            return
+        self._in_flight, self._queued = self._queued, None
+        try:
+            self.consumer.commit(offsets=_to_kafka(self._in_flight), asynchronous=True)
+        except KafkaException as exc:
+            self._on_commit(exc.args[0], None)
+
+    def _serve_callbacks(self, timeout: float = 0) -> None:
+        self.consumer.poll(timeout)  # delivers on_commit results (DESIGN.md fact 10)
+        self._send_next_async()
+
+    def _on_commit(self, error: KafkaError | None, partitions) -> None:
+        if error is None and partitions:
+            error = next((tp.error for tp in partitions if tp.error is not None), None)
+        positions, self._in_flight = self._in_flight or {}, None
+        if error is None:
+            log.info("committed group %s (async): %s", self.group_id, _show(positions))
+            return
+        self.failed_async_commits += 1
+        # allow the next commit to resend these positions: a failed commit is superseded, never replayed out of order
+        for tp, offset in positions.items():
+            if self._sent.get(tp) == offset:
+                del self._sent[tp]
+        log.warning("async %s (%d failed so far)", explain(self.group_id, positions, error), self.failed_async_commits)
+
+
+def _to_kafka(positions: Positions) -> list[KafkaTopicPartition]:
+    return [KafkaTopicPartition(t, p, o, metadata=COMMIT_METADATA) for (t, p), o in sorted(positions.items())]
+
+
+def _show(positions: Positions) -> str:
+    return ", ".join(f"{t}-{p}@{o}" for (t, p), o in sorted(positions.items()))

@@ -1,0 +1,177 @@
+"""Executor side: read one offset range with a pooled consumer and yield Arrow record batches.
+
+Consumers are pooled per Python worker process (workers are reused across micro-batches, DESIGN.md
+fact 3), keyed by their configuration, closed when idle for a while or after any failure. They only
+assign() partitions: they never join a group and never commit.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Iterator
+
+from confluent_kafka import Consumer, KafkaError
+from confluent_kafka import TopicPartition as KafkaTopicPartition
+
+from kafkasource.arrow import to_record_batch
+from kafkasource.errors import DataLossError, KafkaSourceError
+from kafkasource.ranges import OffsetRange
+
+log = logging.getLogger(__name__)
+
+EXECUTOR_GROUP_ID = "kafkasource-executor-never-commits"
+BATCH_ROWS = 50_000  # rows per Arrow batch handed to Spark (fewer, larger batches are cheaper)
+CONSUME_CHUNK = 10_000  # messages per consume() call
+IDLE_CLOSE_SECONDS = 300
+GONE = {KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_PARTITION, KafkaError._UNKNOWN_TOPIC}
+
+
+@dataclass(frozen=True)
+class FetchConfig:
+    """What an executor needs to read, small and picklable (no clients)."""
+
+    kafka_config: dict[str, str] = field(repr=False)  # may hold secrets: never print
+    include_headers: bool
+    fail_on_data_loss: bool
+    poll_timeout_ms: int
+
+    def consumer_config(self) -> dict[str, object]:
+        return {**self.kafka_config, "group.id": EXECUTOR_GROUP_ID, "enable.auto.commit": False,
+                "enable.auto.offset.store": False, "auto.offset.reset": "error"}
+
+    def pool_key(self) -> tuple:
+        return tuple(sorted((k, str(v)) for k, v in self.consumer_config().items()))
+
+
+class ConsumerPool:
+    """Idle consumers of this worker process, by configuration."""
+
+    def __init__(self) -> None:
+        self._idle: dict[tuple, list[tuple[Consumer, float]]] = {}
+
+    def acquire(self, config: FetchConfig) -> Consumer:
+        self._close_idle()
+        idle = self._idle.get(config.pool_key())
+        if idle:
+            return idle.pop()[0]
+        return Consumer(config.consumer_config())
+
+    def release(self, config: FetchConfig, consumer: Consumer, healthy: bool) -> None:
+        if healthy:
+            self._idle.setdefault(config.pool_key(), []).append((consumer, time.monotonic()))
+        else:
+            _close_quietly(consumer)
+
+    def _close_idle(self) -> None:
+        cutoff = time.monotonic() - IDLE_CLOSE_SECONDS
+        for key, entries in list(self._idle.items()):
+            for consumer, since in entries:
+                if since < cutoff:
+                    _close_quietly(consumer)
+            self._idle[key] = [(c, s) for c, s in entries if s >= cutoff]
+
+
+def _close_quietly(consumer: Consumer) -> None:
+    try:
+        consumer.close()
+    except Exception:  # a broken consumer may fail to close; it is dropped either way
+        log.debug("closing a pooled consumer failed", exc_info=True)
+
+
+POOL = ConsumerPool()
+
+
+def read_range(offset_range: OffsetRange, config: FetchConfig) -> Iterator:
+    """Yield pyarrow.RecordBatch objects holding exactly the records of [start, until) that exist."""
+    consumer = POOL.acquire(config)
+    healthy = False
+    try:
+        yield from _RangeReader(consumer, offset_range, config).batches()
+        healthy = True
+    finally:
+        POOL.release(config, consumer, healthy)
+
+
+class _RangeReader:
+    def __init__(self, consumer: Consumer, offset_range: OffsetRange, config: FetchConfig):
+        self.consumer = consumer
+        self.range = offset_range
+        self.config = config
+        self.name = f"{offset_range.topic}-{offset_range.partition}"
+        self.position = offset_range.start
+
+    def _seek(self, offset: int) -> None:
+        self.position = offset
+        self.consumer.assign([KafkaTopicPartition(self.range.topic, self.range.partition, offset)])
+
+    def batches(self) -> Iterator:
+        until = self.range.until
+        timeout_s = self.config.poll_timeout_ms / 1000
+        self._seek(self.range.start)
+        pending: list = []
+        last_progress = time.monotonic()
+        while self.position < until:
+            messages = self.consumer.consume(min(CONSUME_CHUNK, until - self.position),
+                                             timeout=min(1.0, timeout_s))
+            before = self.position
+            records = []
+            for message in messages:
+                if message.error() is not None:
+                    self._on_error(message.error())
+                    break
+                if message.offset() < until:
+                    records.append(message)
+            else:
+                # the position moves past control records and aborted transactions too, so gaps never stall us
+                position = self.consumer.position([KafkaTopicPartition(self.range.topic, self.range.partition)])
+                self.position = max(self.position, position[0].offset,
+                                    records[-1].offset() + 1 if records else -1)
+            if records:
+                pending.extend(records)
+                if len(pending) >= BATCH_ROWS:
+                    yield to_record_batch(pending, self.range.topic, self.range.partition, self.config.include_headers)
+                    pending = []
+            if self.position != before:
+                last_progress = time.monotonic()
+            elif time.monotonic() - last_progress > timeout_s:
+                raise KafkaSourceError(
+                    f"reading {self.name} stalled at offset {self.position} (range {self.range.start}.."
+                    f"{until}): nothing arrived within {self.config.poll_timeout_ms} ms "
+                    "(kafkaConsumer.pollTimeoutMs). Check that the brokers are reachable from the executors")
+        if pending:
+            yield to_record_batch(pending, self.range.topic, self.range.partition, self.config.include_headers)
+
+    def _on_error(self, error: KafkaError) -> None:
+        code = error.code()
+        if code == KafkaError._AUTO_OFFSET_RESET or code == KafkaError.OFFSET_OUT_OF_RANGE:
+            self._out_of_range()
+        elif code in GONE:
+            self._data_loss(f"{self.name} no longer exists ({error.str()}); records {self.position}.."
+                            f"{self.range.until - 1} cannot be read", skip_to=self.range.until)
+        elif error.fatal():
+            raise KafkaSourceError(f"reading {self.name} failed: {error.str()}")
+        else:  # librdkafka retries transient errors itself
+            log.warning("reading %s: %s (retrying)", self.name, error.str())
+
+    def _out_of_range(self) -> None:
+        low, high = self.consumer.get_watermark_offsets(
+            KafkaTopicPartition(self.range.topic, self.range.partition), timeout=self.config.poll_timeout_ms / 1000)
+        if self.position < low:
+            lost_until = min(low, self.range.until)
+            self._data_loss(f"records {self.position}..{lost_until - 1} of {self.name} are gone: the log now starts "
+                            f"at {low} (retention or deleted records)", skip_to=low)
+        else:
+            self._data_loss(f"offset {self.position} of {self.name} is beyond the log end {high} (the partition was "
+                            "truncated or recreated)", skip_to=self.range.until)
+
+    def _data_loss(self, what: str, skip_to: int) -> None:
+        if self.config.fail_on_data_loss:
+            raise DataLossError(f"{what}. Some data may have been lost. If this is expected, set "
+                                "failOnDataLoss=false to skip what is gone and go on")
+        log.warning("%s; skipping them (failOnDataLoss=false)", what)
+        if skip_to >= self.range.until:
+            self.position = self.range.until
+        else:
+            self._seek(skip_to)

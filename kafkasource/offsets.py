@@ -1,0 +1,169 @@
+"""Positions and how start/end specifications resolve to them.
+
+A position is the next offset to read (committing N means records below N are done). Each
+specification is a small object that resolves against an `OffsetLookup`, a four-method view of
+the broker (after Flink's OffsetsInitializer), so the logic is testable without Kafka.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Mapping, Protocol
+
+from kafkasource.errors import NoCommittedOffsetError, OptionError
+
+TopicPartition = tuple[str, int]
+Positions = dict[TopicPartition, int]
+
+EARLIEST = -2  # Spark's JSON markers in startingOffsets / endingOffsets
+LATEST = -1
+
+
+def to_json_dict(positions: Mapping[TopicPartition, int]) -> dict[str, dict[str, int]]:
+    """Positions in the built-in source's checkpoint shape: {"topic": {"0": 42}}."""
+    out: dict[str, dict[str, int]] = {}
+    for (topic, partition), offset in sorted(positions.items()):
+        out.setdefault(topic, {})[str(partition)] = int(offset)
+    return out
+
+
+def from_json_dict(data: Mapping[str, Mapping[str, int]]) -> Positions:
+    return {(topic, int(p)): int(o) for topic, parts in data.items() for p, o in parts.items()}
+
+
+def describe(partitions) -> str:
+    """'orders-0, orders-3' for messages."""
+    return ", ".join(f"{t}-{p}" for t, p in sorted(partitions))
+
+
+class OffsetLookup(Protocol):
+    """What resolution needs from the broker; client.KafkaClient implements it with batched requests."""
+
+    def committed(self, partitions: list[TopicPartition]) -> dict[TopicPartition, int | None]: ...
+
+    def beginning(self, partitions: list[TopicPartition]) -> Positions: ...
+
+    def end(self, partitions: list[TopicPartition]) -> Positions: ...
+
+    def for_times(self, timestamps: Mapping[TopicPartition, int]) -> dict[TopicPartition, int | None]: ...
+
+
+def within_log(wanted: Mapping[TopicPartition, int], lookup: OffsetLookup, reset: str, what: str) -> Positions:
+    """Keep each wanted offset inside [log start, log end]; outside it, follow `reset` as Kafka does."""
+    if not wanted:
+        return {}
+    partitions = list(wanted)
+    begin, end = lookup.beginning(partitions), lookup.end(partitions)
+    out: Positions = {}
+    outside = []
+    for tp, offset in wanted.items():
+        if begin[tp] <= offset <= end[tp]:
+            out[tp] = offset
+        elif reset == "earliest":
+            out[tp] = begin[tp]
+        elif reset == "latest":
+            out[tp] = end[tp]
+        else:
+            outside.append(f"{tp[0]}-{tp[1]} at {offset} (log holds {begin[tp]}..{end[tp]})")
+    if outside:
+        raise NoCommittedOffsetError(
+            f"{what} outside the log for {', '.join(outside)} and kafka.auto.offset.reset=none; "
+            "set kafka.auto.offset.reset to earliest or latest, or give startingOffsets explicitly")
+    return out
+
+
+@dataclass(frozen=True)
+class Earliest:
+    def resolve(self, partitions: list[TopicPartition], lookup: OffsetLookup) -> Positions:
+        return lookup.beginning(partitions) if partitions else {}
+
+    def __str__(self) -> str:
+        return "earliest"
+
+
+@dataclass(frozen=True)
+class Latest:
+    def resolve(self, partitions: list[TopicPartition], lookup: OffsetLookup) -> Positions:
+        return lookup.end(partitions) if partitions else {}
+
+    def __str__(self) -> str:
+        return "latest"
+
+
+@dataclass(frozen=True)
+class Committed:
+    """The group's committed offsets; `reset` (kafka.auto.offset.reset) where there is none or it is out of range."""
+
+    reset: str = "latest"
+
+    def resolve(self, partitions: list[TopicPartition], lookup: OffsetLookup) -> Positions:
+        if not partitions:
+            return {}
+        committed = lookup.committed(partitions)
+        missing = sorted(tp for tp in partitions if committed.get(tp) is None)
+        if missing and self.reset == "none":
+            raise NoCommittedOffsetError(
+                f"the consumer group has no committed offset for {describe(missing)} and "
+                "kafka.auto.offset.reset=none; commit offsets for them first, or set "
+                "kafka.auto.offset.reset to earliest or latest")
+        fallback = {"earliest": Earliest(), "latest": Latest(), "none": Latest()}[self.reset]
+        out = fallback.resolve(missing, lookup)
+        found = {tp: committed[tp] for tp in partitions if committed.get(tp) is not None}
+        out.update(within_log(found, lookup, self.reset, "committed offset"))
+        return out
+
+    def __str__(self) -> str:
+        return f"committed (kafka.auto.offset.reset={self.reset})"
+
+
+@dataclass(frozen=True)
+class SpecificOffsets:
+    """Explicit offsets per partition, -2 = earliest, -1 = latest; partitions not named use `default`."""
+
+    offsets: tuple[tuple[TopicPartition, int], ...]
+    default: object = Latest()
+    reset: str = "latest"
+
+    def resolve(self, partitions: list[TopicPartition], lookup: OffsetLookup) -> Positions:
+        given = dict(self.offsets)
+        explicit = {tp: o for tp, o in given.items() if tp in partitions and o >= 0}
+        earliest = [tp for tp in partitions if given.get(tp) == EARLIEST]
+        latest = [tp for tp in partitions if given.get(tp) == LATEST]
+        unnamed = [tp for tp in partitions if tp not in given]
+        out = Earliest().resolve(earliest, lookup)
+        out.update(Latest().resolve(latest, lookup))
+        out.update(self.default.resolve(unnamed, lookup))
+        out.update(within_log(explicit, lookup, self.reset, "offset"))
+        return out
+
+    def __str__(self) -> str:
+        return json.dumps(to_json_dict(dict(self.offsets)))
+
+
+@dataclass(frozen=True)
+class Timestamps:
+    """The first offset whose timestamp is >= the given one (per partition, or `everywhere` for all).
+
+    Where no record is that new, the log end, as the built-in source does.
+    """
+
+    per_partition: tuple[tuple[TopicPartition, int], ...] = ()
+    everywhere: int | None = None
+
+    def resolve(self, partitions: list[TopicPartition], lookup: OffsetLookup) -> Positions:
+        given = dict(self.per_partition)
+        wanted = {tp: (self.everywhere if self.everywhere is not None else given.get(tp)) for tp in partitions}
+        unnamed = [tp for tp, ts in wanted.items() if ts is None]
+        if unnamed:
+            raise OptionError(
+                f"startingOffsetsByTimestamp/endingOffsetsByTimestamp names no timestamp for {describe(unnamed)}; "
+                "give one for every partition the query reads")
+        found = lookup.for_times(wanted) if wanted else {}
+        none_found = [tp for tp in partitions if found.get(tp) is None]
+        out = Latest().resolve(none_found, lookup)
+        out.update({tp: o for tp, o in found.items() if o is not None})
+        return out
+
+    def __str__(self) -> str:
+        return f"timestamp {self.everywhere}" if self.everywhere is not None else "timestamps per partition"

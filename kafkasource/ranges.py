@@ -1,0 +1,67 @@
+"""Offset arithmetic for planning: the ranges of a batch, splitting them, and sharing a rate limit.
+
+Pure functions over positions, no broker: fast to test.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Mapping
+
+from kafkasource.offsets import Positions, TopicPartition
+
+
+@dataclass(frozen=True)
+class OffsetRange:
+    """Records [start, until) of one topic-partition; `until` is a position (next offset to read)."""
+
+    topic: str
+    partition: int
+    start: int
+    until: int
+
+    @property
+    def size(self) -> int:
+        return self.until - self.start
+
+
+def batch_ranges(start: Mapping[TopicPartition, int], end: Mapping[TopicPartition, int]) -> list[OffsetRange]:
+    """One range per partition that advances between `start` and `end` (partitions absent from `start`
+    must have been given their first position by the caller)."""
+    return [OffsetRange(t, p, start[(t, p)], until) for (t, p), until in sorted(end.items())
+            if until > start[(t, p)]]
+
+
+def split_ranges(ranges: list[OffsetRange], min_partitions: int | None) -> list[OffsetRange]:
+    """With minPartitions above the number of ranges, cut large ranges into parts, in proportion to size
+    (as Spark's KafkaOffsetRangeCalculator does), so that at least min_partitions tasks exist."""
+    if not min_partitions or min_partitions <= len(ranges):
+        return ranges
+    total = sum(r.size for r in ranges)
+    out: list[OffsetRange] = []
+    for r in ranges:
+        parts = max(1, min(r.size, math.ceil(r.size / total * min_partitions)))
+        step = r.size / parts
+        bounds = [r.start + round(i * step) for i in range(parts)] + [r.until]
+        out.extend(OffsetRange(r.topic, r.partition, a, b) for a, b in zip(bounds, bounds[1:]) if b > a)
+    return out
+
+
+def rate_limit(start: Mapping[TopicPartition, int], latest: Mapping[TopicPartition, int],
+               max_records: int) -> Positions:
+    """End positions holding at most `max_records` records in all, shared in proportion to each
+    partition's backlog. Partitions whose share rounds to zero are served first from what rounding
+    leaves over, so a small backlog is not starved by large ones."""
+    backlog = {tp: max(0, latest[tp] - start[tp]) for tp in latest}
+    total = sum(backlog.values())
+    if total <= max_records:
+        return dict(latest)
+    share = {tp: (size * max_records) // total for tp, size in backlog.items()}
+    left = max_records - sum(share.values())
+    # zero shares first, then by the fraction rounding dropped; ties by name for determinism
+    order = sorted((tp for tp, size in backlog.items() if size > share[tp]),
+                   key=lambda tp: (share[tp] > 0, -((backlog[tp] * max_records) % total), tp))
+    for tp in order[:left]:
+        share[tp] += 1
+    return {tp: start[tp] + share[tp] for tp in latest}

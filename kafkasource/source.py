@@ -1,0 +1,35 @@
+"""The DataSource: format("kafkasource"), its schema, and its readers."""
+
+from __future__ import annotations
+
+from pyspark.sql.datasource import DataSource
+from pyspark.sql.types import StructType
+
+from kafkasource.arrow import schema_ddl
+from kafkasource.options import parse_options
+
+
+class KafkaDataSource(DataSource):
+    """spark.readStream.format("kafkasource") / spark.read.format("kafkasource")."""
+
+    def __init__(self, options):
+        super().__init__(options)
+        # validate at load(): whether this is a stream or a batch read is only known later
+        self._options = parse_options(options, streaming=False)
+
+    @classmethod
+    def name(cls) -> str:
+        return "kafkasource"
+
+    def schema(self) -> str:
+        return schema_ddl(self._options.include_headers)
+
+    def streamReader(self, schema: StructType):
+        from kafkasource.stream import KafkaStreamReader
+
+        return KafkaStreamReader(parse_options(self.options, streaming=True))
+
+    def reader(self, schema: StructType):
+        from kafkasource.batch import KafkaBatchReader
+
+        return KafkaBatchReader(self._options)

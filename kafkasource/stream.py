@@ -1,0 +1,180 @@
+"""The streaming reader: plans micro-batches on the driver, reads ranges on executors, commits.
+
+Commits follow DESIGN.md fact 1: Spark calls latestOffset(start) after the batch ending at `start`
+has completed (on every trigger, idle or not, and once more at the end of an AvailableNow run),
+while commit(end) arrives one batch late. Both signals commit; the committer only moves forward.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
+from pyspark.sql.streaming.datasource import (ReadAllAvailable, ReadLimit, ReadMaxRows, ReadMinRows,
+                                              SupportsTriggerAvailableNow)
+
+from kafkasource.client import KafkaClient
+from kafkasource.commit import OffsetCommitter
+from kafkasource.errors import DataLossError
+from kafkasource.fetch import FetchConfig, read_range
+from kafkasource.offsets import Positions, TopicPartition, describe, from_json_dict, to_json_dict
+from kafkasource.options import SourceOptions
+from kafkasource.ranges import OffsetRange, batch_ranges, rate_limit, split_ranges
+
+log = logging.getLogger(__name__)
+
+
+class KafkaInputPartition(InputPartition):
+    """One Spark task: one offset range of one topic-partition."""
+
+    def __init__(self, offset_range: OffsetRange):
+        super().__init__(offset_range)
+        self.range = offset_range
+
+
+def fetch_config(options: SourceOptions) -> FetchConfig:
+    return FetchConfig(options.client_config(), options.include_headers, options.fail_on_data_loss,
+                       options.poll_timeout_ms)
+
+
+def plan_partitions(ranges: list[OffsetRange], options: SourceOptions) -> list[KafkaInputPartition]:
+    return [KafkaInputPartition(r) for r in split_ranges(ranges, options.min_partitions)]
+
+
+class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    def __init__(self, options: SourceOptions):
+        self.options = options
+        self.fetch_config = fetch_config(options)
+        self._client: KafkaClient | None = None
+        self._committer: OffsetCommitter | None = None
+        self._initial: Positions | None = None  # what initialOffset() returned in this run: not yet read
+        self._target: Positions | None = None  # Trigger.AvailableNow: the log ends when the run started
+        self._latest_seen: Positions | None = None
+        self._known: set[TopicPartition] = set()
+        self._last_batch_at = time.monotonic()
+
+    def __getstate__(self) -> dict:
+        # Spark pickles the reader for read() on executors; driver clients cannot travel (DESIGN.md fact 2)
+        state = dict(self.__dict__)
+        state["_client"] = None
+        state["_committer"] = None
+        return state
+
+    @property
+    def client(self) -> KafkaClient:
+        if self._client is None:
+            self._client = KafkaClient(self.options)
+        return self._client
+
+    @property
+    def committer(self) -> OffsetCommitter | None:
+        if self._committer is None and self.options.commit_mode != "none":
+            on_commit_key = "on_commit" if self.options.commit_mode == "async" else None
+            self._committer = OffsetCommitter(
+                self.options.group_id, self.options.commit_mode, self.options.commit_timeout_ms,
+                lambda on_commit: self.client.group_consumer(**({on_commit_key: on_commit} if on_commit_key else {})))
+        return self._committer
+
+    def _current_partitions(self) -> list[TopicPartition]:
+        partitions = self.options.subscription.partitions(self.client.topics())
+        self._known = set(partitions)
+        return partitions
+
+    # -- the DataSourceStreamReader protocol --------------------------------------------------------
+    def initialOffset(self) -> dict:
+        partitions = self._current_partitions()
+        positions = self.options.starting.resolve(partitions, self.client)
+        self._initial = positions
+        log.info("new query over %s starts at %s (%s)", self.options.subscription.describe(),
+                 to_json_dict(positions), self.options.starting)
+        return to_json_dict(positions)
+
+    def getDefaultReadLimit(self) -> ReadLimit:
+        if self.options.min_offsets_per_trigger is not None:
+            return ReadMinRows(self.options.min_offsets_per_trigger)
+        if self.options.max_offsets_per_trigger is not None:
+            return ReadMaxRows(self.options.max_offsets_per_trigger)
+        return ReadAllAvailable()
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        self._target = self.client.end(self._current_partitions())
+        log.info("Trigger.AvailableNow: reading up to %s", to_json_dict(self._target))
+
+    def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
+        start_positions = from_json_dict(start)
+        self._commit_completed(start_positions)
+        current = self._current_partitions()
+        vanished = [tp for tp in start_positions if tp not in self._known]
+        if vanished:
+            self._data_loss(f"{describe(vanished)} no longer exist{'s' if len(vanished) == 1 else ''} in the "
+                            f"cluster (topic deleted?); the query stops reading {'it' if len(vanished) == 1 else 'them'}")
+        new = [tp for tp in current if tp not in start_positions]
+        base = {tp: start_positions[tp] for tp in current if tp in start_positions}
+        if new:  # new partitions join at their earliest offset, as in the built-in source
+            base.update(self.client.beginning(new))
+            log.info("new partitions join the query: %s", describe(new))
+        latest = self.client.end(current)
+        self._latest_seen = latest
+        for tp in current:
+            if latest[tp] < base[tp]:
+                self._data_loss(f"the log end of {tp[0]}-{tp[1]} went back from {base[tp]} to {latest[tp]} "
+                                "(topic recreated or truncated)")
+                latest[tp] = base[tp]
+        if self._target is not None:  # AvailableNow: nothing beyond the ends fixed at the start of the run
+            latest = {tp: min(latest[tp], max(base[tp], self._target.get(tp, base[tp]))) for tp in current}
+        end = self._apply_limit(base, latest, limit)
+        if end == start_positions:
+            return start
+        if any(end[tp] > base[tp] for tp in end):
+            self._last_batch_at = time.monotonic()
+        return to_json_dict(end)
+
+    def _apply_limit(self, base: Positions, latest: Positions, limit: ReadLimit) -> Positions:
+        if isinstance(limit, ReadAllAvailable):
+            return latest
+        if isinstance(limit, ReadMinRows) and self._target is None:
+            available = sum(latest[tp] - base[tp] for tp in latest)
+            waited_ms = (time.monotonic() - self._last_batch_at) * 1000
+            if available < limit.min_rows and waited_ms < self.options.max_trigger_delay_ms:
+                return base  # wait for more records or for maxTriggerDelay
+        max_rows = limit.max_rows if isinstance(limit, ReadMaxRows) else self.options.max_offsets_per_trigger
+        return rate_limit(base, latest, max_rows) if max_rows else latest
+
+    def reportLatestOffset(self) -> dict | None:
+        return to_json_dict(self._latest_seen) if self._latest_seen is not None else None
+
+    def partitions(self, start: dict, end: dict) -> list[InputPartition]:
+        start_positions, end_positions = from_json_dict(start), from_json_dict(end)
+        new = [tp for tp in end_positions if tp not in start_positions]
+        if new:
+            first = self.client.beginning(new)
+            start_positions.update({tp: min(first[tp], end_positions[tp]) for tp in new})
+        return plan_partitions(batch_ranges(start_positions, end_positions), self.options)
+
+    def read(self, partition: KafkaInputPartition):
+        return read_range(partition.range, self.fetch_config)
+
+    def commit(self, end: dict) -> None:
+        self._commit_completed(from_json_dict(end))
+
+    def stop(self) -> None:
+        if self._committer is not None:
+            self._committer.close()
+        if self._client is not None:
+            self._client.close()
+
+    # -- helpers -----------------------------------------------------------------------------------
+    def _commit_completed(self, positions: Positions) -> None:
+        """Commit positions that a completed batch reached (the first start of a new query is not one)."""
+        if self.committer is None or not positions or positions == self._initial:
+            return
+        if self._known:  # leave alone partitions that no longer exist: the broker would refuse them
+            positions = {tp: o for tp, o in positions.items() if tp in self._known}
+        self.committer.commit(positions)
+
+    def _data_loss(self, what: str) -> None:
+        if self.options.fail_on_data_loss:
+            raise DataLossError(f"{what}. Some data may have been lost. If this is expected, set "
+                                "failOnDataLoss=false to go on without it")
+        log.warning("%s (failOnDataLoss=false: going on)", what)
