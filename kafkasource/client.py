@@ -23,6 +23,9 @@ log = logging.getLogger(__name__)
 
 UNREACHABLE = {KafkaError._TRANSPORT, KafkaError._TIMED_OUT, KafkaError._ALL_BROKERS_DOWN,
                KafkaError._RESOLVE, KafkaError.REQUEST_TIMED_OUT}
+# the group coordinator moving, loading or not elected yet: worth asking again
+COORDINATOR_RETRIABLE = {KafkaError.COORDINATOR_LOAD_IN_PROGRESS, KafkaError.COORDINATOR_NOT_AVAILABLE,
+                         KafkaError.NOT_COORDINATOR, KafkaError._WAIT_COORD}
 
 
 class KafkaClient:
@@ -41,11 +44,16 @@ class KafkaClient:
             self._admin = AdminClient(self.options.client_config())
         return self._admin
 
-    def group_consumer(self, **extra: object) -> Consumer:
-        """A consumer carrying the user's group.id, used only for OffsetFetch and OffsetCommit (never subscribes)."""
+    def new_group_consumer(self, **extra: object) -> Consumer:
+        """A consumer carrying the user's group.id, for OffsetFetch and OffsetCommit only: it never subscribes,
+        so it never joins the group."""
+        return Consumer(self.options.client_config(
+            **{"group.id": self.options.group_id, "enable.auto.commit": False}, **extra))
+
+    @property
+    def group_consumer(self) -> Consumer:
         if self._group_consumer is None:
-            self._group_consumer = Consumer(self.options.client_config(
-                **{"group.id": self.options.group_id, "enable.auto.commit": False}, **extra))
+            self._group_consumer = self.new_group_consumer()
         return self._group_consumer
 
     def close(self) -> None:
@@ -102,9 +110,16 @@ class KafkaClient:
 
     def committed(self, partitions: list[TopicPartition]) -> dict[TopicPartition, int | None]:
         """The group's committed offsets (OffsetFetch); None where the group has none."""
-        try:
-            result = self.group_consumer().committed([KafkaTopicPartition(t, p) for t, p in partitions],
-                                                     timeout=self._timeout_s)
-        except KafkaException as exc:
-            raise self._fail(f"fetch the committed offsets of group {self.options.group_id}", exc) from None
+        deadline = time.monotonic() + self._timeout_s
+        while True:
+            try:
+                result = self.group_consumer.committed([KafkaTopicPartition(t, p) for t, p in partitions],
+                                                         timeout=max(1.0, deadline - time.monotonic()))
+                break
+            except KafkaException as exc:
+                if exc.args[0].code() in COORDINATOR_RETRIABLE and time.monotonic() < deadline:
+                    log.info("fetching committed offsets: %s; retrying", exc.args[0].str())
+                    time.sleep(0.2)
+                    continue
+                raise self._fail(f"fetch the committed offsets of group {self.options.group_id}", exc) from None
         return {(tp.topic, tp.partition): (tp.offset if tp.offset >= 0 else None) for tp in result}

@@ -14,15 +14,15 @@ from typing import Callable
 from confluent_kafka import Consumer, KafkaError, KafkaException
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 
+from kafkasource.client import COORDINATOR_RETRIABLE
 from kafkasource.errors import CommitError
 from kafkasource.offsets import Positions, describe
 
 log = logging.getLogger(__name__)
 
 COMMIT_METADATA = "kafkasource"
-RETRIABLE = {KafkaError.COORDINATOR_LOAD_IN_PROGRESS, KafkaError.COORDINATOR_NOT_AVAILABLE,
-             KafkaError.NOT_COORDINATOR, KafkaError.REQUEST_TIMED_OUT, KafkaError.NETWORK_EXCEPTION,
-             KafkaError._TIMED_OUT, KafkaError._TRANSPORT, KafkaError._WAIT_COORD, KafkaError.REBALANCE_IN_PROGRESS}
+RETRIABLE = COORDINATOR_RETRIABLE | {KafkaError.REQUEST_TIMED_OUT, KafkaError.NETWORK_EXCEPTION, KafkaError._TIMED_OUT,
+                                     KafkaError._TRANSPORT, KafkaError.REBALANCE_IN_PROGRESS}
 GROUP_IN_USE = {KafkaError.UNKNOWN_MEMBER_ID, KafkaError.ILLEGAL_GENERATION,
                 getattr(KafkaError, "FENCED_MEMBER_EPOCH", -999), getattr(KafkaError, "STALE_MEMBER_EPOCH", -999)}
 ASYNC_FLUSH_SECONDS = 10.0
@@ -61,7 +61,7 @@ class OffsetCommitter:
     def commit(self, positions: Positions) -> None:
         """Commit what moved forward since the last commit; no-op when nothing did."""
         if self.mode == "async":
-            self._serve_callbacks()
+            self.poll()
         forward = {tp: o for tp, o in positions.items() if o > self._sent.get(tp, -1)}
         if not forward:
             return
@@ -79,7 +79,7 @@ class OffsetCommitter:
             return
         deadline = time.monotonic() + min(self.timeout_s, ASYNC_FLUSH_SECONDS)
         while (self._in_flight or self._queued) and time.monotonic() < deadline:
-            self._serve_callbacks(0.1)
+            self.poll(0.1)
         if self._in_flight or self._queued:
             log.warning("stopped with async commits of group %s unanswered for %s", self.group_id,
                         describe({**(self._in_flight or {}), **(self._queued or {})}))
@@ -124,7 +124,8 @@ class OffsetCommitter:
         except KafkaException as exc:
             self._on_commit(exc.args[0], None)
 
-    def _serve_callbacks(self, timeout: float = 0) -> None:
+    def poll(self, timeout: float = 0) -> None:
+        """Serve async commit answers; the query does so on every trigger."""
         self.consumer.poll(timeout)  # delivers on_commit results (DESIGN.md fact 10)
         self._send_next_async()
 

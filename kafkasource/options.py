@@ -38,7 +38,7 @@ UNSUPPORTED_KAFKA_SETTINGS = {
 MANAGED_KAFKA_SETTINGS = {"group.id", "auto.offset.reset", "enable.auto.commit", "enable.auto.offset.store",
                           "enable.partition.eof", "bootstrap.servers"}
 
-SECRET_MARKERS = ("password", "secret", "jaas", "key.pem", "token")
+SECRET_MARKERS = ("password", "passphrase", "secret", "jaas", "key.pem", "token")
 
 
 def is_secret(name: str) -> bool:
@@ -146,6 +146,8 @@ def _per_partition(name: str, raw: str, example: str) -> tuple[tuple[TopicPartit
                               f"got {parts!r} for topic {topic!r}")
         for partition, value in parts.items():
             try:
+                if isinstance(value, (bool, float)):  # JSON true would read as 1, 1.5 as 1
+                    raise TypeError(value)
                 out.append(((topic, int(partition)), int(value)))
             except (TypeError, ValueError):
                 raise OptionError(f"option {name}: partition {partition!r} of topic {topic!r} must be a number "
@@ -175,7 +177,7 @@ def _subscription(options: Mapping[str, str]) -> Subscription:
     parts = []
     example = '{"orders": [0, 1]}'
     for topic, partitions in _json_object("assign", raw).items():
-        if not isinstance(partitions, list) or not all(isinstance(p, int) and p >= 0 for p in partitions):
+        if not isinstance(partitions, list) or not all(type(p) is int and p >= 0 for p in partitions):
             raise OptionError(f"option assign must map each topic to a list of partition numbers, like {example}; "
                               f"got {partitions!r} for topic {topic!r}")
         parts.extend((topic, p) for p in partitions)

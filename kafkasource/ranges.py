@@ -51,17 +51,21 @@ def split_ranges(ranges: list[OffsetRange], min_partitions: int | None) -> list[
 def rate_limit(start: Mapping[TopicPartition, int], latest: Mapping[TopicPartition, int],
                max_records: int) -> Positions:
     """End positions holding at most `max_records` records in all, shared in proportion to each
-    partition's backlog. Partitions whose share rounds to zero are served first from what rounding
-    leaves over, so a small backlog is not starved by large ones."""
+    partition's backlog. So that a small backlog is not starved by large ones: when the limit allows
+    one record per backlogged partition, each gets one first and the rest is shared in proportion;
+    otherwise partitions whose share rounds to zero are served first from what rounding leaves over."""
     backlog = {tp: max(0, latest[tp] - start[tp]) for tp in latest}
     total = sum(backlog.values())
     if total <= max_records:
         return dict(latest)
-    share = {tp: (size * max_records) // total for tp, size in backlog.items()}
+    waiting = sum(1 for size in backlog.values() if size > 0)
+    first = {tp: int(size > 0 and max_records >= waiting) for tp, size in backlog.items()}
+    budget, rest = max_records - sum(first.values()), total - sum(first.values())  # rest > budget >= 0
+    share = {tp: first[tp] + (size - first[tp]) * budget // rest for tp, size in backlog.items()}
     left = max_records - sum(share.values())
     # zero shares first, then by the fraction rounding dropped; ties by name for determinism
     order = sorted((tp for tp, size in backlog.items() if size > share[tp]),
-                   key=lambda tp: (share[tp] > 0, -((backlog[tp] * max_records) % total), tp))
+                   key=lambda tp: (share[tp] > 0, -(((backlog[tp] - first[tp]) * budget) % rest), tp))
     for tp in order[:left]:
         share[tp] += 1
     return {tp: start[tp] + share[tp] for tp in latest}

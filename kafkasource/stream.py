@@ -70,10 +70,10 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     @property
     def committer(self) -> OffsetCommitter | None:
         if self._committer is None and self.options.commit_mode != "none":
-            on_commit_key = "on_commit" if self.options.commit_mode == "async" else None
+            asynchronous = self.options.commit_mode == "async"
             self._committer = OffsetCommitter(
                 self.options.group_id, self.options.commit_mode, self.options.commit_timeout_ms,
-                lambda on_commit: self.client.group_consumer(**({on_commit_key: on_commit} if on_commit_key else {})))
+                lambda on_commit: self.client.new_group_consumer(**({"on_commit": on_commit} if asynchronous else {})))
         return self._committer
 
     def _current_partitions(self) -> list[TopicPartition]:

@@ -29,7 +29,8 @@ class Subscribe:
     topics: tuple[str, ...]
 
     def partitions(self, topics: Mapping[str, int]) -> list[TopicPartition]:
-        return [(t, p) for t in self.topics if t in topics for p in range(topics[t])]
+        # dict.fromkeys: a topic named twice (subscribe=a,a) is read once
+        return [(t, p) for t in dict.fromkeys(self.topics) if t in topics for p in range(topics[t])]
 
     def describe(self) -> str:
         return f"subscribe={','.join(self.topics)}"

@@ -1,0 +1,223 @@
+"""Committing the group's offsets on batch completion (issue 4), against the real broker and Spark."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+
+import pytest
+from confluent_kafka import Consumer, TopicPartition
+
+from kafkasource.commit import COMMIT_METADATA, OffsetCommitter
+from kafkasource.errors import CommitError
+
+
+def source(spark, kafka, topic, group, **options):
+    reader = (spark.readStream.format("kafkasource")
+              .option("kafka.bootstrap.servers", kafka.bootstrap_servers)
+              .option("subscribe", topic)
+              .option("kafka.group.id", group)
+              .option("kafka.auto.offset.reset", "earliest"))
+    for name, value in options.items():
+        reader = reader.option(name, str(value))
+    return reader.load()
+
+
+def drain(spark, kafka, topic, group, checkpoint, **options):
+    """An AvailableNow run into a foreachBatch sink; returns (partition, offset) of every row."""
+    seen = []
+    query = (source(spark, kafka, topic, group, **options).writeStream
+             .foreachBatch(lambda df, _id: seen.extend((r.partition, r.offset) for r in df.collect()))
+             .option("checkpointLocation", str(checkpoint)).trigger(availableNow=True).start())
+    query.awaitTermination(180)
+    assert not query.isActive, "AvailableNow run did not finish"
+    return seen
+
+
+def wait_for(condition, timeout: float, what: str):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.2)
+    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_available_now_commits_final_batch_lag_zero(spark, kafka, kafka_broker, topic, tmp_path, mode):
+    kafka.produce_values(topic, 90, partitions=3)
+    group = kafka.unique_name(f"drain-{mode}")
+
+    rows = drain(spark, kafka, topic, group, tmp_path / "ck", commitMode=mode, maxOffsetsPerTrigger=40)
+
+    assert sorted(rows) == [(p, o) for p in range(3) for o in range(30)]
+    assert kafka.committed(group, topic, 3) == {0: 30, 1: 30, 2: 30}
+    described = kafka_broker.consumer_groups("--describe", "--group", group)
+    lines = [line.split() for line in described.splitlines() if line.startswith(group)]
+    # GROUP TOPIC PARTITION CURRENT-OFFSET LOG-END-OFFSET LAG
+    assert sorted((int(r[2]), int(r[3]), int(r[4]), int(r[5])) for r in lines) == [
+        (0, 30, 30, 0), (1, 30, 30, 0), (2, 30, 30, 0)]
+
+
+def test_commits_carry_metadata(spark, kafka, topic, tmp_path):
+    kafka.produce_values(topic, 3, partitions=3)
+    group = kafka.unique_name("meta")
+    drain(spark, kafka, topic, group, tmp_path / "ck")
+
+    consumer = kafka.consumer(group)
+    try:
+        committed = consumer.committed([TopicPartition(topic, p) for p in range(3)], timeout=10)
+    finally:
+        consumer.close()
+    assert [(tp.offset, tp.metadata) for tp in committed] == [(1, COMMIT_METADATA)] * 3
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_processing_time_idle_gap_commits_last_batch_and_never_runs_ahead(spark, kafka, topic, tmp_path, mode):
+    group = kafka.unique_name(f"idle-{mode}")
+    kafka.produce_values(topic, 30, partitions=3)
+    written: list[tuple[int, int]] = []
+    violations: list[str] = []
+    lock = threading.Lock()
+
+    def sink(df, batch_id):
+        # before this batch is written, the group's commits must not be ahead of what the sink already holds
+        committed = kafka.committed(group, topic, 3)
+        with lock:
+            held = {p: max((o for q, o in written if q == p), default=-1) + 1 for p in range(3)}
+            for p, offset in committed.items():
+                if offset > held[p]:
+                    violations.append(f"batch {batch_id}: partition {p} committed {offset}, sink holds < {held[p]}")
+            written.extend((r.partition, r.offset) for r in df.collect())
+
+    query = (source(spark, kafka, topic, group, commitMode=mode, maxOffsetsPerTrigger=12).writeStream
+             .foreachBatch(sink).option("checkpointLocation", str(tmp_path / "ck"))
+             .trigger(processingTime="1 second").start())
+    try:
+        wait_for(lambda: len(written) == 30, 120, "30 rows in the sink")
+        # no new data arrives: the last batch is committed within about one trigger interval
+        started = time.monotonic()
+        wait_for(lambda: kafka.committed(group, topic, 3) == {0: 10, 1: 10, 2: 10}, 10, "commit of the last batch")
+        idle_commit_seconds = time.monotonic() - started
+
+        kafka.produce_values(topic, 6, partitions=3, prefix="later")
+        wait_for(lambda: len(written) == 36, 60, "6 more rows")
+        wait_for(lambda: kafka.committed(group, topic, 3) == {0: 12, 1: 12, 2: 12}, 10, "commit after more data")
+    finally:
+        query.stop()
+    assert violations == []
+    assert sorted(written) == [(p, o) for p in range(3) for o in range(12)]
+    assert idle_commit_seconds < 5
+
+
+def test_restart_without_checkpoint_resumes_exactly(spark, kafka, topic, tmp_path):
+    group = kafka.unique_name("resume")
+    kafka.produce_values(topic, 30, partitions=3)
+    first = drain(spark, kafka, topic, group, tmp_path / "ck1", maxOffsetsPerTrigger=7)
+    kafka.produce_values(topic, 15, partitions=3, prefix="second")
+
+    second = drain(spark, kafka, topic, group, tmp_path / "ck2")  # a new checkpoint: only the group remembers
+
+    assert sorted(first) == [(p, o) for p in range(3) for o in range(10)]
+    assert sorted(second) == [(p, o) for p in range(3) for o in range(10, 15)]
+    assert kafka.committed(group, topic, 3) == {0: 15, 1: 15, 2: 15}
+
+
+def test_commit_mode_none_leaves_group_alone(spark, kafka, topic, tmp_path):
+    group = kafka.unique_name("seed-only")
+    kafka.produce_values(topic, 9, partitions=3)
+    kafka.commit(group, {(topic, 0): 1, (topic, 1): 2, (topic, 2): 3})
+
+    rows = drain(spark, kafka, topic, group, tmp_path / "ck", commitMode="none")
+
+    assert sorted(rows) == [(0, 1), (0, 2), (1, 2), (2, 3)][:0] + sorted(
+        [(0, 1), (0, 2), (1, 2)])
+    assert kafka.committed(group, topic, 3) == {0: 1, 1: 2, 2: 3}
+
+
+class ActiveMember:
+    """A consumer that subscribe()s under `group` and stays a member until closed."""
+
+    def __init__(self, kafka, topic, group):
+        self.consumer = Consumer({"bootstrap.servers": kafka.bootstrap_servers, "group.id": group,
+                                  "auto.offset.reset": "earliest", "enable.auto.commit": False})
+        self.consumer.subscribe([topic])
+        wait_for(lambda: self.consumer.poll(0.5) is not None or self.consumer.assignment(), 30,
+                 "the member to join its group")
+
+    def close(self):
+        self.consumer.close()
+
+
+def test_sync_commit_into_group_with_active_members_fails_query(spark, kafka, topic, tmp_path):
+    group = kafka.unique_name("in-use")
+    kafka.produce_values(topic, 9, partitions=3)
+    member = ActiveMember(kafka, topic, group)
+    try:
+        query = (source(spark, kafka, topic, group, commitMode="sync", commitTimeoutMs=5000).writeStream
+                 .format("noop").option("checkpointLocation", str(tmp_path / "ck"))
+                 .trigger(availableNow=True).start())
+        with pytest.raises(Exception) as failure:
+            query.awaitTermination(120)
+    finally:
+        member.close()
+    message = str(failure.value)
+    assert f"committing offsets of group {group}" in message
+    assert "The group has active members" in message
+    assert "Give this query a kafka.group.id of its own" in message
+    assert f"{topic}-0" in message
+
+
+def committer(kafka, group, mode, timeout_ms=5000):
+    def factory(on_commit):
+        config = {"bootstrap.servers": kafka.bootstrap_servers, "group.id": group, "enable.auto.commit": False}
+        if mode == "async":
+            config["on_commit"] = on_commit
+        return Consumer(config)
+    return OffsetCommitter(group, mode, timeout_ms, factory)
+
+
+def test_async_commit_into_group_with_active_members_warns_and_goes_on(kafka, topic, caplog):
+    group = kafka.unique_name("in-use-async")
+    kafka.produce_values(topic, 9, partitions=3)
+    member = ActiveMember(kafka, topic, group)
+    async_committer = committer(kafka, group, "async")
+    try:
+        with caplog.at_level(logging.WARNING, logger="kafkasource.commit"):
+            async_committer.commit({(topic, 0): 2})  # returns at once
+            wait_for(lambda: async_committer.poll(0.2) or async_committer.failed_async_commits == 1, 30, "the async commit's answer")
+    finally:
+        async_committer.close()
+        member.close()
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert any("The group has active members" in w and f"{topic}-0" in w for w in warnings), warnings
+
+
+def test_async_commits_flush_on_close_and_never_go_backwards(kafka, topic):
+    group = kafka.unique_name("async-order")
+    kafka.produce_values(topic, 30, partitions=3)
+    async_committer = committer(kafka, group, "async")
+    for end in range(1, 11):
+        async_committer.commit({(topic, 0): end, (topic, 1): end})
+    async_committer.commit({(topic, 0): 4, (topic, 1): 4})  # older positions are never sent again
+    async_committer.close()  # flushes what is pending
+
+    assert kafka.committed(group, topic, 3) == {0: 10, 1: 10}
+    assert async_committer.failed_async_commits == 0
+
+
+def test_sync_commit_gives_up_after_commit_timeout_with_clear_error(kafka, topic):
+    group = kafka.unique_name("unreachable")
+    sync_committer = OffsetCommitter(group, "sync", 3000, lambda _cb: Consumer({
+        # nothing listens on port 1 of loopback: the coordinator can never be reached
+        "bootstrap.servers": "127.0.0.1:1", "group.id": group, "enable.auto.commit": False,
+        "socket.timeout.ms": 1000, "log_level": 0}))
+    started = time.monotonic()
+    with pytest.raises(CommitError) as failure:
+        sync_committer.commit({(topic, 0): 5})
+    elapsed = time.monotonic() - started
+    message = str(failure.value)
+    assert message.startswith(f"committing offsets of group {group} for {topic}-0 failed")
+    assert elapsed < 60
