@@ -119,8 +119,11 @@ class _RangeReader:
             records = []
             for message in messages:
                 if message.error() is not None:
-                    self._on_error(message.error())
-                    break
+                    if message.topic() in (None, self.range.topic) and message.partition() in (None, -1,
+                                                                                               self.range.partition):
+                        self._on_error(message.error())
+                        break
+                    continue  # a late event about a partition this pooled consumer read before
                 if message.offset() < until:
                     records.append(message)
             else:

@@ -286,7 +286,8 @@ def parse_options(raw_options: Mapping[str, str], streaming: bool = True) -> Sou
 
     starting = _offsets_spec(options, "starting", group_id, reset, streaming)
     if starting is None:
-        starting = Committed(reset) if group_id else (Latest() if streaming else Earliest())
+        # as the built-in source: a batch read starts at earliest; a stream at the group's commits, else latest
+        starting = Earliest() if not streaming else (Committed(reset) if group_id else Latest())
     ending = _offsets_spec(options, "ending", group_id, reset, streaming)
     if ending is not None and streaming:
         raise OptionError("options endingOffsets, endingTimestamp and endingOffsetsByTimestamp are for batch reads "

@@ -1,0 +1,92 @@
+"""Lag figures from a query's progress (Python sources cannot report custom metrics).
+
+The progress of a kafkasource query carries `endOffset` (where the last batch ended) and
+`latestOffset` (the log end the source saw, from reportLatestOffset). Their difference per
+partition is the lag.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from pyspark.sql.streaming import StreamingQueryListener
+
+from kafkasource.offsets import TopicPartition, from_json_dict
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Lag:
+    per_partition: dict[TopicPartition, int]
+
+    @property
+    def total(self) -> int:
+        return sum(self.per_partition.values())
+
+    @property
+    def max(self) -> int:
+        return max(self.per_partition.values(), default=0)
+
+
+def _offsets(value: Any) -> dict | None:
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError:
+            return None
+    if isinstance(value, Mapping) and all(isinstance(v, Mapping) for v in value.values()):
+        return dict(value)
+    return None
+
+
+def lag_from_progress(progress: Any) -> Lag | None:
+    """Per-partition lag of the query's Kafka sources, from `query.lastProgress` (a StreamingQueryProgress,
+    a dict, or JSON text).
+
+    None when the progress holds no source with both an end and a latest offset (e.g. before the
+    first batch)."""
+    if progress is None:
+        return None
+    if hasattr(progress, "json"):
+        progress = progress.json
+    if isinstance(progress, str):
+        progress = json.loads(progress)
+    per_partition: dict[TopicPartition, int] = {}
+    found = False
+    for source in progress.get("sources", []):
+        end, latest = _offsets(source.get("endOffset")), _offsets(source.get("latestOffset"))
+        if end is None or latest is None:
+            continue
+        found = True
+        end_positions = from_json_dict(end)
+        for tp, log_end in from_json_dict(latest).items():
+            per_partition[tp] = max(0, log_end - end_positions.get(tp, 0))
+    return Lag(per_partition) if found else None
+
+
+class LagListener(StreamingQueryListener):
+    """Keeps the latest lag of every query (by query id) and logs it; add with
+    `spark.streams.addListener(LagListener())`."""
+
+    def __init__(self) -> None:
+        self.latest: dict[str, Lag] = {}
+
+    def onQueryStarted(self, event) -> None:
+        pass
+
+    def onQueryProgress(self, event) -> None:
+        lag = lag_from_progress(event.progress)
+        if lag is not None:
+            self.latest[str(event.progress.id)] = lag
+            log.info("query %s: lag %d records in all, at most %d on one partition", event.progress.id,
+                     lag.total, lag.max)
+
+    def onQueryIdle(self, event) -> None:
+        pass
+
+    def onQueryTerminated(self, event) -> None:
+        pass

@@ -1,0 +1,191 @@
+"""Rate limits, Trigger.AvailableNow, lag reporting and batch reads (issue 5), real broker and Spark."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+
+from kafkasource.lag import LagListener, lag_from_progress
+from tests.kafka_helpers import Record
+from tests.test_commit import wait_for
+
+
+def stream(spark, kafka, **options):
+    reader = spark.readStream.format("kafkasource").option("kafka.bootstrap.servers", kafka.bootstrap_servers)
+    for name, value in options.items():
+        reader = reader.option(name, str(value))
+    return reader.load()
+
+
+def batch(spark, kafka, **options):
+    reader = spark.read.format("kafkasource").option("kafka.bootstrap.servers", kafka.bootstrap_servers)
+    for name, value in options.items():
+        reader = reader.option(name, str(value))
+    return reader.load()
+
+
+def collect_batches(df, checkpoint, trigger: dict):
+    """Start the query into a foreachBatch sink that keeps each batch's (partition, offset) rows."""
+    batches: list[list[tuple[int, int]]] = []
+    query = (df.writeStream.foreachBatch(lambda d, _id: batches.append([(r.partition, r.offset) for r in d.collect()]))
+             .option("checkpointLocation", str(checkpoint)).trigger(**trigger).start())
+    return query, batches
+
+
+def test_max_offsets_per_trigger_bounds_every_batch(spark, kafka, tmp_path):
+    topic = kafka.create_topic(kafka.unique_name("max-per-trigger"), partitions=4)
+    kafka.produce_values(topic, 10_000, partitions=4)
+
+    query, batches = collect_batches(stream(spark, kafka, subscribe=topic, startingOffsets="earliest",
+                                            maxOffsetsPerTrigger=1000), tmp_path / "ck", {"availableNow": True})
+    query.awaitTermination(300)
+
+    sizes = [len(b) for b in batches if b]
+    assert len(sizes) >= 10
+    assert max(sizes) <= 1000
+    rows = [row for b in batches for row in b]
+    assert sorted(rows) == [(p, o) for p in range(4) for o in range(2500)]
+
+
+def test_available_now_ignores_records_produced_after_start(spark, kafka, tmp_path):
+    topic = kafka.create_topic(kafka.unique_name("available-now-live"), partitions=2)
+    kafka.produce_values(topic, 2000, partitions=2)
+    stop = threading.Event()
+    produced_after = []
+
+    def keep_producing():
+        producer = kafka.producer()
+        i = 0
+        while not stop.is_set():
+            producer.produce(topic, value=f"live{i}".encode(), partition=i % 2)
+            producer.poll(0)
+            i += 1
+            if i % 100 == 0:
+                producer.flush(10)
+        producer.flush(10)
+        produced_after.append(i)
+
+    writer = threading.Thread(target=keep_producing, daemon=True)
+    writer.start()
+    try:
+        before_start = kafka.latest(topic, 2)
+        query, batches = collect_batches(stream(spark, kafka, subscribe=topic, startingOffsets="earliest",
+                                                maxOffsetsPerTrigger=700), tmp_path / "ck", {"availableNow": True})
+        query.awaitTermination(300)
+        assert not query.isActive  # stopped by itself while the producer still writes
+        after_finish = kafka.latest(topic, 2)
+    finally:
+        stop.set()
+        writer.join(30)
+
+    # a Python source's offsets appear in the progress as JSON text
+    target = {int(p): o for p, o in json.loads(query.lastProgress["sources"][0]["endOffset"])[topic].items()}
+    rows = sorted(row for b in batches for row in b)
+    # exactly the records below the ends fixed at the start, each once
+    assert rows == [(p, o) for p in range(2) for o in range(target[p])]
+    assert all(target[p] >= before_start[p] for p in range(2))
+    assert sum(after_finish.values()) > sum(target.values())  # later records existed and were left alone
+    assert produced_after[0] > 0
+
+
+def test_min_offsets_per_trigger_waits_for_records_or_delay(spark, kafka, tmp_path):
+    topic = kafka.create_topic(kafka.unique_name("min-per-trigger"), partitions=1)
+    kafka.produce_values(topic, 5)
+    query, batches = collect_batches(
+        stream(spark, kafka, subscribe=topic, startingOffsets="earliest", minOffsetsPerTrigger=20,
+               maxTriggerDelay="4s"), tmp_path / "ck", {"processingTime": "500 milliseconds"})
+    try:
+        # Spark runs a first, empty batch up to the initial offsets: only batches with rows count here
+        with_rows = lambda: [b for b in batches if b]  # noqa: E731
+        started = time.monotonic()
+        wait_for(with_rows, 60, "the delayed batch")
+        waited = time.monotonic() - started
+        assert with_rows() == [[(0, o) for o in range(5)]]  # 5 < 20 records: read once maxTriggerDelay passed
+        assert waited >= 3
+
+        kafka.produce_values(topic, 25, prefix="enough")  # >= 20: read at the next trigger
+        wait_for(lambda: len(with_rows()) == 2, 30, "a batch once enough records exist")
+        assert with_rows()[1] == [(0, o) for o in range(5, 30)]
+    finally:
+        query.stop()
+
+
+def test_progress_reports_log_end_and_lag(spark, kafka, tmp_path):
+    topic = kafka.create_topic(kafka.unique_name("lag"), partitions=2)
+    kafka.produce_values(topic, 100, partitions=2)
+    listener = LagListener()
+    spark.streams.addListener(listener)
+    progresses = []
+    try:
+        query, batches = collect_batches(stream(spark, kafka, subscribe=topic, startingOffsets="earliest",
+                                                maxOffsetsPerTrigger=10), tmp_path / "ck",
+                                         {"processingTime": "200 milliseconds"})
+        try:
+            wait_for(lambda: len([b for b in batches if b]) >= 2, 60, "two batches with rows")
+            progresses = [p for p in query.recentProgress if p["numInputRows"] > 0]
+        finally:
+            query.stop()
+        wait_for(lambda: str(query.id) in listener.latest, 30, "the listener to see progress")
+    finally:
+        spark.streams.removeListener(listener)
+
+    first = progresses[0]
+    assert json.loads(first["sources"][0]["latestOffset"]) == {topic: {"0": 50, "1": 50}}
+    end = json.loads(first["sources"][0]["endOffset"])[topic]
+    lag = lag_from_progress(first)
+    assert lag.per_partition == {(topic, 0): 50 - end["0"], (topic, 1): 50 - end["1"]}
+    assert lag.total == 90
+    assert lag_from_progress(first.json) == lag
+    assert listener.latest[str(query.id)].total < 100
+
+
+def test_batch_read_of_explicit_offset_range(spark, kafka):
+    topic = kafka.create_topic(kafka.unique_name("batch-range"), partitions=3)
+    produced = kafka.produce_values(topic, 30, partitions=3)
+
+    rows = batch(spark, kafka, subscribe=topic,
+                 startingOffsets=json.dumps({topic: {"0": 2, "1": -2, "2": 7}}),
+                 endingOffsets=json.dumps({topic: {"0": 5, "1": 3, "2": -1}})).collect()
+
+    got = sorted((r.partition, r.offset, r.value) for r in rows)
+    expected = sorted((r.partition, r.offset, r.value) for r in produced
+                      if (r.partition, r.offset) in {(0, 2), (0, 3), (0, 4), (1, 0), (1, 1), (1, 2), (2, 7), (2, 8),
+                                                     (2, 9)})
+    assert got == expected
+
+
+def test_batch_read_by_timestamps_and_min_partitions(spark, kafka):
+    topic = kafka.create_topic(kafka.unique_name("batch-ts"), partitions=1)
+    base = 1_700_000_000_000
+    kafka.produce(topic, [Record(0, None, f"v{i}".encode(), timestamp_ms=base + i * 1000) for i in range(10)])
+
+    df = batch(spark, kafka, subscribe=topic, startingTimestamp=base + 3000, endingTimestamp=base + 7000,
+               minPartitions=3)
+
+    assert df.rdd.getNumPartitions() == 3
+    assert sorted(r.offset for r in df.collect()) == [3, 4, 5, 6]
+
+
+def test_batch_read_starts_at_committed_and_never_commits(spark, kafka):
+    topic = kafka.create_topic(kafka.unique_name("batch-committed"), partitions=2)
+    kafka.produce_values(topic, 10, partitions=2)
+    group = kafka.unique_name("batch-group")
+    kafka.commit(group, {(topic, 0): 3, (topic, 1): 4})
+
+    rows = batch(spark, kafka, subscribe=topic, startingOffsets="committed", **{"kafka.group.id": group}).collect()
+
+    assert sorted((r.partition, r.offset) for r in rows) == [(0, 3), (0, 4), (1, 4)]
+    assert kafka.committed(group, topic, 2) == {0: 3, 1: 4}
+
+
+def test_batch_read_rejects_end_before_start(spark, kafka):
+    topic = kafka.create_topic(kafka.unique_name("batch-backwards"), partitions=1)
+    kafka.produce_values(topic, 10)
+    try:
+        batch(spark, kafka, subscribe=topic, startingOffsets=json.dumps({topic: {"0": 8}}),
+              endingOffsets=json.dumps({topic: {"0": 4}})).collect()
+    except Exception as exc:  # arrives wrapped in Spark's exception
+        assert f"endingOffsets lies before startingOffsets for {topic}-0 (8 > 4)" in str(exc)
+    else:
+        raise AssertionError("the read should have failed")
