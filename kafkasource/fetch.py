@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Iterator
 
-from confluent_kafka import Consumer, KafkaError
+from confluent_kafka import Consumer, KafkaError, Message
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 
 from kafkasource.arrow import to_record_batch
@@ -25,6 +25,9 @@ EXECUTOR_GROUP_ID = "kafkasource-executor-never-commits"
 BATCH_ROWS = 50_000  # rows per Arrow batch handed to Spark (fewer, larger batches are cheaper)
 CONSUME_CHUNK = 10_000  # messages per consume() call
 IDLE_CLOSE_SECONDS = 300
+# librdkafka's 1 MiB per-partition fetch made a one-partition read crawl at ~120k records/s on loopback;
+# from 4 MiB up it reads ~1M/s (measured with 100 B records). Users can override it with kafka.*.
+FETCH_DEFAULTS = {"max.partition.fetch.bytes": 8 * 1024 * 1024}
 GONE = {KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_PARTITION, KafkaError._UNKNOWN_TOPIC}
 
 
@@ -38,7 +41,7 @@ class FetchConfig:
     poll_timeout_ms: int
 
     def consumer_config(self) -> dict[str, object]:
-        return {**self.kafka_config, "group.id": EXECUTOR_GROUP_ID, "enable.auto.commit": False,
+        return {**FETCH_DEFAULTS, **self.kafka_config, "group.id": EXECUTOR_GROUP_ID, "enable.auto.commit": False,
                 "enable.auto.offset.store": False, "auto.offset.reset": "error"}
 
     def pool_key(self) -> tuple:
@@ -116,17 +119,8 @@ class _RangeReader:
             messages = self.consumer.consume(min(CONSUME_CHUNK, until - self.position),
                                              timeout=min(1.0, timeout_s))
             before = self.position
-            records = []
-            for message in messages:
-                if message.error() is not None:
-                    if message.topic() in (None, self.range.topic) and message.partition() in (None, -1,
-                                                                                               self.range.partition):
-                        self._on_error(message.error())
-                        break
-                    continue  # a late event about a partition this pooled consumer read before
-                if message.offset() < until:
-                    records.append(message)
-            else:
+            records, interrupted = self._records(messages, until)
+            if not interrupted:
                 # the position moves past control records and aborted transactions too, so gaps never stall us
                 position = self.consumer.position([KafkaTopicPartition(self.range.topic, self.range.partition)])
                 self.position = max(self.position, position[0].offset,
@@ -145,6 +139,22 @@ class _RangeReader:
                     "(kafkaConsumer.pollTimeoutMs). Check that the brokers are reachable from the executors")
         if pending:
             yield to_record_batch(pending, self.range.topic, self.range.partition, self.config.include_headers)
+
+    def _records(self, messages: list, until: int) -> tuple[list, bool]:
+        """The records of the range among `messages`, and whether an error event about our partition cut them
+        short (it has been handled: raised, skipped over, or logged). Per-message work stays in C on the
+        common path: no errors, and only the last chunk reaching past `until`."""
+        if any(map(Message.error, messages)):
+            for index, message in enumerate(messages):
+                if message.error() is not None and message.topic() in (None, self.range.topic) \
+                        and message.partition() in (None, -1, self.range.partition):
+                    self._on_error(message.error())
+                    return [m for m in messages[:index] if m.error() is None and m.offset() < until], True
+            # only late events about partitions this pooled consumer read before
+            messages = [m for m in messages if m.error() is None]
+        if messages and messages[-1].offset() >= until:
+            messages = [m for m in messages if m.offset() < until]
+        return messages, False
 
     def _on_error(self, error: KafkaError) -> None:
         code = error.code()
