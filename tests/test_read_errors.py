@@ -1,0 +1,151 @@
+"""Option and connection errors as the user meets them through Spark (issue 3).
+
+Our message arrives wrapped in a Spark exception (AnalysisException at load(), StreamingQueryException
+once a query runs); the tests assert that our text reaches the user and that secrets never do.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import time
+import uuid
+
+import pytest
+from pyspark.errors import AnalysisException, PySparkException, StreamingQueryException
+
+SECRET = f"s3cr3t-{uuid.uuid4().hex}"  # never to appear in any message
+
+
+def reader(spark, options: dict[str, str]):
+    r = spark.readStream.format("kafkasource")
+    for key, value in options.items():
+        r = r.option(key, value)
+    return r
+
+
+def free_port() -> int:
+    """A loopback port nobody listens on (bound, then released)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.parametrize("options, fragments", [
+    pytest.param({"subscribe": "t"},
+                 ["option kafka.bootstrap.servers is required", "host1:9092"], id="missing-bootstrap-servers"),
+    pytest.param({"kafka.bootstrap.servers": "127.0.0.1:9", "subscribe": "t", "assign": '{"t": [0]}'},
+                 ["exactly one of the options subscribe, subscribePattern or assign", "subscribe and assign were given"],
+                 id="two-subscriptions"),
+    pytest.param({"kafka.bootstrap.servers": "127.0.0.1:9"},
+                 ["exactly one of the options subscribe, subscribePattern or assign", "none was given"],
+                 id="no-subscription"),
+    pytest.param({"kafka.bootstrap.servers": "127.0.0.1:9", "subscribe": "t", "startingOffsets": '{"t": {"0": 1'},
+                 ["option startingOffsets is not valid JSON"], id="bad-json-offsets"),
+    pytest.param({"kafka.bootstrap.servers": "127.0.0.1:9", "assign": '["t", 0]'},
+                 ["option assign must be a JSON object"], id="assign-not-an-object"),
+    pytest.param({"kafka.bootstrap.servers": "127.0.0.1:9", "subscribePattern": "orders-(["},
+                 ["option subscribePattern is not a valid regular expression"], id="bad-regex"),
+    pytest.param({"kafka.bootstrap.servers": "127.0.0.1:9", "subscribe": "t", "startingOffsets": "newest"},
+                 ["option startingOffsets must be earliest, latest, committed", "'newest'"], id="unknown-start"),
+    pytest.param({"kafka.bootstrap.servers": "127.0.0.1:9", "subscribe": "t", "kafka.group.id": "g",
+                  "kafka.auto.offset.reset": "smallest"},
+                 ["option kafka.auto.offset.reset must be one of earliest, latest, none", "'smallest'"],
+                 id="bad-reset"),
+    pytest.param({"kafka.bootstrap.servers": "127.0.0.1:9", "subscribe": "t", "maxOffsetsPerTrigger": "0"},
+                 ["option maxOffsetsPerTrigger must be a positive number"], id="non-positive-number"),
+    pytest.param({"kafka.bootstrap.servers": "127.0.0.1:9", "subscribe": "t", "kafka.enable.auto.commit": "true"},
+                 ["option kafka.enable.auto.commit cannot be true", "commitMode"], id="auto-commit"),
+    pytest.param({"kafka.bootstrap.servers": "127.0.0.1:9", "subscribe": "t",
+                  "kafka.key.deserializer": "org.apache.kafka.common.serialization.StringDeserializer"},
+                 ["option kafka.key.deserializer is a Java client setting", "CAST"], id="java-deserializer"),
+    pytest.param({"kafka.bootstrap.servers": "127.0.0.1:9", "subscribe": "t", "kafka.sasl.jaas.config":
+                  f'org.apache.kafka.common.security.plain.PlainLoginModule required username="u" password="{SECRET}";'},
+                 ["option kafka.sasl.jaas.config is a Java client setting", "kafka.sasl.username",
+                  "kafka.sasl.password"], id="jaas-config"),
+    pytest.param({"kafka.bootstrap.servers": "127.0.0.1:9", "subscribe": "t", "kafka.fetch.max.bytes": "lots",
+                  "kafka.sasl.username": "u", "kafka.sasl.password": SECRET},
+                 ["librdkafka rejected kafka.fetch.max.bytes='lots'", "Invalid value"], id="librdkafka-rejects-a-value"),
+    pytest.param({"kafka.bootstrap.servers": "127.0.0.1:9", "subscribe": "t", "kafka.fetch.max.byte": "1000",
+                  "kafka.sasl.password": SECRET},
+                 ["librdkafka rejected kafka.fetch.max.byte='1000'", "No such configuration property"],
+                 id="librdkafka-unknown-setting"),
+])
+def test_bad_option_is_rejected_at_load(spark, options, fragments):
+    with pytest.raises(AnalysisException) as raised:
+        reader(spark, options).load()
+
+    message = str(raised.value)
+    for fragment in fragments:
+        assert fragment in message
+    assert SECRET not in message
+
+
+def test_stream_only_error_is_rejected_at_query_start(spark, tmp_path):
+    df = reader(spark, {"kafka.bootstrap.servers": "127.0.0.1:9", "subscribe": "t", "endingOffsets": "latest"}).load()
+    query = (df.writeStream.format("noop").option("checkpointLocation", str(tmp_path / "cp"))
+             .trigger(availableNow=True).start())
+    try:
+        with pytest.raises(StreamingQueryException) as raised:
+            query.awaitTermination(60)
+    finally:
+        query.stop()
+
+    assert "options endingOffsets, endingTimestamp and endingOffsetsByTimestamp are for batch reads" in str(raised.value)
+
+
+def _unreachable_options() -> tuple[str, dict[str, str]]:
+    servers = f"127.0.0.1:{free_port()}"
+    return servers, {"kafka.bootstrap.servers": servers, "subscribe": "t", "kafkaConsumer.pollTimeoutMs": "3000",
+                     "kafka.security.protocol": "SASL_PLAINTEXT", "kafka.sasl.mechanism": "PLAIN",
+                     "kafka.sasl.username": "someone", "kafka.sasl.password": SECRET}
+
+
+@pytest.mark.parametrize("trigger", ["availableNow", "processingTime"])
+def test_unreachable_broker_fails_a_stream_in_bounded_time(spark, tmp_path, trigger):
+    servers, options = _unreachable_options()
+    started = time.monotonic()
+    writer = reader(spark, options).load().writeStream.format("noop").option("checkpointLocation", str(tmp_path / "cp"))
+    query = (writer.trigger(availableNow=True) if trigger == "availableNow"
+             else writer.trigger(processingTime="1 second")).start()
+    try:
+        with pytest.raises(StreamingQueryException) as raised:
+            query.awaitTermination(60)
+    finally:
+        query.stop()
+    elapsed = time.monotonic() - started
+
+    message = str(raised.value)
+    assert f"Kafka at {servers} did not answer within 3000 ms (kafkaConsumer.pollTimeoutMs)" in message
+    assert SECRET not in message
+    assert elapsed < 30, f"failing took {elapsed:.1f} s with kafkaConsumer.pollTimeoutMs=3000"
+
+
+def test_unreachable_broker_fails_a_batch_read_in_bounded_time(spark):
+    servers, options = _unreachable_options()
+    started = time.monotonic()
+    r = spark.read.format("kafkasource")
+    for key, value in options.items():
+        r = r.option(key, value)
+
+    with pytest.raises(PySparkException) as raised:
+        r.load().collect()
+    elapsed = time.monotonic() - started
+
+    message = str(raised.value)
+    assert f"Kafka at {servers} did not answer within 3000 ms" in message
+    assert SECRET not in message
+    assert elapsed < 30, f"failing took {elapsed:.1f} s with kafkaConsumer.pollTimeoutMs=3000"
+
+
+def test_batch_read_with_ending_before_starting_names_the_partition(spark, kafka, topic):
+    kafka.produce_values(topic, 6, partitions=3)
+    r = (spark.read.format("kafkasource").option("kafka.bootstrap.servers", kafka.bootstrap_servers)
+         .option("subscribe", topic)
+         .option("startingOffsets", json.dumps({topic: {"0": 2, "1": 0, "2": 0}}))
+         .option("endingOffsets", json.dumps({topic: {"0": 1, "1": -1, "2": -1}})))
+
+    with pytest.raises(PySparkException) as raised:
+        r.load().collect()
+
+    assert f"endingOffsets lies before startingOffsets for {topic}-0 (2 > 1)" in str(raised.value)

@@ -1,0 +1,553 @@
+"""The streaming reader (issue 3) against the real broker and real Spark: exact rows, once each.
+
+Each test produces known records, runs spark.readStream.format("kafkasource") into a foreachBatch
+sink that collects every row (Trigger.AvailableNow, or processing time where the test changes the
+cluster mid-stream, awaiting conditions with bounded polling, never a fixed sleep), and compares every column of every row (topic, partition, offset, key, value, timestamp,
+timestampType, headers) with what the broker acknowledged.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import uuid
+from contextlib import contextmanager
+from typing import Callable, Iterator
+
+import pytest
+from pyspark.errors import StreamingQueryException
+
+from tests.kafka_helpers import KafkaHarness, Record
+
+QUERY_TIMEOUT_S = 120  # an AvailableNow query over a handful of records takes a few seconds
+AWAIT_TIMEOUT_S = 60  # bounded wait for a processing-time query to show a condition in its sink
+CREATE_TIME, LOG_APPEND_TIME = 0, 1  # Spark's timestampType values
+# explicit record timestamps: an hour ago, within the broker's bounds and far from the topic's retention
+# (records stamped years ago are deleted by the retention check the test broker runs every second)
+BASE_TS = (int(time.time()) - 3600) * 1000
+
+
+# -- helpers ------------------------------------------------------------------------------------------
+
+Row = tuple  # (topic, partition, offset, key, value, timestamp_ms, timestampType[, headers])
+
+
+def expected(records: list[Record], headers: bool = False, timestamp_type: int = CREATE_TIME) -> list[Row]:
+    """The rows the source must return for records the broker acknowledged, sorted like Collector.rows."""
+    rows = []
+    for r in records:
+        row = (r.topic, r.partition, r.offset, r.key, r.value, r.timestamp_ms, timestamp_type)
+        if headers:  # a record without headers has a null headers column, as in the built-in source
+            row += (tuple(r.headers) if r.headers else None,)
+        rows.append(row)
+    return sorted(rows, key=lambda row: row[:3])
+
+
+def _binary(value) -> bytes | None:
+    return None if value is None else bytes(value)
+
+
+def rows_of(df, headers: bool = False) -> list[Row]:
+    """Every row of a DataFrame in the source's schema, as plain tuples sorted by (topic, partition, offset)."""
+    columns = ["topic", "partition", "offset", "key", "value", "unix_millis(timestamp) AS ts", "timestampType"]
+    if headers:
+        columns.append("headers")
+    out = []
+    for r in df.selectExpr(*columns).collect():
+        row = (r["topic"], r["partition"], r["offset"], _binary(r["key"]), _binary(r["value"]), r["ts"],
+               r["timestampType"])
+        if headers:
+            row += (None if r["headers"] is None else tuple((h["key"], _binary(h["value"])) for h in r["headers"]),)
+        out.append(row)
+    return sorted(out, key=lambda row: row[:3])
+
+
+class Collector:
+    """A foreachBatch sink keeping every row of every batch (runs in this process, on Spark's callback thread).
+
+    With hold=True the first batch that brings rows blocks until `release()`: the query is then known to
+    be between two triggers, so a test can change the cluster before the next one plans (no race).
+    """
+
+    def __init__(self, headers: bool = False, hold: bool = False):
+        self.headers = headers
+        self._lock = threading.Lock()
+        self._rows: list[Row] = []
+        self._hold = hold
+        self.holding = threading.Event()
+        self._released = threading.Event()
+
+    def __call__(self, batch_df, batch_id: int) -> None:
+        rows = rows_of(batch_df, self.headers)
+        with self._lock:
+            self._rows.extend(rows)
+        if rows and self._hold:
+            self._hold = False
+            self.holding.set()
+            self._released.wait(AWAIT_TIMEOUT_S)
+
+    def release(self) -> None:
+        self._released.set()
+
+    @property
+    def rows(self) -> list[Row]:
+        with self._lock:
+            return sorted(self._rows, key=lambda row: row[:3])
+
+
+def stream(spark, options: dict[str, str]):
+    reader = spark.readStream.format("kafkasource")
+    for key, value in options.items():
+        reader = reader.option(key, value)
+    return reader.load()
+
+
+def start_query(spark, checkpoint, options: dict[str, str], collector: Collector, interval: str | None = None):
+    """Start a query into `collector`: Trigger.AvailableNow, or processing time every `interval`."""
+    writer = (stream(spark, options).writeStream.foreachBatch(collector)
+              .option("checkpointLocation", str(checkpoint)))
+    writer = writer.trigger(processingTime=interval) if interval else writer.trigger(availableNow=True)
+    return writer.start()
+
+
+def run_available_now(spark, checkpoint, options: dict[str, str]) -> list[Row]:
+    """Run one Trigger.AvailableNow query to its end; return every row it produced (sorted)."""
+    collector = Collector(headers=options.get("includeHeaders") == "true")
+    query = start_query(spark, checkpoint, options, collector)
+    try:
+        assert query.awaitTermination(QUERY_TIMEOUT_S), f"AvailableNow query did not finish in {QUERY_TIMEOUT_S} s"
+        assert query.exception() is None
+    finally:
+        query.stop()
+    return collector.rows
+
+
+def available_now_failure(spark, checkpoint, options: dict[str, str]) -> str:
+    """Run an AvailableNow query that must fail; return the text of the error the user sees."""
+    query = start_query(spark, checkpoint, options, Collector())
+    try:
+        with pytest.raises(StreamingQueryException) as raised:
+            query.awaitTermination(QUERY_TIMEOUT_S)
+        return str(raised.value)
+    finally:
+        query.stop()
+
+
+@contextmanager
+def running_stream(spark, checkpoint, options: dict[str, str], collector: Collector,
+                   interval: str = "500 milliseconds") -> Iterator:
+    """A processing-time query into `collector`, stopped on exit; yields the query."""
+    query = start_query(spark, checkpoint, options, collector, interval)
+    try:
+        yield query
+    finally:
+        collector.release()  # never leave Spark's callback blocked
+        query.stop()
+
+
+def await_condition(what: str, condition: Callable[[], object], query=None, timeout: float = AWAIT_TIMEOUT_S):
+    """Poll `condition` until it returns something truthy (returned), failing after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        result = condition()
+        if result:
+            return result
+        if query is not None and query.exception() is not None:
+            raise AssertionError(f"query failed while waiting for {what}: {query.exception()}")
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+        time.sleep(0.1)
+
+
+def await_rows(collector: Collector, count: int, query) -> list[Row]:
+    """Wait until the collector holds at least `count` rows; return them all."""
+    return await_condition(f"{count} rows", lambda: len(collector.rows) >= count and collector.rows, query)
+
+
+def source_offsets(query) -> list[tuple[dict, dict]]:
+    """(startOffset, endOffset) of the source in every batch the query reported, oldest first."""
+    out = []
+    for progress in query.recentProgress:
+        source = progress.sources[0]
+        if source.endOffset:
+            out.append((json.loads(source.startOffset) if source.startOffset else {}, json.loads(source.endOffset)))
+    return out
+
+
+def base_options(kafka: KafkaHarness, **options: str) -> dict[str, str]:
+    return {"kafka.bootstrap.servers": kafka.bootstrap_servers, **options}
+
+
+def three_partitions(kafka: KafkaHarness, topic: str, per_partition: int = 4, prefix: str = "v") -> list[Record]:
+    """per_partition records in each of the topic's 3 partitions (offsets 0..per_partition-1)."""
+    return kafka.produce_values(topic, 3 * per_partition, partitions=3, prefix=prefix)
+
+
+# -- what to read ---------------------------------------------------------------------------------------
+
+def test_subscribe_two_topics_returns_every_record_once(spark, kafka, tmp_path):
+    first = kafka.create_topic(kafka.unique_name("sub-a"))
+    second = kafka.create_topic(kafka.unique_name("sub-b"), partitions=2)
+    other = kafka.create_topic(kafka.unique_name("sub-other"))
+    produced = three_partitions(kafka, first) + kafka.produce_values(second, 5, partitions=2, prefix="b")
+    kafka.produce_values(other, 3, partitions=3, prefix="x")
+
+    rows = run_available_now(spark, tmp_path / "cp", base_options(
+        kafka, subscribe=f"{first}, {second}", startingOffsets="earliest"))
+
+    assert len(produced) == 17
+    assert rows == expected(produced)
+
+
+def test_subscribe_pattern_matches_anywhere_in_the_name_and_never_internal_topics(spark, kafka, tmp_path):
+    marker = uuid.uuid4().hex[:8]
+    inside = kafka.create_topic(f"pre-{marker}-one")
+    at_start = kafka.create_topic(f"{marker}-two", partitions=1)
+    not_matching = kafka.create_topic(f"pre-{marker[::-1]}-x")
+    produced = three_partitions(kafka, inside, per_partition=2) + kafka.produce_values(at_start, 3, prefix="two")
+    kafka.produce_values(not_matching, 3, partitions=3)
+    kafka.commit(kafka.unique_name("pattern-group"), {(inside, 0): 1})  # __consumer_offsets exists and holds records
+    assert "__consumer_offsets" in kafka.admin.list_topics(timeout=10).topics
+
+    # find semantics: the pattern matches in the middle of "pre-<marker>-one", not only at the start;
+    # the alternative that names an internal topic matches nothing
+    rows = run_available_now(spark, tmp_path / "cp", base_options(
+        kafka, subscribePattern=f"{marker}-(one|two)|^__consumer_offsets$", startingOffsets="earliest"))
+
+    assert rows == expected(produced)
+
+
+def test_assign_reads_only_the_given_partitions(spark, kafka, topic, tmp_path):
+    produced = three_partitions(kafka, topic, per_partition=3)
+
+    rows = run_available_now(spark, tmp_path / "cp", base_options(
+        kafka, assign=json.dumps({topic: [0, 2]}), startingOffsets="earliest"))
+
+    assert rows == expected([r for r in produced if r.partition in (0, 2)])
+    assert len(rows) == 6
+
+
+# -- where to start -------------------------------------------------------------------------------------
+
+def _partial_commits(kafka: KafkaHarness, topic: str) -> tuple[str, list[Record]]:
+    """12 records (offsets 0..3 in each of 3 partitions); a new group that committed 1 on p0 and 3 on p1,
+    nothing on p2."""
+    produced = three_partitions(kafka, topic)
+    group = kafka.unique_name("partial-group")
+    kafka.commit(group, {(topic, 0): 1, (topic, 1): 3})
+    return group, produced
+
+
+@pytest.mark.parametrize("reset", ["earliest", "latest", "default"])
+def test_committed_offsets_with_reset_for_partitions_without_commits(spark, kafka, topic, tmp_path, reset):
+    group, produced = _partial_commits(kafka, topic)
+    options = base_options(kafka, subscribe=topic, **{"kafka.group.id": group, "startingOffsets": "committed"})
+    if reset != "default":
+        options["kafka.auto.offset.reset"] = reset
+
+    rows = run_available_now(spark, tmp_path / "cp", options)
+
+    # p0 from its commit 1, p1 from its commit 3; p2 has none: earliest -> 0, latest (Kafka's default) -> its end
+    start = {0: 1, 1: 3, 2: 0 if reset == "earliest" else 4}
+    assert rows == expected([r for r in produced if r.offset >= start[r.partition]])
+
+
+def test_committed_is_the_default_start_with_a_group_id(spark, kafka, topic, tmp_path):
+    group, produced = _partial_commits(kafka, topic)
+
+    rows = run_available_now(spark, tmp_path / "cp", base_options(
+        kafka, subscribe=topic, **{"kafka.group.id": group, "kafka.auto.offset.reset": "earliest"}))
+
+    start = {0: 1, 1: 3, 2: 0}
+    assert rows == expected([r for r in produced if r.offset >= start[r.partition]])
+
+
+def test_committed_with_reset_none_fails_naming_partitions_without_commits(spark, kafka, tmp_path):
+    topic = kafka.create_topic(kafka.unique_name("reset-none"), partitions=4)
+    kafka.produce_values(topic, 8, partitions=4)
+    group = kafka.unique_name("partial-group")
+    kafka.commit(group, {(topic, 0): 1, (topic, 2): 1})
+
+    message = available_now_failure(spark, tmp_path / "cp", base_options(
+        kafka, subscribe=topic, **{"kafka.group.id": group, "startingOffsets": "committed",
+                                   "kafka.auto.offset.reset": "none"}))
+
+    assert f"no committed offset for {topic}-1, {topic}-3" in message
+    assert "kafka.auto.offset.reset=none" in message
+    assert f"{topic}-0" not in message and f"{topic}-2" not in message
+    assert kafka.committed(group, topic, 4) == {0: 1, 2: 1}  # nothing read, nothing committed
+
+
+def test_committed_offset_below_log_start_follows_reset(spark, kafka, topic, tmp_path):
+    group, produced = _partial_commits(kafka, topic)
+    kafka.delete_records_before(topic, 0, 2)  # the commit at 1 on p0 now lies below the log start
+
+    rows = run_available_now(spark, tmp_path / "cp", base_options(
+        kafka, subscribe=topic, **{"kafka.group.id": group, "kafka.auto.offset.reset": "earliest"}))
+
+    start = {0: 2, 1: 3, 2: 0}
+    assert rows == expected([r for r in produced if r.offset >= start[r.partition]])
+
+
+def test_earliest_reads_from_the_log_start(spark, kafka, topic, tmp_path):
+    produced = three_partitions(kafka, topic)
+    kafka.delete_records_before(topic, 1, 2)
+
+    rows = run_available_now(spark, tmp_path / "cp", base_options(kafka, subscribe=topic, startingOffsets="earliest"))
+
+    assert rows == expected([r for r in produced if not (r.partition == 1 and r.offset < 2)])
+
+
+def test_json_offsets_with_earliest_and_latest_markers(spark, kafka, topic, tmp_path):
+    produced = three_partitions(kafka, topic)
+
+    rows = run_available_now(spark, tmp_path / "cp", base_options(
+        kafka, subscribe=topic, startingOffsets=json.dumps({topic: {"0": -2, "1": 2, "2": -1}})))
+
+    start = {0: 0, 1: 2, 2: 4}
+    assert rows == expected([r for r in produced if r.offset >= start[r.partition]])
+
+
+def _timestamped(kafka: KafkaHarness, topic: str) -> list[Record]:
+    """4 records per partition with CreateTime BASE_TS + 1000 * offset (+ partition, to tell them apart)."""
+    return kafka.produce(topic, [Record(p, f"k{p}-{i}".encode(), f"v{p}-{i}".encode(),
+                                        timestamp_ms=BASE_TS + 1000 * i + p)
+                                 for i in range(4) for p in range(3)])
+
+
+def test_starting_timestamp_starts_at_the_first_record_that_new(spark, kafka, topic, tmp_path):
+    produced = _timestamped(kafka, topic)
+    assert [r.timestamp_ms for r in produced if r.partition == 1] == [BASE_TS + 1, BASE_TS + 1001,
+                                                                       BASE_TS + 2001, BASE_TS + 3001]
+
+    # BASE_TS + 1001: p0's record at offset 1 (BASE_TS + 1000) is older, p1's (BASE_TS + 1001) is not
+    rows = run_available_now(spark, tmp_path / "cp", base_options(
+        kafka, subscribe=topic, startingTimestamp=str(BASE_TS + 1001)))
+
+    start = {0: 2, 1: 1, 2: 1}
+    assert rows == expected([r for r in produced if r.offset >= start[r.partition]])
+
+
+def test_starting_offsets_by_timestamp_per_partition(spark, kafka, topic, tmp_path):
+    produced = _timestamped(kafka, topic)
+
+    rows = run_available_now(spark, tmp_path / "cp", base_options(
+        kafka, subscribe=topic, startingOffsetsByTimestamp=json.dumps(
+            # p0: exactly offset 3's timestamp; p1: before everything; p2: after everything -> the log end
+            {topic: {"0": BASE_TS + 3000, "1": 0, "2": BASE_TS + 60_000}})))
+
+    start = {0: 3, 1: 0, 2: 4}
+    assert rows == expected([r for r in produced if r.offset >= start[r.partition]])
+
+
+def test_latest_reads_only_records_produced_after_the_start(spark, kafka, topic, tmp_path):
+    three_partitions(kafka, topic, prefix="old")
+
+    collector = Collector()
+    # startingOffsets=latest is the default without a group id
+    with running_stream(spark, tmp_path / "cp", base_options(kafka, subscribe=topic), collector) as query:
+        # the start is fixed (and in the checkpoint) once the first trigger has reported its progress
+        await_condition("the first trigger", lambda: query.recentProgress, query)
+        new = kafka.produce_values(topic, 6, partitions=3, prefix="new")
+        rows = await_rows(collector, 6, query)
+
+    assert rows == expected(new)
+    assert {r.offset for r in new} == {4, 5}
+
+
+# -- the cluster changes mid-stream --------------------------------------------------------------------
+
+def await_first_batch_with(query, condition: Callable[[dict], bool]) -> tuple[dict, dict]:
+    """(start, end) offsets of the first batch whose end offsets satisfy `condition` (its progress is
+    reported a moment after its rows reach the sink, so wait for it)."""
+    def find():
+        return next(((start, end) for start, end in source_offsets(query) if condition(end)), None)
+
+    return await_condition("the batch's progress", find, query)
+
+
+def test_new_topic_matching_the_pattern_joins_at_its_earliest_offset(spark, kafka, tmp_path):
+    marker = uuid.uuid4().hex[:8]
+    first = kafka.create_topic(f"grow-{marker}-a", partitions=2)
+    before = kafka.produce_values(first, 4, partitions=2, prefix="a")
+    collector = Collector(hold=True)
+
+    with running_stream(spark, tmp_path / "cp", base_options(
+            kafka, subscribePattern=f"grow-{marker}", startingOffsets="earliest"), collector) as query:
+        await_condition("the first batch to be held", collector.holding.is_set, query)
+        # the query sits inside its first batch: the new topic and its records exist before it next plans
+        second = kafka.create_topic(f"grow-{marker}-b", partitions=2)
+        joined = kafka.produce_values(second, 6, partitions=2, prefix="b")
+        collector.release()
+        rows = await_rows(collector, 10, query)
+        start, end = await_first_batch_with(query, lambda end: second in end)
+
+    assert rows == expected(before + joined)
+    # the topic joined in one batch holding all of its records: it was read from offset 0, not from its end
+    assert second not in start and end[second] == {"0": 3, "1": 3}
+
+
+def test_new_partition_of_a_subscribed_topic_joins_at_its_earliest_offset(spark, kafka, topic, tmp_path):
+    before = three_partitions(kafka, topic, per_partition=2)
+    collector = Collector(hold=True)
+
+    with running_stream(spark, tmp_path / "cp", base_options(kafka, subscribe=topic, startingOffsets="earliest"),
+                        collector) as query:
+        await_condition("the first batch to be held", collector.holding.is_set, query)
+        kafka.add_partitions(topic, 5)
+        await_condition("5 partitions in the metadata",
+                        lambda: len(kafka.admin.list_topics(topic, timeout=10).topics[topic].partitions) == 5)
+        joined = kafka.produce(topic, [Record(p, f"n{p}-{i}".encode(), f"new{p}-{i}".encode())
+                                for i in range(3) for p in (3, 4)])
+        collector.release()
+        rows = await_rows(collector, 12, query)
+        start, end = await_first_batch_with(query, lambda end: "3" in end[topic])
+
+    assert rows == expected(before + joined)
+    assert "3" not in start.get(topic, {}) and end[topic] == {"0": 2, "1": 2, "2": 2, "3": 3, "4": 3}
+
+
+# -- record contents ---------------------------------------------------------------------------------
+
+def test_headers_null_keys_and_values_and_binary_bytes(spark, kafka, topic, tmp_path):
+    every_byte = bytes(range(256))
+    produced = kafka.produce(topic, [
+        Record(0, b"k-with-headers", b"v", headers=(("h1", b"a"), ("empty", b""), ("none", None), ("h1", b"again"))),
+        Record(0, b"k-no-headers", b"v2"),
+        Record(1, None, b"null key"),
+        Record(1, b"null value", None),
+        Record(1, None, None, headers=(("only", b"\x00\xff"),)),
+        Record(2, every_byte[::-1], every_byte, headers=(("bin", every_byte),)),
+        Record(2, b"", b""),
+    ])
+
+    rows = run_available_now(spark, tmp_path / "cp", base_options(
+        kafka, subscribe=topic, startingOffsets="earliest", includeHeaders="true"))
+
+    assert rows == expected(produced, headers=True)
+    by_key = {row[3]: row for row in rows}
+    assert by_key[b"k-with-headers"][7] == (("h1", b"a"), ("empty", b""), ("none", None), ("h1", b"again"))
+    assert by_key[b"k-no-headers"][7] is None
+    assert [row[3:5] for row in rows if row[1] == 1] == [(None, b"null key"), (b"null value", None), (None, None)]
+    assert by_key[every_byte[::-1]][4] == every_byte and by_key[b""][4] == b""
+
+
+def test_schema_matches_the_built_in_source(spark, kafka, topic):
+    from pyspark.sql.types import (ArrayType, BinaryType, IntegerType, LongType, StringType, StructField,
+                                   StructType, TimestampType)
+
+    # Spark's KafkaRecordToRowConverter: every field nullable, header values nullable
+    built_in = StructType([StructField("key", BinaryType()), StructField("value", BinaryType()),
+                           StructField("topic", StringType()), StructField("partition", IntegerType()),
+                           StructField("offset", LongType()), StructField("timestamp", TimestampType()),
+                           StructField("timestampType", IntegerType())])
+    headers = StructField("headers", ArrayType(StructType([StructField("key", StringType()),
+                                                           StructField("value", BinaryType())])))
+    options = base_options(kafka, subscribe=topic)
+
+    assert stream(spark, options).schema == built_in
+    assert stream(spark, {**options, "includeHeaders": "true"}).schema == StructType(built_in.fields + [headers])
+
+
+def test_log_append_time_topic(spark, kafka, tmp_path):
+    topic = kafka.create_topic(kafka.unique_name("append-time"), partitions=1,
+                               config={"message.timestamp.type": "LogAppendTime"})
+    produced = kafka.produce(topic, [Record(0, b"k", f"v{i}".encode(), timestamp_ms=BASE_TS) for i in range(3)])
+    stamps = {r.offset: r.timestamp_ms for r in kafka.read_all(topic, 1, 3)}
+
+    rows = run_available_now(spark, tmp_path / "cp", base_options(kafka, subscribe=topic, startingOffsets="earliest"))
+
+    assert all(stamps[o] > BASE_TS for o in stamps)  # the broker's clock replaced the producer's timestamp
+    assert rows == expected([Record(r.partition, r.key, r.value, (), stamps[r.offset], r.topic, r.offset)
+                             for r in produced], timestamp_type=LOG_APPEND_TIME)
+
+
+# -- transactions ------------------------------------------------------------------------------------
+
+def _produce_transactions(kafka: KafkaHarness, topic: str) -> tuple[list[Record], list[Record]]:
+    """Three transactions: committed, aborted, committed. Returns (committed records, aborted records).
+
+    p0 holds records of all three (and a control marker after each), p1 of the first two, p2 only aborted
+    records and an abort marker: read_committed finds no record at all in p2's range.
+    """
+    producer = kafka.producer(**{"transactional.id": kafka.unique_name("txn")})
+    producer.init_transactions(30)
+    committed: list[Record] = []
+    aborted: list[Record] = []
+
+    def transaction(records: list[Record], commit: bool) -> None:
+        delivered = []
+        producer.begin_transaction()
+        for record in records:
+            producer.produce(topic, partition=record.partition, key=record.key, value=record.value,
+                             on_delivery=lambda err, msg: delivered.append((err, msg)))
+        assert producer.flush(30) == 0
+        assert all(err is None for err, _ in delivered), delivered
+        (producer.commit_transaction if commit else producer.abort_transaction)(30)
+        out = committed if commit else aborted
+        out.extend(Record(m.partition(), m.key(), m.value(), (), m.timestamp()[1], m.topic(), m.offset())
+                   for _, m in delivered)
+
+    transaction([Record(0, f"c1-{i}".encode(), b"committed") for i in range(3)] + [Record(1, b"c1-p1", b"committed")],
+                commit=True)
+    transaction([Record(p, f"a-{p}-{i}".encode(), b"aborted") for p in range(3) for i in range(2)], commit=False)
+    transaction([Record(0, f"c2-{i}".encode(), b"committed") for i in range(2)], commit=True)
+    return committed, aborted
+
+
+@pytest.mark.parametrize("isolation", ["read_committed", "read_uncommitted"])
+def test_transactional_records_by_isolation_level(spark, kafka, topic, tmp_path, isolation):
+    committed, aborted = _produce_transactions(kafka, topic)
+    # markers take offsets too: p0 = 3 committed, marker, 2 aborted, marker, 2 committed, marker;
+    # p1 = 1 committed, marker, 2 aborted, marker; p2 = 2 aborted, marker
+    assert sorted((r.partition, r.offset) for r in committed) == [(0, 0), (0, 1), (0, 2), (0, 7), (0, 8), (1, 0)]
+    # the coordinator writes the last markers just after commit_transaction returns: wait for them
+    await_condition("the transaction markers", lambda: kafka.latest(topic, 3) == {0: 10, 1: 5, 2: 3})
+
+    # a reader that waited for an offset holding no record (a marker, an aborted record under
+    # read_committed) would fail the query with "stalled" after kafkaConsumer.pollTimeoutMs
+    rows = run_available_now(spark, tmp_path / "cp", base_options(
+        kafka, subscribe=topic, startingOffsets="earliest",
+        **{"kafka.isolation.level": isolation, "kafkaConsumer.pollTimeoutMs": "10000"}))
+
+    assert rows == expected(committed if isolation == "read_committed" else committed + aborted)
+
+
+# -- data loss --------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("fail_on_data_loss", ["true", "false"])
+def test_records_deleted_below_the_checkpointed_position(spark, kafka, topic, tmp_path, fail_on_data_loss):
+    first = three_partitions(kafka, topic, prefix="first")
+    options = base_options(kafka, subscribe=topic, failOnDataLoss=fail_on_data_loss,
+                           startingOffsets=json.dumps({topic: {"0": 1, "1": -2, "2": 3}}))
+    checkpoint = tmp_path / "cp"
+    assert run_available_now(spark, checkpoint, options) == expected(
+        [r for r in first if r.offset >= {0: 1, 1: 0, 2: 3}[r.partition]])
+
+    # the checkpoint resumes at 4 everywhere; records 4 and 5 of p0 go before the query runs again
+    second = three_partitions(kafka, topic, prefix="second")
+    kafka.delete_records_before(topic, 0, 6)
+
+    if fail_on_data_loss == "true":
+        message = available_now_failure(spark, checkpoint, options)
+        assert f"records 4..5 of {topic}-0 are gone" in message
+        assert "failOnDataLoss=false" in message
+    else:
+        rows = run_available_now(spark, checkpoint, options)
+        assert rows == expected([r for r in second if not (r.partition == 0 and r.offset < 6)])
+
+
+# -- batch reads -------------------------------------------------------------------------------------
+
+def test_batch_read_of_an_explicit_offset_range(spark, kafka, topic):
+    produced = three_partitions(kafka, topic, per_partition=5)
+
+    df = (spark.read.format("kafkasource")
+          .option("kafka.bootstrap.servers", kafka.bootstrap_servers).option("subscribe", topic)
+          .option("startingOffsets", json.dumps({topic: {"0": 1, "1": -2, "2": 4}}))
+          .option("endingOffsets", json.dumps({topic: {"0": 3, "1": -1, "2": 4}}))
+          .load())
+
+    wanted = {0: range(1, 3), 1: range(0, 5), 2: range(4, 4)}
+    assert rows_of(df) == expected([r for r in produced if r.offset in wanted[r.partition]])
