@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Mapping
 
 from kafkasource.errors import OptionError
-from kafkasource.offsets import (EARLIEST, LATEST, Committed, Earliest, Latest, SpecificOffsets, Timestamps,
+from kafkasource.offsets import (EARLIEST, Committed, Earliest, Latest, SpecificOffsets, Timestamps,
                                  TopicPartition)
 from kafkasource.subscription import Assign, Subscribe, SubscribePattern, Subscription
 

@@ -4,11 +4,28 @@ from __future__ import annotations
 
 import itertools
 import re
+import time
 import uuid
+from typing import Callable
 from dataclasses import dataclass, field
 
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic, OffsetSpec
+
+
+def await_condition(what: str, condition: Callable[[], object], query=None, timeout: float = 60):
+    """Poll `condition` until it returns something truthy (returned), failing after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        result = condition()
+        if result:
+            return result
+        if query is not None and query.exception() is not None:
+            raise AssertionError(f"query failed while waiting for {what}: {query.exception()}")
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+        time.sleep(0.1)
+
 
 
 @dataclass(frozen=True)

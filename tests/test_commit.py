@@ -11,6 +11,7 @@ from confluent_kafka import Consumer, TopicPartition
 
 from kafkasource.commit import COMMIT_METADATA, OffsetCommitter
 from kafkasource.errors import CommitError
+from tests.kafka_helpers import await_condition
 
 
 def source(spark, kafka, topic, group, **options):
@@ -33,16 +34,6 @@ def drain(spark, kafka, topic, group, checkpoint, **options):
     query.awaitTermination(180)
     assert not query.isActive, "AvailableNow run did not finish"
     return seen
-
-
-def wait_for(condition, timeout: float, what: str):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.2)
-    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
 
 
 @pytest.mark.parametrize("mode", ["sync", "async"])
@@ -96,13 +87,13 @@ def test_processing_time_idle_gap_commits_last_batch_and_never_runs_ahead(spark,
              .foreachBatch(sink).option("checkpointLocation", str(tmp_path / "ck"))
              .trigger(processingTime="1 second").start())
     try:
-        wait_for(lambda: len(written) == 30, 120, "30 rows in the sink")
+        await_condition("30 rows in the sink", lambda: len(written) == 30, timeout=120)
         # no new data arrives: the last batch is committed at the next trigger (1 s; 10 s allows for a loaded machine)
-        wait_for(lambda: kafka.committed(group, topic, 3) == {0: 10, 1: 10, 2: 10}, 10, "commit of the last batch")
+        await_condition("commit of the last batch", lambda: kafka.committed(group, topic, 3) == {0: 10, 1: 10, 2: 10}, timeout=10)
 
         kafka.produce_values(topic, 6, partitions=3, prefix="later")
-        wait_for(lambda: len(written) == 36, 60, "6 more rows")
-        wait_for(lambda: kafka.committed(group, topic, 3) == {0: 12, 1: 12, 2: 12}, 10, "commit after more data")
+        await_condition("6 more rows", lambda: len(written) == 36, timeout=60)
+        await_condition("commit after more data", lambda: kafka.committed(group, topic, 3) == {0: 12, 1: 12, 2: 12}, timeout=10)
     finally:
         query.stop()
     assert violations == []
@@ -140,8 +131,8 @@ class ActiveMember:
         self.consumer = Consumer({"bootstrap.servers": kafka.bootstrap_servers, "group.id": group,
                                   "auto.offset.reset": "earliest", "enable.auto.commit": False})
         self.consumer.subscribe([topic])
-        wait_for(lambda: self.consumer.poll(0.5) is not None or self.consumer.assignment(), 30,
-                 "the member to join its group")
+        await_condition("the member to join its group",
+                        lambda: self.consumer.poll(0.5) is not None or self.consumer.assignment(), timeout=30)
 
     def close(self):
         self.consumer.close()
@@ -183,7 +174,7 @@ def test_async_commit_into_group_with_active_members_warns_and_goes_on(kafka, to
     try:
         with caplog.at_level(logging.WARNING, logger="kafkasource.commit"):
             async_committer.commit({(topic, 0): 2})  # returns at once
-            wait_for(lambda: async_committer.poll(0.2) or async_committer.failed_async_commits == 1, 30, "the async commit's answer")
+            await_condition("the async commit's answer", lambda: async_committer.poll(0.2) or async_committer.failed_async_commits == 1, timeout=30)
     finally:
         async_committer.close()
         member.close()

@@ -7,8 +7,7 @@ import threading
 import time
 
 from kafkasource.lag import LagListener, lag_from_progress
-from tests.kafka_helpers import Record
-from tests.test_commit import wait_for
+from tests.kafka_helpers import Record, await_condition
 
 
 def stream(spark, kafka, **options):
@@ -99,13 +98,13 @@ def test_min_offsets_per_trigger_waits_for_records_or_delay(spark, kafka, tmp_pa
         # Spark runs a first, empty batch up to the initial offsets: only batches with rows count here
         with_rows = lambda: [b for b in batches if b]  # noqa: E731
         started = time.monotonic()
-        wait_for(with_rows, 60, "the delayed batch")
+        await_condition("the delayed batch", with_rows, timeout=60)
         waited = time.monotonic() - started
         assert with_rows() == [[(0, o) for o in range(5)]]  # 5 < 20 records: read once maxTriggerDelay passed
         assert waited >= 3
 
         kafka.produce_values(topic, 25, prefix="enough")  # >= 20: read at the next trigger
-        wait_for(lambda: len(with_rows()) == 2, 30, "a batch once enough records exist")
+        await_condition("a batch once enough records exist", lambda: len(with_rows()) == 2, timeout=30)
         assert with_rows()[1] == [(0, o) for o in range(5, 30)]
     finally:
         query.stop()
@@ -122,11 +121,11 @@ def test_progress_reports_log_end_and_lag(spark, kafka, tmp_path):
                                                 maxOffsetsPerTrigger=10), tmp_path / "ck",
                                          {"processingTime": "200 milliseconds"})
         try:
-            wait_for(lambda: len([b for b in batches if b]) >= 2, 60, "two batches with rows")
+            await_condition("two batches with rows", lambda: len([b for b in batches if b]) >= 2, timeout=60)
             progresses = [p for p in query.recentProgress if p["numInputRows"] > 0]
         finally:
             query.stop()
-        wait_for(lambda: str(query.id) in listener.latest, 30, "the listener to see progress")
+        await_condition("the listener to see progress", lambda: str(query.id) in listener.latest, timeout=30)
     finally:
         spark.streams.removeListener(listener)
 
@@ -138,21 +137,6 @@ def test_progress_reports_log_end_and_lag(spark, kafka, tmp_path):
     assert lag.total == 90
     assert lag_from_progress(first.json) == lag
     assert listener.latest[str(query.id)].total < 100
-
-
-def test_batch_read_of_explicit_offset_range(spark, kafka):
-    topic = kafka.create_topic(kafka.unique_name("batch-range"), partitions=3)
-    produced = kafka.produce_values(topic, 30, partitions=3)
-
-    rows = batch(spark, kafka, subscribe=topic,
-                 startingOffsets=json.dumps({topic: {"0": 2, "1": -2, "2": 7}}),
-                 endingOffsets=json.dumps({topic: {"0": 5, "1": 3, "2": -1}})).collect()
-
-    got = sorted((r.partition, r.offset, r.value) for r in rows)
-    expected = sorted((r.partition, r.offset, r.value) for r in produced
-                      if (r.partition, r.offset) in {(0, 2), (0, 3), (0, 4), (1, 0), (1, 1), (1, 2), (2, 7), (2, 8),
-                                                     (2, 9)})
-    assert got == expected
 
 
 def test_batch_read_by_timestamps_and_min_partitions(spark, kafka):
@@ -177,15 +161,3 @@ def test_batch_read_starts_at_committed_and_never_commits(spark, kafka):
 
     assert sorted((r.partition, r.offset) for r in rows) == [(0, 3), (0, 4), (1, 4)]
     assert kafka.committed(group, topic, 2) == {0: 3, 1: 4}
-
-
-def test_batch_read_rejects_end_before_start(spark, kafka):
-    topic = kafka.create_topic(kafka.unique_name("batch-backwards"), partitions=1)
-    kafka.produce_values(topic, 10)
-    try:
-        batch(spark, kafka, subscribe=topic, startingOffsets=json.dumps({topic: {"0": 8}}),
-              endingOffsets=json.dumps({topic: {"0": 4}})).collect()
-    except Exception as exc:  # arrives wrapped in Spark's exception
-        assert f"endingOffsets lies before startingOffsets for {topic}-0 (8 > 4)" in str(exc)
-    else:
-        raise AssertionError("the read should have failed")

@@ -7,11 +7,11 @@ once a query runs); the tests assert that our text reaches the user and that sec
 from __future__ import annotations
 
 import json
-import socket
 import time
 import uuid
 
 import pytest
+from dev.broker import free_port
 from pyspark.errors import AnalysisException, PySparkException, StreamingQueryException
 
 SECRET = f"s3cr3t-{uuid.uuid4().hex}"  # never to appear in any message
@@ -22,13 +22,6 @@ def reader(spark, options: dict[str, str]):
     for key, value in options.items():
         r = r.option(key, value)
     return r
-
-
-def free_port() -> int:
-    """A loopback port nobody listens on (bound, then released)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.mark.parametrize("options, fragments", [

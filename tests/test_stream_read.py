@@ -18,7 +18,7 @@ from typing import Callable, Iterator
 import pytest
 from pyspark.errors import StreamingQueryException
 
-from tests.kafka_helpers import KafkaHarness, Record
+from tests.kafka_helpers import KafkaHarness, Record, await_condition
 
 QUERY_TIMEOUT_S = 120  # an AvailableNow query over a handful of records takes a few seconds
 AWAIT_TIMEOUT_S = 60  # bounded wait for a processing-time query to show a condition in its sink
@@ -144,20 +144,6 @@ def running_stream(spark, checkpoint, options: dict[str, str], collector: Collec
     finally:
         collector.release()  # never leave Spark's callback blocked
         query.stop()
-
-
-def await_condition(what: str, condition: Callable[[], object], query=None, timeout: float = AWAIT_TIMEOUT_S):
-    """Poll `condition` until it returns something truthy (returned), failing after `timeout` seconds."""
-    deadline = time.monotonic() + timeout
-    while True:
-        result = condition()
-        if result:
-            return result
-        if query is not None and query.exception() is not None:
-            raise AssertionError(f"query failed while waiting for {what}: {query.exception()}")
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-        time.sleep(0.1)
 
 
 def await_rows(collector: Collector, count: int, query) -> list[Row]:
