@@ -79,7 +79,7 @@ def main() -> int:
 
         builder = (SparkSession.builder.master("local[2]").appName("kafkasource-bench")
                    .config("spark.ui.enabled", "false").config("spark.driver.bindAddress", "127.0.0.1")
-                   .config("spark.sql.shuffle.partitions", "2"))
+                   .config("spark.sql.shuffle.partitions", "2").config("spark.ui.showConsoleProgress", "false"))
         if args.reference_jars:
             builder = builder.config("spark.jars", ",".join(sorted(glob.glob(os.path.join(args.reference_jars, "*.jar")))))
         spark = builder.getOrCreate()

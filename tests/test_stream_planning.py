@@ -1,0 +1,135 @@
+"""Driver-side planning of the stream reader, with small fakes of our own client and committer."""
+
+from __future__ import annotations
+
+import pickle
+
+import pytest
+from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows, ReadMinRows
+
+from kafkasource.errors import DataLossError
+from kafkasource.options import parse_options
+from kafkasource.stream import KafkaStreamReader
+
+
+class FakeClient:
+    """The cluster as tables: topic -> [(log start, log end) per partition]; committed offsets."""
+
+    def __init__(self, logs: dict[str, list[tuple[int, int]]], committed=None):
+        self.logs = logs
+        self.committed_offsets = committed or {}
+
+    def topics(self):
+        return {t: len(parts) for t, parts in self.logs.items()}
+
+    def beginning(self, partitions):
+        return {(t, p): self.logs[t][p][0] for t, p in partitions}
+
+    def end(self, partitions):
+        return {(t, p): self.logs[t][p][1] for t, p in partitions}
+
+    def committed(self, partitions):
+        return {tp: self.committed_offsets.get(tp) for tp in partitions}
+
+    def for_times(self, timestamps):
+        return {tp: None for tp in timestamps}
+
+    def close(self):
+        pass
+
+
+class FakeCommitter:
+    def __init__(self):
+        self.commits = []
+
+    def commit(self, positions):
+        self.commits.append(dict(positions))
+
+    def close(self):
+        pass
+
+
+def reader(client, **options) -> tuple[KafkaStreamReader, FakeCommitter]:
+    opts = {"kafka.bootstrap.servers": "127.0.0.1:9", "subscribe": "t", **options}
+    stream = KafkaStreamReader(parse_options(opts, streaming=True))
+    stream._client = client
+    committer = FakeCommitter()
+    stream._committer = committer
+    return stream, committer
+
+
+def test_first_start_is_not_committed_then_each_completed_end_is():
+    client = FakeClient({"t": [(0, 10), (0, 4)]}, committed={("t", 0): 3})
+    stream, committer = reader(client, **{"kafka.group.id": "g", "kafka.auto.offset.reset": "earliest"})
+
+    initial = stream.initialOffset()
+    assert initial == {"t": {"0": 3, "1": 0}}
+    end = stream.latestOffset(initial, ReadAllAvailable())
+    assert end == {"t": {"0": 10, "1": 4}}
+    assert committer.commits == []  # nothing has completed yet
+
+    assert stream.latestOffset(end, ReadAllAvailable()) == end  # idle: same end, no new batch
+    assert committer.commits == [{("t", 0): 10, ("t", 1): 4}]
+    stream.commit(end)  # Spark's late signal for the same batch is passed on too; the committer dedupes
+    assert committer.commits[-1] == {("t", 0): 10, ("t", 1): 4}
+
+
+def test_available_now_stops_at_ends_fixed_at_start_and_ignores_new_partitions():
+    client = FakeClient({"t": [(0, 10)]})
+    stream, _ = reader(client, startingOffsets="earliest")
+    start = stream.initialOffset()
+    stream.prepareForTriggerAvailableNow()
+    client.logs = {"t": [(0, 25), (0, 7)]}  # more records and a new partition after the run started
+
+    end = stream.latestOffset(start, ReadMaxRows(6))
+    assert end == {"t": {"0": 6, "1": 0}}
+    end = stream.latestOffset(end, ReadMaxRows(6))
+    assert end == {"t": {"0": 10, "1": 0}}
+    assert stream.latestOffset(end, ReadMaxRows(6)) == end  # done: the run can stop
+    assert stream.reportLatestOffset() == {"t": {"0": 25, "1": 7}}  # progress still shows the real log end
+
+
+def test_new_partition_joins_at_its_log_start():
+    client = FakeClient({"t": [(0, 5)]})
+    stream, _ = reader(client, startingOffsets="earliest")
+    start = stream.initialOffset()
+    client.logs = {"t": [(0, 5), (3, 9)]}
+
+    end = stream.latestOffset(start, ReadAllAvailable())
+
+    assert end == {"t": {"0": 5, "1": 9}}
+    ranges = [p.range for p in stream.partitions(start, end)]
+    assert [(r.partition, r.start, r.until) for r in ranges] == [(0, 0, 5), (1, 3, 9)]
+
+
+def test_max_rows_limit_and_min_rows_wait():
+    client = FakeClient({"t": [(0, 30), (0, 10)]})
+    stream, _ = reader(client, startingOffsets="earliest", maxOffsetsPerTrigger="60", minOffsetsPerTrigger="50",
+                       maxTriggerDelay="1h")
+    start = stream.initialOffset()
+    assert stream.getDefaultReadLimit() == ReadMinRows(50)
+    assert stream.latestOffset(start, ReadMinRows(50)) == start  # 40 < 50 records: wait
+    assert stream.latestOffset(start, ReadMaxRows(20)) == {"t": {"0": 15, "1": 5}}  # shared by backlog
+    assert stream.latestOffset(start, ReadAllAvailable()) == {"t": {"0": 30, "1": 10}}
+    client.logs = {"t": [(0, 100), (0, 10)]}
+    assert stream.latestOffset(start, ReadMinRows(50)) == {"t": {"0": 54, "1": 6}}  # enough; capped by max 60
+
+
+def test_vanished_topic_is_reported():
+    client = FakeClient({"t": [(0, 5)]})
+    stream, _ = reader(client, startingOffsets="earliest")
+    start = stream.initialOffset()
+    client.logs = {}
+
+    with pytest.raises(DataLossError, match=r"t-0 no longer exists in the cluster"):
+        stream.latestOffset(start, ReadAllAvailable())
+
+    lenient, _ = reader(client, startingOffsets="earliest", failOnDataLoss="false")
+    assert lenient.latestOffset(start, ReadAllAvailable()) == {}
+
+
+def test_reader_pickles_without_its_clients():
+    stream, _ = reader(FakeClient({"t": [(0, 5)]}), **{"kafka.group.id": "g", "kafka.sasl.password": "hunter2"})
+    shipped = pickle.loads(pickle.dumps(stream))
+    assert shipped._client is None and shipped._committer is None
+    assert "hunter2" not in repr(shipped.options)
