@@ -50,7 +50,8 @@ class OffsetLookup(Protocol):
 
 
 def within_log(wanted: Mapping[TopicPartition, int], lookup: OffsetLookup, reset: str, what: str) -> Positions:
-    """Keep each wanted offset inside [log start, log end]; outside it, follow `reset` as Kafka does."""
+    """Keep each wanted offset inside [log start, log end]; outside it, follow `reset` as Kafka does
+    (earliest, latest or none), or move it to the nearest end of the log ("nearest")."""
     if not wanted:
         return {}
     partitions = list(wanted)
@@ -64,6 +65,8 @@ def within_log(wanted: Mapping[TopicPartition, int], lookup: OffsetLookup, reset
             out[tp] = begin[tp]
         elif reset == "latest":
             out[tp] = end[tp]
+        elif reset == "nearest":
+            out[tp] = min(max(offset, begin[tp]), end[tp])
         else:
             outside.append(f"{tp[0]}-{tp[1]} at {offset} (log holds {begin[tp]}..{end[tp]})")
     if outside:

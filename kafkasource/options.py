@@ -186,7 +186,7 @@ def _subscription(options: Mapping[str, str]) -> Subscription:
     return Assign(tuple(sorted(set(parts))))
 
 
-def _offsets_spec(options: Mapping[str, str], prefix: str, group_id: str | None, reset: str, streaming: bool):
+def _offsets_spec(options: Mapping[str, str], prefix: str, group_id: str | None, reset: str):
     """startingOffsets/endingOffsets and their timestamp forms -> an offsets.* specification (None: not given)."""
     offsets_name = f"{prefix}Offsets"
     by_ts_name = f"{prefix}OffsetsByTimestamp"
@@ -227,7 +227,8 @@ def _offsets_spec(options: Mapping[str, str], prefix: str, group_id: str | None,
                 allowed = "-1 (latest)" if prefix == "ending" else "-2 (earliest), -1 (latest)"
                 raise OptionError(f"option {offsets_name}: offset {value} for {topic}-{partition} is not valid; use "
                                   f"an offset >= 0, {allowed}")
-        return SpecificOffsets(offsets, default=Latest(), reset=reset)
+        # a start outside the log follows kafka.auto.offset.reset, as Kafka does; an end is kept inside the log
+        return SpecificOffsets(offsets, default=Latest(), reset=reset if prefix == "starting" else "nearest")
     values = "earliest, latest, committed" if prefix == "starting" else "latest"
     raise OptionError(f"option {offsets_name} must be {values}, or JSON like {{\"orders\": {{\"0\": 23}}}}; "
                       f"got {raw!r}")
@@ -284,11 +285,11 @@ def parse_options(raw_options: Mapping[str, str], streaming: bool = True) -> Sou
     reset = _choice(options, "kafka.auto.offset.reset", ("earliest", "latest", "none"), "latest")
     kafka_config = _kafka_config(options)
 
-    starting = _offsets_spec(options, "starting", group_id, reset, streaming)
+    starting = _offsets_spec(options, "starting", group_id, reset)
     if starting is None:
         # as the built-in source: a batch read starts at earliest; a stream at the group's commits, else latest
         starting = Earliest() if not streaming else (Committed(reset) if group_id else Latest())
-    ending = _offsets_spec(options, "ending", group_id, reset, streaming)
+    ending = _offsets_spec(options, "ending", group_id, reset)
     if ending is not None and streaming:
         raise OptionError("options endingOffsets, endingTimestamp and endingOffsetsByTimestamp are for batch reads "
                           "(spark.read); a stream has no end")

@@ -235,3 +235,8 @@ def test_from_json_dict():
 
 def test_describe():
     assert describe([("b", 0), ("a", 3), ("a", 1)]) == "a-1, a-3, b-0"
+
+
+def test_within_log_nearest_moves_offsets_to_the_closest_bound():
+    lookup = FakeLookup({A0: 5, A1: 5, A2: 5}, {A0: 10, A1: 10, A2: 10})
+    assert within_log({A0: 2, A1: 7, A2: 40}, lookup, "nearest", "offset") == {A0: 5, A1: 7, A2: 10}

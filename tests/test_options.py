@@ -474,7 +474,10 @@ def test_ending_offsets_for_batch():
     assert parse(streaming=False, endingOffsets="latest").ending == Latest()
     opts = parse(streaming=False, endingOffsets='{"orders": {"0": 5, "1": -1}}')
     assert opts.ending == SpecificOffsets(((("orders", 0), 5), (("orders", 1), -1)), default=Latest(),
-                                          reset="latest")
+                                          reset="nearest")
+    # kafka.auto.offset.reset governs starts only: an end outside the log is moved to its nearest bound
+    lenient = parse(streaming=False, endingOffsets='{"orders": {"0": 5}}', **{"kafka.auto.offset.reset": "earliest"})
+    assert lenient.ending.reset == "nearest"
 
 
 def test_json_starting_offsets():
