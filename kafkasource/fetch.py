@@ -63,6 +63,11 @@ class ConsumerPool:
 
     def release(self, config: FetchConfig, consumer: Consumer, healthy: bool) -> None:
         if healthy:
+            try:
+                consumer.unassign()  # an idle consumer must not keep prefetching (and buffering) records
+            except Exception:
+                healthy = False
+        if healthy:
             self._idle.setdefault(config.pool_key(), []).append((consumer, time.monotonic()))
         else:
             _close_quietly(consumer)
@@ -86,15 +91,15 @@ def _close_quietly(consumer: Consumer) -> None:
 POOL = ConsumerPool()
 
 
-def read_range(offset_range: OffsetRange, config: FetchConfig) -> Iterator:
+def read_range(offset_range: OffsetRange, config: FetchConfig, pool: ConsumerPool = POOL) -> Iterator:
     """Yield pyarrow.RecordBatch objects holding exactly the records of [start, until) that exist."""
-    consumer = POOL.acquire(config)
+    consumer = pool.acquire(config)
     healthy = False
     try:
         yield from _RangeReader(consumer, offset_range, config).batches()
         healthy = True
     finally:
-        POOL.release(config, consumer, healthy)
+        pool.release(config, consumer, healthy)
 
 
 class _RangeReader:

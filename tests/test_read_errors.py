@@ -142,3 +142,15 @@ def test_batch_read_with_ending_before_starting_names_the_partition(spark, kafka
         r.load().collect()
 
     assert f"endingOffsets lies before startingOffsets for {topic}-0 (2 > 1)" in str(raised.value)
+
+
+def test_secrets_never_appear_in_query_plans(spark, kafka, topic):
+    secrets = {"kafka.sasl.password": "hunter2-plan", "kafka.ssl.key.password": "key-pw-plan",
+               "kafka.sasl.oauthbearer.client.secret": "oauth-plan"}
+    for read in (spark.read, spark.readStream):
+        df = read.format("kafkasource").option("kafka.bootstrap.servers", kafka.bootstrap_servers) \
+            .option("subscribe", topic).options(**secrets).load()
+        plan = df._jdf.queryExecution().toString()
+        assert "kafkasource" in plan
+        for value in secrets.values():
+            assert value not in plan

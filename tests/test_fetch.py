@@ -1,0 +1,48 @@
+"""Executor-side reading against the real broker, without Spark: pooling, exact ranges, data loss."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pytest
+
+from kafkasource.arrow import arrow_schema
+from kafkasource.errors import DataLossError
+from kafkasource.fetch import ConsumerPool, FetchConfig, read_range
+from kafkasource.ranges import OffsetRange
+
+
+def fetch_config(kafka, fail_on_data_loss=True) -> FetchConfig:
+    return FetchConfig({"bootstrap.servers": kafka.bootstrap_servers}, include_headers=False,
+                       fail_on_data_loss=fail_on_data_loss, poll_timeout_ms=10_000)
+
+
+def read(offset_range, config, pool) -> pa.Table:
+    return pa.Table.from_batches(list(read_range(offset_range, config, pool)), schema=arrow_schema(False))
+
+
+def test_pooled_consumer_is_reused_across_ranges_and_idles_unassigned(kafka, topic):
+    kafka.produce_values(topic, 30, partitions=3)
+    config, pool = fetch_config(kafka), ConsumerPool()
+
+    first = read(OffsetRange(topic, 1, 0, 6), config, pool)
+    (idle_consumer, _), = pool._idle[config.pool_key()]
+    assert idle_consumer.assignment() == []  # no prefetching while idle
+    second = read(OffsetRange(topic, 1, 6, 10), config, pool)
+    (again, _), = pool._idle[config.pool_key()]
+
+    assert again is idle_consumer
+    assert first.column("offset").to_pylist() == [0, 1, 2, 3, 4, 5]
+    assert second.column("offset").to_pylist() == [6, 7, 8, 9]
+    assert second.column("value").to_pylist() == [b"v19", b"v22", b"v25", b"v28"]  # round-robin: i % 3 == 1
+    assert set(second.column("topic").to_pylist()) == {topic} and set(second.column("partition").to_pylist()) == {1}
+
+
+def test_range_below_the_log_start_is_data_loss(kafka, topic):
+    kafka.produce_values(topic, 30, partitions=3)
+    kafka.delete_records_before(topic, 0, 4)
+
+    with pytest.raises(DataLossError, match=rf"records 1\.\.3 of {topic}-0 are gone: the log now starts at 4"):
+        read(OffsetRange(topic, 0, 1, 8), fetch_config(kafka), ConsumerPool())
+
+    skipped = read(OffsetRange(topic, 0, 1, 8), fetch_config(kafka, fail_on_data_loss=False), ConsumerPool())
+    assert skipped.column("offset").to_pylist() == [4, 5, 6, 7]
