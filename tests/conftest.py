@@ -16,12 +16,15 @@ log = logging.getLogger(__name__)
 
 
 @pytest.fixture(scope="session")
-def kafka_broker():
+def kafka_broker(request):
     started = time.monotonic()
     broker = local_broker.start()
-    log.info("Kafka broker up on %s in %.1f s", broker.bootstrap_servers, time.monotonic() - started)
-    print(f"\nKafka {local_broker.KAFKA_VERSION} broker up on {broker.bootstrap_servers} "
-          f"in {time.monotonic() - started:.1f} s", file=sys.stderr)
+    message = (f"Kafka {local_broker.KAFKA_VERSION} broker up on {broker.bootstrap_servers} "
+               f"in {time.monotonic() - started:.1f} s")
+    log.info(message)
+    reporter = request.config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None:  # shown in the run's output, not captured
+        reporter.write_line(f"\n{message}")
     yield broker
     broker.stop()
 
