@@ -22,9 +22,9 @@ def kafka_broker(request):
     message = (f"Kafka {local_broker.KAFKA_VERSION} broker up on {broker.bootstrap_servers} "
                f"in {time.monotonic() - started:.1f} s")
     log.info(message)
-    reporter = request.config.pluginmanager.get_plugin("terminalreporter")
-    if reporter is not None:  # shown in the run's output, not captured
-        reporter.write_line(f"\n{message}")
+    capture = request.config.pluginmanager.get_plugin("capturemanager")
+    with capture.global_and_fixture_disabled():  # shown in the run's output, not captured
+        print(f"\n{message}")
     yield broker
     broker.stop()
 
