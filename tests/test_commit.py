@@ -96,6 +96,7 @@ def test_processing_time_idle_gap_commits_last_batch_and_never_runs_ahead(spark,
         await_condition("commit after more data", lambda: kafka.committed(group, topic, 3) == {0: 12, 1: 12, 2: 12}, timeout=10)
     finally:
         query.stop()
+    assert kafka.committed(group, topic, 3) == {0: 12, 1: 12, 2: 12}  # after stop: still the last batch's end
     assert violations == []
     assert sorted(written) == [(p, o) for p in range(3) for o in range(12)]
 
