@@ -208,6 +208,15 @@ def _broker_answers(bootstrap: str) -> bool:
         return False
 
 
+def _cluster_id() -> str:
+    """A Kafka cluster id (URL-safe base64 of a UUID). Like Kafka's Uuid.randomUuid, never one starting with
+    '-', which the storage tool's argument parser would take for an option."""
+    while True:
+        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not cluster_id.startswith("-"):
+            return cluster_id
+
+
 def start(port: int | None = None, data_dir: Path | None = None, timeout: float = 90) -> Broker:
     """Format storage, start the broker, and wait until it answers metadata requests."""
     port = port or free_port()
@@ -220,7 +229,7 @@ def start(port: int | None = None, data_dir: Path | None = None, timeout: float 
     log4j = data_dir / "log4j2.properties"
     log4j.write_text(LOG4J2_CONFIG.format(log_file=log_file))
 
-    cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    cluster_id = _cluster_id()
     fmt = subprocess.run(
         _java_command("kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(properties),
                       log4j_config=log4j),
