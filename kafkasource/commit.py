@@ -50,6 +50,7 @@ class OffsetCommitter:
         self._sent: Positions = {}  # newest positions handed to the broker, per partition
         self._in_flight: Positions | None = None  # async: the one commit awaiting its answer
         self._queued: Positions | None = None  # async: the newest positions waiting for that answer
+        self._confirmed: Positions = {}  # newest positions the broker acknowledged, per partition
         self.failed_async_commits = 0
 
     @property
@@ -73,13 +74,37 @@ class OffsetCommitter:
             self._queued = {**(self._queued or {}), **forward}
             self._send_next_async()
 
+    def commit_final(self, positions: Positions) -> None:
+        """The last commit of a run: nothing can overlap it, so wait for the broker's answer (commitTimeoutMs).
+
+        sync: as every sync commit, raises CommitError when it cannot land. async: waits for the
+        answers of what is in flight, then commits synchronously whatever the broker has not
+        confirmed (a failed async commit, or one whose coordinator was not known yet); a failure
+        is a warning, as for every async commit."""
+        if self.mode == "sync":
+            self.commit(positions)
+            return
+        deadline = time.monotonic() + self.timeout_s
+        self.commit(positions)
+        self._await_answers(deadline)
+        if self._in_flight or self._queued:
+            # an unanswered older commit could still land after a newer one: never send over it
+            log.warning("the final async commit of group %s got no answer within commitTimeoutMs: %s",
+                        self.group_id, describe({**(self._in_flight or {}), **(self._queued or {})}))
+            return
+        unconfirmed = {tp: o for tp, o in positions.items() if o > self._confirmed.get(tp, -1)}
+        if not unconfirmed:
+            return
+        try:
+            self._commit_sync(unconfirmed, deadline)
+        except CommitError as error:
+            log.warning("final async %s", error)
+
     def close(self) -> None:
         """Flush pending async commits (bounded wait), then close the client."""
         if self._consumer is None:
             return
-        deadline = time.monotonic() + min(self.timeout_s, ASYNC_FLUSH_SECONDS)
-        while (self._in_flight or self._queued) and time.monotonic() < deadline:
-            self.poll(0.1)
+        self._await_answers(time.monotonic() + min(self.timeout_s, ASYNC_FLUSH_SECONDS))
         if self._in_flight or self._queued:
             log.warning("stopped with async commits of group %s unanswered for %s", self.group_id,
                         describe({**(self._in_flight or {}), **(self._queued or {})}))
@@ -87,12 +112,13 @@ class OffsetCommitter:
         self._consumer = None
 
     # -- sync -------------------------------------------------------------------------------------
-    def _commit_sync(self, positions: Positions) -> None:
-        deadline = time.monotonic() + self.timeout_s
+    def _commit_sync(self, positions: Positions, deadline: float | None = None) -> None:
+        deadline = deadline or time.monotonic() + self.timeout_s
         backoff = 0.1
         while True:
             error = self._try_commit_sync(positions)
             if error is None:
+                self._confirmed.update(positions)
                 log.info("committed group %s: %s", self.group_id, _show(positions))
                 return
             retriable = error.code() in RETRIABLE or (error.retriable() and error.code() not in GROUP_IN_USE)
@@ -124,16 +150,23 @@ class OffsetCommitter:
         except KafkaException as exc:
             self._on_commit(exc.args[0], None)
 
+    def _await_answers(self, deadline: float) -> None:
+        while (self._in_flight or self._queued) and time.monotonic() < deadline:
+            self.poll(0.1)
+
     def poll(self, timeout: float = 0) -> None:
         """Serve async commit answers; the query does so on every trigger."""
         self.consumer.poll(timeout)  # delivers on_commit results (DESIGN.md fact 10)
         self._send_next_async()
 
     def _on_commit(self, error: KafkaError | None, partitions) -> None:
+        if self._in_flight is None:  # the client also reports sync commits here; those were handled already
+            return
         if error is None and partitions:
             error = next((tp.error for tp in partitions if tp.error is not None), None)
-        positions, self._in_flight = self._in_flight or {}, None
+        positions, self._in_flight = self._in_flight, None
         if error is None:
+            self._confirmed.update(positions)
             log.info("committed group %s (async): %s", self.group_id, _show(positions))
             return
         self.failed_async_commits += 1

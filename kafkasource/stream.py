@@ -1,8 +1,10 @@
 """The streaming reader: plans micro-batches on the driver, reads ranges on executors, commits.
 
-Commits follow DESIGN.md fact 1: Spark calls latestOffset(start) after the batch ending at `start`
-has completed (on every trigger, idle or not, and once more at the end of an AvailableNow run),
-while commit(end) arrives one batch late. Both signals commit; the committer only moves forward.
+When a batch has completed, Spark calls latestOffset(start) with `start` = the end of that batch (on
+every trigger, idle or not, and once more at the end of an AvailableNow run), while commit(end)
+arrives one batch late, and not at all for the last batch of an AvailableNow run. Both signals
+commit; the committer only moves forward. That final latestOffset of an AvailableNow run is the
+last chance to commit: Spark ends the run right after it, so that commit waits for its answer.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from kafkasource.fetch import FetchConfig, read_range
 from kafkasource.offsets import Positions, TopicPartition, describe, from_json_dict, to_json_dict
 from kafkasource.options import SourceOptions
 from kafkasource.ranges import OffsetRange, batch_ranges, rate_limit, split_ranges
+from kafkasource import shutdown
 
 log = logging.getLogger(__name__)
 
@@ -53,6 +56,9 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._latest_seen: Positions | None = None
         self._known: set[TopicPartition] = set()
         self._last_batch_at = time.monotonic()
+        self._stopped = False
+        if shutdown.in_stream_runner():  # Spark ends this process with SIGTERM instead of calling stop()
+            shutdown.exit_on_sigterm()
 
     def __getstate__(self) -> dict:
         # Spark pickles the reader for read() on executors; driver clients cannot travel (DESIGN.md fact 2)
@@ -103,7 +109,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
         start_positions = from_json_dict(start)
-        self._commit_completed(start_positions)
+        self._commit_completed(start_positions, final=self._run_complete(start_positions))
         current = self._current_partitions()
         vanished = [tp for tp in start_positions if tp not in self._known]
         if vanished:
@@ -159,19 +165,32 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._commit_completed(from_json_dict(end))
 
     def stop(self) -> None:
+        """Flush pending async commits (bounded) and close the driver's clients, once."""
+        if self._stopped:
+            return
+        self._stopped = True
+        shutdown.stopping()
         if self._committer is not None:
             self._committer.close()
         if self._client is not None:
             self._client.close()
 
     # -- helpers -----------------------------------------------------------------------------------
-    def _commit_completed(self, positions: Positions) -> None:
+    def _run_complete(self, start: Positions) -> bool:
+        """Under AvailableNow: has the run read up to the ends it fixed at its start?"""
+        return self._target is not None and all(start.get(tp, -1) >= end for tp, end in self._target.items()
+                                                if tp in self._known)
+
+    def _commit_completed(self, positions: Positions, final: bool = False) -> None:
         """Commit positions that a completed batch reached (the first start of a new query is not one)."""
         if self.committer is None or not positions or positions == self._initial:
             return
         if self._known:  # leave alone partitions that no longer exist: the broker would refuse them
             positions = {tp: o for tp, o in positions.items() if tp in self._known}
-        self.committer.commit(positions)
+        if final:
+            self.committer.commit_final(positions)
+        else:
+            self.committer.commit(positions)
 
     def _data_loss(self, what: str) -> None:
         if self.options.fail_on_data_loss:

@@ -54,15 +54,14 @@ def test_available_now_ignores_records_produced_after_start(spark, kafka, tmp_pa
     produced_after = []
 
     def keep_producing():
+        # a trickle (about 200 records/s), so the run's target stays small however slow the machine
         producer = kafka.producer()
         i = 0
-        while not stop.is_set():
-            producer.produce(topic, value=f"live{i}".encode(), partition=i % 2)
-            producer.poll(0)
-            i += 1
-            if i % 100 == 0:
-                producer.flush(10)
-        producer.flush(10)
+        while not stop.wait(0.05):
+            for _ in range(10):
+                producer.produce(topic, value=f"live{i}".encode(), partition=i % 2)
+                i += 1
+            producer.flush(10)
         produced_after.append(i)
 
     writer = threading.Thread(target=keep_producing, daemon=True)

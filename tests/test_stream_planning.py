@@ -41,12 +41,17 @@ class FakeClient:
 class FakeCommitter:
     def __init__(self):
         self.commits = []
+        self.final_commits = []
+        self.closed = 0
 
     def commit(self, positions):
         self.commits.append(dict(positions))
 
+    def commit_final(self, positions):
+        self.final_commits.append(dict(positions))
+
     def close(self):
-        pass
+        self.closed += 1
 
 
 def reader(client, **options) -> tuple[KafkaStreamReader, FakeCommitter]:
@@ -87,6 +92,29 @@ def test_available_now_stops_at_ends_fixed_at_start_and_ignores_new_partitions()
     assert end == {"t": {"0": 10, "1": 0}}
     assert stream.latestOffset(end, ReadMaxRows(6)) == end  # done: the run can stop
     assert stream.reportLatestOffset() == {"t": {"0": 25, "1": 7}}  # progress still shows the real log end
+
+
+def test_available_now_waits_for_the_final_commit_only_once_the_target_is_reached():
+    client = FakeClient({"t": [(0, 10), (0, 4)]})
+    stream, committer = reader(client, **{"kafka.group.id": "g", "kafka.auto.offset.reset": "earliest"})
+    start = stream.initialOffset()
+    stream.prepareForTriggerAvailableNow()
+
+    first = stream.latestOffset(start, ReadMaxRows(8))
+    second = stream.latestOffset(first, ReadMaxRows(8))  # the first batch completed: an ordinary commit
+    assert second == {"t": {"0": 10, "1": 4}}
+    assert committer.commits == [{("t", 0): 6, ("t", 1): 2}] and committer.final_commits == []
+
+    assert stream.latestOffset(second, ReadMaxRows(8)) == second  # the run ends here
+    assert committer.final_commits == [{("t", 0): 10, ("t", 1): 4}]
+    assert len(committer.commits) == 1
+
+
+def test_stop_flushes_and_closes_once():
+    stream, committer = reader(FakeClient({"t": [(0, 5)]}), **{"kafka.group.id": "g"})
+    stream.stop()
+    stream.stop()  # should a later Spark call stop() after our SIGTERM path did, nothing runs twice
+    assert committer.closed == 1
 
 
 def test_new_partition_joins_at_its_log_start():

@@ -1,0 +1,83 @@
+"""Run the stream reader's stop() when Spark ends the driver-side process that hosts it.
+
+Spark runs a Python stream reader's driver-side methods (initialOffset, latestOffset, partitions,
+commit) in a process of its own, started as `python -m pyspark.sql.streaming.python_streaming_source_runner`.
+Measured on pyspark 4.3: Spark never calls the reader's stop(), neither when an AvailableNow run
+ends nor on query.stop(); it sends that process SIGTERM. The runner calls `reader.stop()` in a
+`finally` block that runs only when its request loop ends by an exception, and Python's default
+SIGTERM action ends the process without running it, so pending async commits and open clients
+would be dropped.
+
+Spark also closes the runner's socket at about the same moment, so the runner may already be in
+stop() (its request loop ended by EOF) when the signal arrives, and it sends SIGTERM twice, a few
+milliseconds apart. So in that process only, on the first SIGTERM:
+- if stop() is already running, it is left to finish: its waits are bounded;
+- otherwise SystemExit is raised: the request loop unwinds and the runner's `finally` calls stop().
+Further SIGTERMs within a second of the first are Spark's duplicate; a later one is never
+swallowed: it goes to the handler that was there before (by default, the process ends at once).
+The handler does no Kafka work itself: it may interrupt a client call, and work done on the way
+out of the stack is safer than work done inside it. Executor Python workers (which only call
+read()) are left alone.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import sys
+import threading
+import time
+
+log = logging.getLogger(__name__)
+
+RUNNER_MODULE = "pyspark.sql.streaming.python_streaming_source_runner"
+SIGTERM_EXIT_CODE = 128 + signal.SIGTERM
+DUPLICATE_WINDOW_S = 1.0  # Spark's second SIGTERM follows its first within milliseconds
+
+_installed = False
+_stopping = False
+
+
+def in_stream_runner() -> bool:
+    """True in the process Spark starts to host a Python stream reader on the driver."""
+    spec = getattr(sys.modules.get("__main__"), "__spec__", None)
+    return spec is not None and spec.name == RUNNER_MODULE
+
+
+def exit_on_sigterm() -> bool:
+    """Turn the first SIGTERM into SystemExit, once per process; returns whether the handler is in place.
+
+    Only possible from the main thread (a limit of Python's signal module)."""
+    global _installed
+    if _installed:
+        return True
+    if threading.current_thread() is not threading.main_thread():
+        return False
+    previous = signal.getsignal(signal.SIGTERM)
+    if previous is None:  # a handler set from C: the default action is the closest we can restore
+        previous = signal.SIG_DFL
+
+    first_at: list[float] = []
+
+    def on_sigterm(signum, _frame):
+        if first_at:
+            if time.monotonic() - first_at[0] > DUPLICATE_WINDOW_S:  # not Spark's duplicate: never swallowed
+                signal.signal(signal.SIGTERM, previous)
+                signal.raise_signal(signum)
+            return
+        first_at.append(time.monotonic())
+        if _stopping:
+            log.info("SIGTERM while stopping: finishing the bounded flush")
+            return
+        log.info("SIGTERM: flushing pending commits and closing Kafka clients before exit")
+        raise SystemExit(SIGTERM_EXIT_CODE)
+
+    signal.signal(signal.SIGTERM, on_sigterm)
+    _installed = True
+    return True
+
+
+def stopping() -> None:
+    """Say that stop() has begun: a SIGTERM from now on lets it finish instead of interrupting it."""
+    global _stopping
+    _stopping = True
