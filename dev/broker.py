@@ -144,6 +144,12 @@ class Broker:
             return False
         return True
 
+    def restart(self, timeout: float = 90) -> None:
+        """Start this stopped broker again: same ports, same data, no formatting."""
+        process = _launch(self.data_dir)
+        self.pid, self.process = process.pid, process
+        _await_answer(self, timeout)
+
     def stop(self, timeout: float = 30) -> None:
         """Stop cleanly (SIGTERM: the broker flushes and closes its logs), kill if it hangs."""
         if self.is_running():
@@ -237,21 +243,33 @@ def start(port: int | None = None, data_dir: Path | None = None, timeout: float 
     if fmt.returncode != 0:
         raise BrokerError(f"formatting the broker's storage failed:\n{fmt.stdout}{fmt.stderr}")
 
+    process = _launch(data_dir)
+    broker = Broker(port, controller_port, data_dir, process.pid, process)
+    _await_answer(broker, timeout)
+    return broker
+
+
+def _launch(data_dir: Path) -> subprocess.Popen:
+    """Start the broker process over the configuration and storage already in `data_dir`."""
     console = open(data_dir / "broker.out", "ab")
-    process = subprocess.Popen(_java_command("kafka.Kafka", str(properties), log4j_config=log4j),
+    process = subprocess.Popen(_java_command("kafka.Kafka", str(data_dir / "server.properties"),
+                                             log4j_config=data_dir / "log4j2.properties"),
                                stdout=console, stderr=subprocess.STDOUT, start_new_session=True)
     console.close()
-    broker = Broker(port, controller_port, data_dir, process.pid, process)
-    bootstrap = broker.bootstrap_servers
+    return process
+
+
+def _await_answer(broker: Broker, timeout: float) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if not broker.is_running():
-            raise BrokerError(f"the Kafka broker exited during start-up.\n{_log_tail(data_dir)}")
-        if _broker_answers(bootstrap):
-            return broker
+            raise BrokerError(f"the Kafka broker exited during start-up.\n{_log_tail(broker.data_dir)}")
+        if _broker_answers(broker.bootstrap_servers):
+            return
         time.sleep(0.2)
     broker.stop()
-    raise BrokerError(f"the Kafka broker did not answer on {bootstrap} within {timeout:.0f} s.\n{_log_tail(data_dir)}")
+    raise BrokerError(f"the Kafka broker did not answer on {broker.bootstrap_servers} within {timeout:.0f} s."
+                      f"\n{_log_tail(broker.data_dir)}")
 
 
 def _log_tail(data_dir: Path, lines: int = 40) -> str:
