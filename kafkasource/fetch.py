@@ -167,7 +167,8 @@ class _RangeReader:
             self._out_of_range()
         elif code in GONE:
             self._data_loss(f"{self.name} no longer exists ({error.str()}); records {self.position}.."
-                            f"{self.range.until - 1} cannot be read", skip_to=self.range.until)
+                            f"{self.range.until - 1} ({_count(self.range.until - self.position)}) cannot be read",
+                            skip_to=self.range.until)
         elif error.fatal():
             raise KafkaSourceError(f"reading {self.name} failed: {error.str()}")
         else:  # librdkafka retries transient errors itself
@@ -178,8 +179,9 @@ class _RangeReader:
             KafkaTopicPartition(self.range.topic, self.range.partition), timeout=self.config.poll_timeout_ms / 1000)
         if self.position < low:
             lost_until = min(low, self.range.until)
-            self._data_loss(f"records {self.position}..{lost_until - 1} of {self.name} are gone: the log now starts "
-                            f"at {low} (retention or deleted records)", skip_to=low)
+            self._data_loss(f"records {self.position}..{lost_until - 1} of {self.name} are gone "
+                            f"({_count(lost_until - self.position)}): the log now starts at {low} "
+                            "(retention or deleted records)", skip_to=low)
         else:
             self._data_loss(f"offset {self.position} of {self.name} is beyond the log end {high} (the partition was "
                             "truncated or recreated)", skip_to=self.range.until)
@@ -193,3 +195,7 @@ class _RangeReader:
             self.position = self.range.until
         else:
             self._seek(skip_to)
+
+
+def _count(records: int) -> str:
+    return f"{records} record{'' if records == 1 else 's'}"

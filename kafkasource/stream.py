@@ -111,10 +111,13 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         start_positions = from_json_dict(start)
         self._commit_completed(start_positions, final=self._run_complete(start_positions))
         current = self._current_partitions()
+        seen_before = self._latest_seen or {}
         vanished = [tp for tp in start_positions if tp not in self._known]
         if vanished:
-            self._data_loss(f"{describe(vanished)} no longer exist{'s' if len(vanished) == 1 else ''} in the "
-                            f"cluster (topic deleted?); the query stops reading {'it' if len(vanished) == 1 else 'them'}")
+            one = len(vanished) == 1
+            self._data_loss(f"{describe(vanished)} no longer exist{'s' if one else ''} in the cluster (topic deleted?)"
+                            f"{_unread(vanished, start_positions, seen_before)}",
+                            then=f"the query stops reading {'it' if one else 'them'}")
         new = [tp for tp in current if tp not in start_positions]
         base = {tp: start_positions[tp] for tp in current if tp in start_positions}
         if new:  # new partitions join at their earliest offset, as in the built-in source
@@ -122,11 +125,14 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             log.info("new partitions join the query: %s", describe(new))
         latest = self.client.end(current)
         self._latest_seen = latest
-        for tp in current:
-            if latest[tp] < base[tp]:
-                self._data_loss(f"the log end of {tp[0]}-{tp[1]} went back from {base[tp]} to {latest[tp]} "
-                                "(topic recreated or truncated)")
-                latest[tp] = base[tp]
+        went_back = [tp for tp in current if latest[tp] < base[tp]]
+        if went_back:  # recreated or truncated: with failOnDataLoss=false, read the new log from its start
+            restart = self.client.beginning(went_back)
+            for tp in went_back:
+                self._data_loss(f"the log of {tp[0]}-{tp[1]} now ends at {latest[tp]}, below the query's position "
+                                f"{base[tp]} (topic recreated or truncated){_unread([tp], base, seen_before)}",
+                                then=f"reading it again from its log start {restart[tp]}")
+                base[tp] = restart[tp]
         if self._target is not None:  # AvailableNow: nothing beyond the ends fixed at the start of the run
             latest = {tp: min(latest[tp], max(base[tp], self._target.get(tp, base[tp]))) for tp in current}
         end = self._apply_limit(base, latest, limit)
@@ -152,7 +158,8 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def partitions(self, start: dict, end: dict) -> list[InputPartition]:
         start_positions, end_positions = from_json_dict(start), from_json_dict(end)
-        new = [tp for tp in end_positions if tp not in start_positions]
+        # partitions that joined, and partitions read again from their start after their log went back
+        new = [tp for tp in end_positions if start_positions.get(tp, end_positions[tp] + 1) > end_positions[tp]]
         if new:
             first = self.client.beginning(new)
             start_positions.update({tp: min(first[tp], end_positions[tp]) for tp in new})
@@ -192,8 +199,18 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         else:
             self.committer.commit(positions)
 
-    def _data_loss(self, what: str) -> None:
+    def _data_loss(self, what: str, then: str) -> None:
         if self.options.fail_on_data_loss:
             raise DataLossError(f"{what}. Some data may have been lost. If this is expected, set "
                                 "failOnDataLoss=false to go on without it")
-        log.warning("%s (failOnDataLoss=false: going on)", what)
+        log.warning("%s (failOnDataLoss=false: %s)", what, then)
+
+
+def _unread(partitions: list[TopicPartition], positions: Positions, seen: Positions) -> str:
+    """Records of `partitions` that the query had seen in the log (at its previous look) but not read."""
+    lost = {tp: seen[tp] - positions[tp] for tp in partitions if seen.get(tp, -1) > positions[tp]}
+    if not lost:
+        return "; it held no record the query had seen and not read"
+    ranges = ", ".join(f"{t}-{p} {positions[(t, p)]}..{positions[(t, p)] + n - 1}" for (t, p), n in sorted(lost.items()))
+    total = sum(lost.values())
+    return f"; at least {total} record{'' if total == 1 else 's'} the query had not read are lost ({ranges})"

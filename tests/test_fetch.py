@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+
 import pyarrow as pa
 import pytest
 
@@ -37,12 +39,17 @@ def test_pooled_consumer_is_reused_across_ranges_and_idles_unassigned(kafka, top
     assert set(second.column("topic").to_pylist()) == {topic} and set(second.column("partition").to_pylist()) == {1}
 
 
-def test_range_below_the_log_start_is_data_loss(kafka, topic):
+def test_range_below_the_log_start_is_data_loss(kafka, topic, caplog):
     kafka.produce_values(topic, 30, partitions=3)
     kafka.delete_records_before(topic, 0, 4)
 
-    with pytest.raises(DataLossError, match=rf"records 1\.\.3 of {topic}-0 are gone: the log now starts at 4"):
+    with pytest.raises(DataLossError, match=rf"records 1\.\.3 of {topic}-0 are gone \(3 records\): the log now "
+                                            "starts at 4"):
         read(OffsetRange(topic, 0, 1, 8), fetch_config(kafka), ConsumerPool())
 
-    skipped = read(OffsetRange(topic, 0, 1, 8), fetch_config(kafka, fail_on_data_loss=False), ConsumerPool())
+    with caplog.at_level(logging.WARNING, logger="kafkasource.fetch"):
+        skipped = read(OffsetRange(topic, 0, 1, 8), fetch_config(kafka, fail_on_data_loss=False), ConsumerPool())
     assert skipped.column("offset").to_pylist() == [4, 5, 6, 7]
+    assert [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING] == [
+        f"records 1..3 of {topic}-0 are gone (3 records): the log now starts at 4 (retention or deleted records); "
+        "skipping them (failOnDataLoss=false)"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import pickle
 
 import pytest
@@ -154,6 +155,43 @@ def test_vanished_topic_is_reported():
 
     lenient, _ = reader(client, startingOffsets="earliest", failOnDataLoss="false")
     assert lenient.latestOffset(start, ReadAllAvailable()) == {}
+
+
+def test_deleted_topic_names_the_records_it_had_not_read(caplog):
+    client = FakeClient({"t": [(0, 5)]})
+    stream, _ = reader(client, startingOffsets="earliest", maxOffsetsPerTrigger="2", failOnDataLoss="false")
+    start = stream.initialOffset()
+    end = stream.latestOffset(start, ReadMaxRows(2))  # reads 0..1 of the 5 records it saw
+    client.logs = {}
+
+    with caplog.at_level(logging.WARNING, logger="kafkasource.stream"):
+        assert stream.latestOffset(end, ReadMaxRows(2)) == {}
+    assert [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING] == [
+        "t-0 no longer exists in the cluster (topic deleted?); at least 3 records the query had not read are lost "
+        "(t-0 2..4) (failOnDataLoss=false: the query stops reading it)"]
+
+
+def test_recreated_topic_is_read_again_from_its_new_start_or_fails(caplog):
+    client = FakeClient({"t": [(0, 10)]})
+    stream, _ = reader(client, startingOffsets="earliest", failOnDataLoss="false")
+    start = stream.initialOffset()
+    end = stream.latestOffset(start, ReadAllAvailable())
+    client.logs = {"t": [(0, 12)]}  # 2 more records are seen, then the topic is recreated with 4 records
+    stream.latestOffset(end, ReadMaxRows(1))  # a batch of 1 is planned: 10..10
+    client.logs = {"t": [(0, 4)]}
+
+    with caplog.at_level(logging.WARNING, logger="kafkasource.stream"):
+        again = stream.latestOffset({"t": {"0": 11}}, ReadAllAvailable())
+    assert again == {"t": {"0": 4}}
+    assert [(r.partition, r.start, r.until) for r in (p.range for p in stream.partitions({"t": {"0": 11}}, again))] \
+        == [(0, 0, 4)]
+    assert caplog.records[-1].getMessage() == (
+        "the log of t-0 now ends at 4, below the query's position 11 (topic recreated or truncated); at least 1 record "
+        "the query had not read are lost (t-0 11..11) (failOnDataLoss=false: reading it again from its log start 0)")
+
+    strict, _ = reader(client, startingOffsets="earliest")
+    with pytest.raises(DataLossError, match=r"the log of t-0 now ends at 4, below the query's position 11 "):
+        strict.latestOffset({"t": {"0": 11}}, ReadAllAvailable())
 
 
 def test_reader_pickles_without_its_clients():
