@@ -23,6 +23,9 @@ log = logging.getLogger(__name__)
 
 UNREACHABLE = {KafkaError._TRANSPORT, KafkaError._TIMED_OUT, KafkaError._ALL_BROKERS_DOWN,
                KafkaError._RESOLVE, KafkaError.REQUEST_TIMED_OUT}
+LEADER_MOVING = {KafkaError.OFFSET_NOT_AVAILABLE, KafkaError.LEADER_NOT_AVAILABLE,
+                 KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.FENCED_LEADER_EPOCH, KafkaError.UNKNOWN_LEADER_EPOCH,
+                 KafkaError._NOENT}  # _NOENT: "no leaders found", from a client that has no metadata yet
 # the group coordinator moving, loading or not elected yet: worth asking again
 COORDINATOR_RETRIABLE = {KafkaError.COORDINATOR_LOAD_IN_PROGRESS, KafkaError.COORDINATOR_NOT_AVAILABLE,
                          KafkaError.NOT_COORDINATOR, KafkaError._WAIT_COORD}
@@ -65,7 +68,7 @@ class KafkaClient:
     # -- requests ------------------------------------------------------------------------------
     def _fail(self, what: str, exc: KafkaException) -> KafkaSourceError:
         error = exc.args[0] if exc.args and isinstance(exc.args[0], KafkaError) else None
-        if error is not None and error.code() in UNREACHABLE:
+        if error is not None and error.code() in UNREACHABLE | LEADER_MOVING:
             return BrokerUnavailableError(
                 f"could not {what}: Kafka at {self.options.bootstrap_servers} did not answer within "
                 f"{self.options.poll_timeout_ms} ms (kafkaConsumer.pollTimeoutMs): {error.str()}. Check "
@@ -85,17 +88,29 @@ class KafkaClient:
             return {}
         isolation = IsolationLevel.READ_COMMITTED if self.options.read_committed else IsolationLevel.READ_UNCOMMITTED
         deadline = time.monotonic() + self._timeout_s
-        try:
-            futures = self.admin.list_offsets({KafkaTopicPartition(t, p): spec for (t, p), spec in request.items()},
-                                              isolation_level=isolation, request_timeout=self._timeout_s)
-            return {(tp.topic, tp.partition): future.result(max(0.0, deadline - time.monotonic())).offset
-                    for tp, future in futures.items()}
-        except KafkaException as exc:
-            raise self._fail(f"list {what} offsets", exc) from None
-        except TimeoutError:
-            raise BrokerUnavailableError(
-                f"could not list {what} offsets: Kafka at {self.options.bootstrap_servers} did not answer within "
-                f"{self.options.poll_timeout_ms} ms (kafkaConsumer.pollTimeoutMs)") from None
+        while True:
+            try:
+                futures = self.admin.list_offsets({KafkaTopicPartition(t, p): spec for (t, p), spec in request.items()},
+                                                  isolation_level=isolation,
+                                                  request_timeout=max(1.0, deadline - time.monotonic()))
+                return {(tp.topic, tp.partition): future.result(max(0.0, deadline - time.monotonic())).offset
+                        for tp, future in futures.items()}
+            except KafkaException as exc:
+                error = exc.args[0] if exc.args and isinstance(exc.args[0], KafkaError) else None
+                # a leader moving to another broker answers "not leader" or "high watermark not caught up" for a
+                # moment: ask again until kafkaConsumer.pollTimeoutMs has passed, with a new client, since one that
+                # knew the old leader was seen to keep its stale leader epoch
+                if error is not None and error.code() in LEADER_MOVING | UNREACHABLE \
+                        and time.monotonic() + 0.2 < deadline:
+                    log.info("listing %s offsets: %s; retrying", what, error.str())
+                    self._admin = None
+                    time.sleep(0.2)
+                    continue
+                raise self._fail(f"list {what} offsets", exc) from None
+            except TimeoutError:
+                raise BrokerUnavailableError(
+                    f"could not list {what} offsets: Kafka at {self.options.bootstrap_servers} did not answer within "
+                    f"{self.options.poll_timeout_ms} ms (kafkaConsumer.pollTimeoutMs)") from None
 
     def beginning(self, partitions: list[TopicPartition]) -> Positions:
         return self._list_offsets({tp: OffsetSpec.earliest() for tp in partitions}, "earliest")
