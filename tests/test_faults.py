@@ -265,3 +265,64 @@ def test_leader_and_coordinator_failover_loses_and_duplicates_nothing(spark, clu
     report(capsys, f"leader failover on 3 nodes (RF 3, min.insync.replicas 2, acks=all), killed the "
                    f"{' then the '.join(killed)} mid-stream: {len(rows)} records produced, 0 lost, 0 duplicated; "
                    "committed = log end")
+
+
+# -- restart without the checkpoint ----------------------------------------------------------------
+
+class BatchCollector:
+    """A foreachBatch sink keeping the (partition, offset) rows of each batch that brought rows."""
+
+    def __init__(self):
+        self.batches: list[list[tuple[int, int]]] = []
+        self._lock = threading.Lock()
+
+    def __call__(self, df, _batch_id) -> None:
+        rows = [(r.partition, r.offset) for r in df.select("partition", "offset").collect()]
+        if rows:
+            with self._lock:
+                self.batches.append(rows)
+
+    @property
+    def positions(self) -> list[tuple[int, int]]:
+        with self._lock:
+            return [row for batch in self.batches for row in batch]
+
+
+def test_restart_without_checkpoint_resumes_from_the_group(spark, kafka, tmp_path, capsys):
+    topic = kafka.create_topic(kafka.unique_name("no-checkpoint"), partitions=2)
+    group = kafka.unique_name("no-checkpoint-group")
+    first, second = BatchCollector(), BatchCollector()
+
+    def start(collector, checkpoint):
+        df = (spark.readStream.format("kafkasource").option("kafka.bootstrap.servers", kafka.bootstrap_servers)
+              .option("subscribe", topic).option("kafka.group.id", group).option("kafka.auto.offset.reset", "earliest")
+              .option("maxOffsetsPerTrigger", "50").load())
+        return (df.writeStream.foreachBatch(collector).option("checkpointLocation", str(checkpoint))
+                .trigger(processingTime="500 milliseconds").start())
+
+    with SequenceProducer(kafka, topic, 2) as producer:
+        query = start(first, tmp_path / "ck1")
+        try:
+            await_condition("a few batches", lambda: len(first.batches) >= 4, query, timeout=120)
+        finally:
+            query.stop()
+        committed_at_stop = kafka.committed(group, topic, 2)
+        query = start(second, tmp_path / "ck2")  # a new checkpoint: only the group remembers
+        try:
+            await_condition("rows in the new query", lambda: second.batches, query, timeout=120)
+            producer.stop()
+            ends = await_condition("the log ends", lambda: log_ends(kafka, topic, 2), timeout=60)
+            expected = {(p, o) for p in range(2) for o in range(ends[p])}
+            await_condition("every record", lambda: set(first.positions) | set(second.positions) >= expected,
+                            query, timeout=180)
+        finally:
+            query.stop()
+
+    duplicated = sorted(set(first.positions) & set(second.positions))
+    assert set(first.positions) | set(second.positions) == expected  # 0 lost
+    assert len(first.positions) == len(set(first.positions)) and len(second.positions) == len(set(second.positions))
+    # what both queries read is at most the first query's last batch, which the group had not committed yet
+    assert set(duplicated) <= set(first.batches[-1])
+    assert all(offset >= committed_at_stop.get(partition, 0) for partition, offset in duplicated)
+    report(capsys, f"restart without checkpoint: {len(expected)} records produced, 0 lost, {len(duplicated)} "
+                   f"read twice (all from the first query's last, uncommitted batch of {len(first.batches[-1])})")
