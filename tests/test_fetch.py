@@ -53,3 +53,10 @@ def test_range_below_the_log_start_is_data_loss(kafka, topic, caplog):
     assert [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING] == [
         f"records 1..3 of {topic}-0 are gone (3 records): the log now starts at 4 (retention or deleted records); "
         "skipping them (failOnDataLoss=false)"]
+
+
+def test_executor_defaults_favour_bounded_reads_and_user_settings_win():
+    defaults = FetchConfig({"bootstrap.servers": "127.0.0.1:9"}, False, True, 1000).consumer_config()
+    assert (defaults["fetch.queue.backoff.ms"], defaults["fetch.wait.max.ms"]) == (10, 10)
+    chosen = FetchConfig({"bootstrap.servers": "127.0.0.1:9", "fetch.wait.max.ms": "250"}, False, True, 1000)
+    assert chosen.consumer_config()["fetch.wait.max.ms"] == "250"
