@@ -3,6 +3,11 @@
 The progress of a kafkasource query carries `endOffset` (where the last batch ended) and
 `latestOffset` (the log end the source saw, from reportLatestOffset). Their difference per
 partition is the lag.
+
+Progress reaches Python in two shapes: built from the JVM object (classic Spark) or from its JSON
+(Spark Connect clients, and anything that stored `progress.json`). The JSON has no top-level
+`numInputRows`, so over Connect `progress["numInputRows"]` is None; `input_rows` reads the
+sources' counts instead. Offsets are JSON text in one shape and objects in the other; both work.
 """
 
 from __future__ import annotations
@@ -32,6 +37,15 @@ class Lag:
         return max(self.per_partition.values(), default=0)
 
 
+def _as_dict(progress: Any) -> dict:
+    """The progress as plain JSON data, whatever shape it arrived in."""
+    if hasattr(progress, "json"):  # StreamingQueryProgress (a dict whose id is a UUID): use its own JSON
+        progress = progress.json
+    if isinstance(progress, str):
+        progress = json.loads(progress)
+    return progress
+
+
 def _offsets(value: Any) -> dict | None:
     if isinstance(value, str):
         try:
@@ -51,10 +65,7 @@ def lag_from_progress(progress: Any) -> Lag | None:
     first batch)."""
     if progress is None:
         return None
-    if hasattr(progress, "json"):
-        progress = progress.json
-    if isinstance(progress, str):
-        progress = json.loads(progress)
+    progress = _as_dict(progress)
     per_partition: dict[TopicPartition, int] = {}
     found = False
     for source in progress.get("sources", []):
@@ -66,6 +77,18 @@ def lag_from_progress(progress: Any) -> Lag | None:
         for tp, log_end in from_json_dict(latest).items():
             per_partition[tp] = max(0, log_end - end_positions.get(tp, 0))
     return Lag(per_partition) if found else None
+
+
+def input_rows(progress: Any) -> int:
+    """Rows the progress's batch read from all its sources (StreamingQueryProgress, dict or JSON text).
+
+    Use this rather than `progress["numInputRows"]`, which is None when the progress came as JSON
+    (every progress a Spark Connect client sees)."""
+    progress = _as_dict(progress)
+    total = progress.get("numInputRows")
+    if total is not None:
+        return int(total)
+    return sum(int(source.get("numInputRows") or 0) for source in progress.get("sources", []))
 
 
 class LagListener(StreamingQueryListener):
@@ -82,8 +105,8 @@ class LagListener(StreamingQueryListener):
         lag = lag_from_progress(event.progress)
         if lag is not None:
             self.latest[str(event.progress.id)] = lag
-            log.info("query %s: lag %d records in all, at most %d on one partition", event.progress.id,
-                     lag.total, lag.max)
+            log.info("query %s: batch %s read %d rows; lag %d records in all, at most %d on one partition",
+                     event.progress.id, event.progress.batchId, input_rows(event.progress), lag.total, lag.max)
 
     def onQueryIdle(self, event) -> None:
         pass
