@@ -16,6 +16,7 @@ setup(
         "confluent-kafka>=2.6",
     ],
     extras_require={
-        "test": ["pytest>=8", "pandas>=2,<3"],
+        # pyspark's Connect client packages serve the Connect tests only; the source never needs them
+        "test": ["pytest>=8", "pandas>=2,<3", "pyspark[connect]>=4.2"],
     },
 )

@@ -1,0 +1,222 @@
+"""kafkasource over Spark Connect (issue 10): a real Connect server process from pyspark's own launcher,
+the client in this process over sc://127.0.0.1:<port>, the real broker.
+
+The server's Python workers run this interpreter, where kafkasource is installed; the client side
+only builds plans. Connect sessions come from pyspark's Connect builder directly: the generic
+`SparkSession.builder.remote(...)` marks the whole process as a Connect client (an environment
+variable), after which no classic SparkContext could start in the same pytest run.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+from pyspark.errors import PySparkException, StreamingQueryException
+from pyspark.sql.connect.session import SparkSession as ConnectSession
+
+import kafkasource
+from dev import connect as local_connect
+from dev.broker import free_port
+from kafkasource.lag import Lag, LagListener, input_rows, lag_from_progress
+from tests.kafka_helpers import Record, await_condition
+
+log = logging.getLogger(__name__)
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+SECRET = f"s3cr3t-{uuid.uuid4().hex}"  # never to appear in any message
+
+
+@pytest.fixture(scope="module")
+def connect_server(request, tmp_path_factory):
+    started = time.monotonic()
+    server = local_connect.start(log_dir=tmp_path_factory.mktemp("connect-server"))
+    message = f"Spark Connect server up on {server.remote} in {time.monotonic() - started:.1f} s"
+    log.info(message)
+    capture = request.config.pluginmanager.get_plugin("capturemanager")
+    with capture.global_and_fixture_disabled():  # shown in the run's output, not captured
+        print(f"\n{message}")
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def connect(connect_server):
+    """A fresh Connect session per test: registrations and temporary views never carry over."""
+    session = ConnectSession.builder.remote(connect_server.remote).create()
+    try:
+        yield session
+    finally:
+        session.stop()
+
+
+def read(session, **options):
+    reader = session.read.format("kafkasource")
+    for name, value in options.items():
+        reader = reader.option(name, str(value))
+    return reader.load()
+
+
+def read_stream(session, **options):
+    reader = session.readStream.format("kafkasource")
+    for name, value in options.items():
+        reader = reader.option(name, str(value))
+    return reader.load()
+
+
+def produce_sample(kafka, topic) -> list[Record]:
+    return kafka.produce(topic, [Record(i % 3, f"k{i}".encode() if i != 4 else None, f"v{i}".encode(),
+                                        headers=(("trace", f"t{i}".encode()),) if i % 2 else ())
+                                 for i in range(9)])
+
+
+def as_records(rows) -> list[Record]:
+    return sorted((Record(r.partition, r.key, r.value, tuple((h.key, h.value) for h in r.headers or ()),
+                          topic=r.topic, offset=r.offset) for r in rows),
+                  key=lambda r: (r.partition, r.offset))
+
+
+def expected_records(produced: list[Record]) -> list[Record]:
+    return sorted((Record(r.partition, r.key, r.value, r.headers, topic=r.topic, offset=r.offset) for r in produced),
+                  key=lambda r: (r.partition, r.offset))
+
+
+def test_connect_session_leaves_classic_pyspark_alone(connect):
+    from pyspark.sql.utils import is_remote
+
+    assert type(connect).__module__ == "pyspark.sql.connect.session"
+    assert "SPARK_CONNECT_MODE_ENABLED" not in os.environ and not is_remote()
+
+
+def test_format_resolves_without_register_and_batch_read_returns_exact_rows(connect, kafka, topic):
+    produced = produce_sample(kafka, topic)
+
+    rows = read(connect, **{"kafka.bootstrap.servers": kafka.bootstrap_servers}, subscribe=topic,
+                includeHeaders="true").collect()
+
+    assert as_records(rows) == expected_records(produced)
+    assert [r.headers for r in rows if r.offset == 0 and r.partition == 0] == [None]  # none: null, as format("kafka")
+    assert {r.timestampType for r in rows} == {0}
+
+
+def test_register_on_a_connect_session(connect, kafka, topic):
+    produced = kafka.produce_values(topic, 6, partitions=3)
+
+    kafkasource.register(connect)  # ships the class to the server; the server imports it from its own install
+    rows = read(connect, **{"kafka.bootstrap.servers": kafka.bootstrap_servers}, subscribe=topic,
+                startingOffsets=json.dumps({topic: {"0": 1, "1": -2, "2": -2}})).collect()
+
+    assert sorted((r.partition, r.offset, r.value) for r in rows) == sorted(
+        (r.partition, r.offset, r.value) for r in produced if (r.partition, r.offset) != (0, 0))
+
+
+def test_stream_commits_bounds_batches_and_reports_lag(connect, kafka, kafka_broker, tmp_path):
+    topic = kafka.create_topic(kafka.unique_name("connect-stream"), partitions=3)
+    kafka.produce_values(topic, 30, partitions=3)
+    group = kafka.unique_name("connect-group")
+    table = f"drained_{uuid.uuid4().hex[:8]}"
+    listener = LagListener()  # a client-side listener: Connect streams the events to this process
+    connect.streams.addListener(listener)
+    try:
+        query = (read_stream(connect, **{"kafka.bootstrap.servers": kafka.bootstrap_servers,
+                                         "kafka.group.id": group, "kafka.auto.offset.reset": "earliest"},
+                             subscribe=topic, maxOffsetsPerTrigger=12)
+                 .writeStream.format("memory").queryName(table)  # foreachBatch would run on the server
+                 .option("checkpointLocation", str(tmp_path / "ck")).trigger(availableNow=True).start())
+        query.awaitTermination(300)
+        assert not query.isActive, "AvailableNow run did not finish"
+        assert query.exception() is None
+        await_condition("the listener to see the last batch",
+                        lambda: listener.latest.get(str(query.id)) == Lag({(topic, p): 0 for p in range(3)}),
+                        timeout=60)
+    finally:
+        connect.streams.removeListener(listener)
+
+    rows = connect.table(table).select("partition", "offset").collect()
+    assert sorted((r.partition, r.offset) for r in rows) == [(p, o) for p in range(3) for o in range(10)]
+
+    progress = [p for p in query.recentProgress if input_rows(p) > 0]
+    assert [input_rows(p) for p in progress] == [12, 12, 6]  # maxOffsetsPerTrigger bounds every batch
+    assert progress[0]["numInputRows"] is None  # the shape Connect delivers, which input_rows reads through
+    assert lag_from_progress(progress[0]) == Lag({(topic, p): 6 for p in range(3)})
+    assert lag_from_progress(query.lastProgress) == Lag({(topic, p): 0 for p in range(3)})
+
+    described = kafka_broker.consumer_groups("--describe", "--group", group)
+    lines = [line.split() for line in described.splitlines() if line.startswith(group)]
+    # GROUP TOPIC PARTITION CURRENT-OFFSET LOG-END-OFFSET LAG
+    assert sorted((int(r[2]), int(r[3]), int(r[4]), int(r[5])) for r in lines) == [
+        (0, 10, 10, 0), (1, 10, 10, 0), (2, 10, 10, 0)]
+
+
+def test_option_error_reaches_the_client_with_our_message(connect, kafka, topic, tmp_path):
+    options = {"kafka.bootstrap.servers": kafka.bootstrap_servers, "subscribe": topic, "startingOffsets": "bogus",
+               "kafka.sasl.password": SECRET}
+    expected = ("kafkasource.errors.OptionError: option startingOffsets must be earliest, latest, committed, "
+                "or JSON like {\"orders\": {\"0\": 23}}; got 'bogus'")
+
+    with pytest.raises(PySparkException) as batch_error:
+        read(connect, **options).collect()
+    stream = read_stream(connect, **options)  # lazy over Connect: the server sees the plan at start()
+    with pytest.raises(PySparkException) as stream_error:
+        stream.writeStream.format("noop").option("checkpointLocation", str(tmp_path / "ck")).start()
+
+    for raised in (batch_error, stream_error):
+        assert expected in str(raised.value)
+        assert SECRET not in str(raised.value)
+
+
+def test_unreachable_broker_reaches_the_client_with_our_message(connect, tmp_path):
+    servers = f"127.0.0.1:{free_port()}"
+    options = {"kafka.bootstrap.servers": servers, "subscribe": "t", "kafkaConsumer.pollTimeoutMs": 3000,
+               "kafka.security.protocol": "SASL_PLAINTEXT", "kafka.sasl.mechanism": "PLAIN",
+               "kafka.sasl.username": "someone", "kafka.sasl.password": SECRET}
+    expected = (f"kafkasource.errors.BrokerUnavailableError: could not list topics: Kafka at {servers} did not "
+                f"answer within 3000 ms (kafkaConsumer.pollTimeoutMs)")
+
+    with pytest.raises(PySparkException) as batch_error:
+        read(connect, **options).collect()
+    query = (read_stream(connect, **options).writeStream.format("noop")
+             .option("checkpointLocation", str(tmp_path / "ck")).trigger(availableNow=True).start())
+    try:
+        with pytest.raises(StreamingQueryException) as stream_error:
+            query.awaitTermination(120)
+    finally:
+        query.stop()
+
+    for raised in (batch_error, stream_error):
+        assert expected in str(raised.value)
+        assert SECRET not in str(raised.value)
+    assert expected in str(query.exception())
+
+
+def test_example_reads_kafka_over_connect(connect_server, kafka, tmp_path):
+    topic = kafka.create_topic(kafka.unique_name("connect-example"), partitions=3)
+    kafka.produce_values(topic, 31, partitions=3)
+    group = kafka.unique_name("connect-example-group")
+    kafka.commit(group, {(topic, 0): 5})
+
+    # its own process, as a user runs it: the generic builder there marks that process as a Connect client
+    result = subprocess.run(
+        [sys.executable, str(REPO_ROOT / "examples" / "connect_read.py"), "--remote", connect_server.remote,
+         "--bootstrap-servers", kafka.bootstrap_servers, "--topic", topic, "--group", group,
+         "--checkpoint", str(tmp_path / "ck")],
+        capture_output=True, text=True, timeout=300, cwd=tmp_path)
+
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.splitlines() == [
+        f"{topic}: 3 partitions with records, read over {connect_server.remote}",
+        "partition 0: offsets 0..10 (11 records)",
+        "partition 1: offsets 0..9 (10 records)",
+        "partition 2: offsets 0..9 (10 records)",
+        f"group {group}: read 26 records past its committed offsets, and committed the end",
+    ]
+    assert kafka.committed(group, topic, 3) == {0: 11, 1: 10, 2: 10}
