@@ -1,5 +1,5 @@
 """Spark registers format("kafkasource") from this module by itself: a top-level pyspark_* module
-exposing DefaultSource (DESIGN.md fact 6)."""
+exposing DefaultSource, which its data source scan finds on the workers' sys.path."""
 
 from kafkasource.source import KafkaDataSource as DefaultSource
 

@@ -1,6 +1,6 @@
 """Kafka messages to Arrow record batches in Spark's built-in Kafka schema.
 
-Per-message Python work is the cost of a Python source (DESIGN.md fact 8): each column is one
+Per-message Python work is what a Python source pays for: each column is one
 map() over a Message method (no Python frame per record), then Arrow builds it in C.
 """
 

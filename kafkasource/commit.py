@@ -156,7 +156,7 @@ class OffsetCommitter:
 
     def poll(self, timeout: float = 0) -> None:
         """Serve async commit answers; the query does so on every trigger."""
-        self.consumer.poll(timeout)  # delivers on_commit results (DESIGN.md fact 10)
+        self.consumer.poll(timeout)  # on_commit results arrive only inside poll()
         self._send_next_async()
 
     def _on_commit(self, error: KafkaError | None, partitions) -> None:

@@ -1,7 +1,7 @@
 """Executor side: read one offset range with a pooled consumer and yield Arrow record batches.
 
-Consumers are pooled per Python worker process (workers are reused across micro-batches, DESIGN.md
-fact 3), keyed by their configuration, closed when idle for a while or after any failure. They only
+Consumers are pooled per Python worker process (Spark reuses Python workers across
+micro-batches), keyed by their configuration, closed when idle for a while or after any failure. They only
 assign() partitions: they never join a group and never commit.
 """
 

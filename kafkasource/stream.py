@@ -61,7 +61,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             shutdown.exit_on_sigterm()
 
     def __getstate__(self) -> dict:
-        # Spark pickles the reader for read() on executors; driver clients cannot travel (DESIGN.md fact 2)
+        # Spark pickles the reader for read() on executors; driver clients hold sockets and cannot travel
         state = dict(self.__dict__)
         state["_client"] = None
         state["_committer"] = None

@@ -42,7 +42,8 @@ def topic(kafka, request) -> str:
 
 @pytest.fixture(scope="session")
 def spark():
-    # Python workers must run this interpreter, and everything binds to loopback (DESIGN.md fact 7).
+    # Python workers must run this interpreter, and everything binds to loopback (Spark would
+    # otherwise pick the machine's network address)
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
     os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
