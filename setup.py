@@ -8,6 +8,10 @@ setup(
     long_description_content_type="text/markdown",
     python_requires=">=3.11",
     packages=find_packages(include=["kafkasource", "kafkasource.*"]),
+    # An explicit root makes `pip install -e .` put this folder on sys.path (a .pth line) instead of an
+    # import hook: Spark finds format("kafkasource") by listing the pyspark_* modules on the Python
+    # workers' sys.path, and that listing cannot see modules served by an import hook.
+    package_dir={"": "."},
     # a top-level pyspark_* module exposing DefaultSource: Spark registers format("kafkasource") by itself
     py_modules=["pyspark_kafkasource"],
     install_requires=[

@@ -1,0 +1,208 @@
+"""A job's TOML configuration, checked before Spark starts.
+
+Every error names the file, the key and what to write instead. Values may read the environment
+with `${env:NAME}` (an unset NAME is an error naming it) or `${env:NAME:-default}`, so secrets such
+as `sasl.password` never have to be written into a config file.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import re
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping
+
+from kafkasource.errors import OptionError
+from kafkasource.options import SourceOptions, parse_duration_ms, parse_options
+
+ENV_REFERENCE = re.compile(r"\$\{env:([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+VALUE_FORMATS = ("raw", "text", "json")
+# columns the jobs add to every row; a JSON schema must not define them
+INGESTION_COLUMNS = ("kafka_topic", "kafka_partition", "kafka_offset", "kafka_timestamp", "date", "_corrupt")
+
+
+class ConfigError(Exception):
+    """The job's configuration is wrong; the message names the file, the key and the fix."""
+
+
+@dataclass(frozen=True)
+class Decoding:
+    value: str  # raw | text | json
+    schema: str | None  # Spark DDL, for json
+
+
+@dataclass(frozen=True)
+class Trigger:
+    available_now: bool
+    interval_ms: int | None = None
+
+    def __str__(self) -> str:
+        return "availableNow" if self.available_now else f"processingTime={self.interval_ms} ms"
+
+
+@dataclass(frozen=True)
+class JobConfig:
+    path: Path
+    source_options: dict[str, str]  # kafkasource options, kafka.* included; secrets included: never print
+    decoding: Decoding
+    sink_path: str | None
+    checkpoint: str | None
+    partition_by_date: bool
+    trigger: Trigger
+    app_name: str
+
+    def parsed_options(self, streaming: bool) -> SourceOptions:
+        try:
+            return parse_options(self.source_options, streaming=streaming)
+        except OptionError as exc:
+            raise ConfigError(f"{self.path}: {exc} (options come from [source], kafka.* ones from [kafka])") from None
+
+
+def parse_trigger(text: str, where: str) -> Trigger:
+    """'availableNow' or 'processingTime=<interval>' (like '30 seconds' or '500ms')."""
+    if text.strip().lower() == "availablenow":
+        return Trigger(True)
+    name, _, interval = text.partition("=")
+    if name.strip().lower() != "processingtime" or not interval.strip():
+        raise ConfigError(f"{where} must be availableNow or processingTime=<interval> (like processingTime=30s), "
+                          f"got {text!r}")
+    try:
+        return Trigger(False, parse_duration_ms("trigger", interval.strip()))
+    except OptionError:
+        raise ConfigError(f"{where}: the interval in {text!r} must be a duration such as 500ms, 30s, 15m or 1h") from None
+
+
+class _Section:
+    """One [table] of the file: typed reads that name the key on error, unknown keys refused."""
+
+    def __init__(self, path: Path, name: str, data: Any, known: tuple[str, ...] | None):
+        if not isinstance(data, dict):
+            raise ConfigError(f"{path}: [{name}] must be a table of keys, got {type(data).__name__}")
+        self.path, self.name, self.data = path, name, data
+        if known is not None:
+            for key in data:
+                if key not in known:
+                    raise ConfigError(f"{path}: unknown key {key!r} in [{name}]{_did_you_mean(key, known)}; "
+                                      f"known keys: {', '.join(known)}")
+
+    def where(self, key: str) -> str:
+        return f"{self.path}: [{self.name}] {key}"
+
+    def text(self, key: str, default: str | None = None, required: bool = False) -> str | None:
+        if key not in self.data:
+            if required:
+                raise ConfigError(f"{self.where(key)} is required")
+            return default
+        value = self.data[key]
+        if not isinstance(value, str):
+            raise ConfigError(f"{self.where(key)} must be a string (in quotes), got {value!r}")
+        return _expand_env(value, self.where(key))
+
+    def flag(self, key: str, default: bool) -> bool:
+        value = self.data.get(key, default)
+        if not isinstance(value, bool):
+            raise ConfigError(f"{self.where(key)} must be true or false, got {value!r}")
+        return value
+
+    def options(self, prefix: str = "") -> dict[str, str]:
+        """The whole table as Spark option strings: strings, numbers and booleans only."""
+        out = {}
+        for key, value in self.data.items():
+            if isinstance(value, bool):
+                out[prefix + key] = "true" if value else "false"
+            elif isinstance(value, (int, float)):
+                out[prefix + key] = str(value)
+            elif isinstance(value, str):
+                out[prefix + key] = _expand_env(value, self.where(key))
+            else:
+                raise ConfigError(f"{self.where(key)} must be a string, number or boolean, got {value!r}")
+        return out
+
+
+def _did_you_mean(key: str, known: tuple[str, ...]) -> str:
+    close = difflib.get_close_matches(key, known, n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def _expand_env(value: str, where: str, environ: Mapping[str, str] | None = None) -> str:
+    environ = os.environ if environ is None else environ
+
+    def substitute(match: re.Match) -> str:
+        name, default = match.group(1), match.group(2)
+        if name in environ:
+            return environ[name]
+        if default is not None:
+            return default
+        raise ConfigError(f"{where} reads the environment variable {name}, which is not set; "
+                          f"export {name}=... before starting the job")
+
+    return ENV_REFERENCE.sub(substitute, value)
+
+
+def _read_toml(path: Path) -> dict:
+    try:
+        with open(path, "rb") as f:
+            return tomllib.load(f)
+    except FileNotFoundError:
+        raise ConfigError(f"config file {path} does not exist") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path} is not valid TOML: {exc}") from None
+
+
+SECTIONS = {"kafka": None, "source": None, "decode": ("value", "schema"),
+            "sink": ("path", "checkpoint", "partition_by_date"), "job": ("name", "trigger")}
+
+
+def load(path: str | Path, required: tuple[str, ...] = (), trigger_override: str | None = None) -> JobConfig:
+    """Read and check a job's config file (see conf/*.example.toml); `required` names [sink] keys the job needs."""
+    path = Path(path)
+    data = _read_toml(path)
+    for name in data:
+        if name not in SECTIONS:
+            raise ConfigError(f"{path}: unknown section [{name}]{_did_you_mean(name, tuple(SECTIONS))}; "
+                              f"known sections: {', '.join(f'[{s}]' for s in SECTIONS)}")
+    section = {name: _Section(path, name, data.get(name, {}), known) for name, known in SECTIONS.items()}
+
+    kafka = section["kafka"].options()
+    if "bootstrap.servers" not in kafka:
+        raise ConfigError(f"{section['kafka'].where('bootstrap.servers')} is required: the brokers, "
+                          f"like \"broker1:9092,broker2:9092\"")
+    source = section["source"].options()
+    prefixed = [key for key in source if key.lower().startswith("kafka.")]
+    if prefixed:
+        raise ConfigError(f"{section['source'].where(prefixed[0])}: Kafka client settings go in [kafka] without "
+                          f"the kafka. prefix, like [kafka] {prefixed[0][len('kafka.'):]} = ...")
+    source_options = {**{f"kafka.{k}": v for k, v in kafka.items()}, **source}
+
+    decode = section["decode"]
+    value = decode.text("value", default="raw")
+    if value not in VALUE_FORMATS:
+        raise ConfigError(f"{decode.where('value')} must be one of {', '.join(VALUE_FORMATS)}, got {value!r}")
+    schema = decode.text("schema")
+    if value == "json" and not schema:
+        raise ConfigError(f"{decode.where('schema')} is required with value = \"json\": a Spark DDL schema, "
+                          f"like \"order_id BIGINT, amount DOUBLE\"")
+    if schema and value != "json":
+        raise ConfigError(f"{decode.where('schema')} applies to value = \"json\" only; remove it or set value = \"json\"")
+    if schema:
+        clashes = [c for c in INGESTION_COLUMNS if re.search(rf"(^|,)\s*`?{c}`?\s", schema, re.IGNORECASE)]
+        if clashes:
+            raise ConfigError(f"{decode.where('schema')} defines {clashes[0]}, a column the job adds itself; "
+                              f"rename that field (columns added: {', '.join(INGESTION_COLUMNS)})")
+
+    sink, job = section["sink"], section["job"]
+    trigger_text = trigger_override or job.text("trigger", default="availableNow")
+    trigger = parse_trigger(trigger_text, "--trigger" if trigger_override else job.where("trigger"))
+    return JobConfig(
+        path=path,
+        source_options=source_options,
+        decoding=Decoding(value, schema),
+        sink_path=sink.text("path", required="path" in required),
+        checkpoint=sink.text("checkpoint", required="checkpoint" in required),
+        partition_by_date=sink.flag("partition_by_date", True),
+        trigger=trigger,
+        app_name=job.text("name", default=f"kafkasource-{path.stem.split('.')[0]}"),
+    )

@@ -1,0 +1,50 @@
+"""Kafka rows to the rows the jobs write: the decoded value, the key, and where each record came from.
+
+A record whose value cannot be decoded is kept, never dropped: its decoded columns are null and
+`_corrupt` holds its value's bytes exactly (null on every record that decoded).
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+from kafkasource.jobs.config import Decoding
+
+_CORRUPT_FIELD = "_corrupt"  # the field from_json fills with the text of a malformed record
+
+
+def _ingestion_columns(partition_by_date: bool) -> list[Column]:
+    columns = [F.col("topic").alias("kafka_topic"), F.col("partition").alias("kafka_partition"),
+               F.col("offset").alias("kafka_offset"), F.col("timestamp").alias("kafka_timestamp")]
+    if partition_by_date:
+        columns.append(F.to_date("timestamp").alias("date"))  # in spark.sql.session.timeZone
+    return columns
+
+
+def schema_fields(df: DataFrame, ddl: str) -> list[str]:
+    """The field names of a DDL schema (raises Spark's parse error on a bad one)."""
+    return df.sparkSession.createDataFrame([], ddl).columns
+
+
+def decode(kafka_rows: DataFrame, decoding: Decoding, partition_by_date: bool = True) -> DataFrame:
+    """key (binary), the value's columns, _corrupt (binary), then kafka_topic, kafka_partition,
+    kafka_offset, kafka_timestamp and, when partitioned by date, date."""
+    value = F.col("value")
+    if decoding.value == "raw":
+        values, corrupt = [value], F.lit(None).cast("binary")
+    elif decoding.value == "text":
+        text = value.cast("string")
+        valid = F.is_valid_utf8(text)  # a cast never fails: invalid bytes would turn into U+FFFD silently
+        values, corrupt = [F.when(valid, text).alias("value")], F.when(~valid, value)
+    else:
+        schema = f"{decoding.schema}, {_CORRUPT_FIELD} STRING"
+        text = value.cast("string")
+        kafka_rows = kafka_rows.withColumn("_parsed", F.from_json(
+            F.when(F.is_valid_utf8(text), text), schema,
+            {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": _CORRUPT_FIELD}))
+        parsed = F.col("_parsed")
+        failed = value.isNotNull() & (parsed.isNull() | parsed[_CORRUPT_FIELD].isNotNull())
+        values = [F.when(~failed, parsed[name]).alias(name) for name in schema_fields(kafka_rows, decoding.schema)]
+        corrupt = F.when(failed, value)
+    return kafka_rows.select(F.col("key"), *values, corrupt.alias("_corrupt"), *_ingestion_columns(partition_by_date))

@@ -1,0 +1,123 @@
+"""ingest: Kafka -> Parquet with a checkpoint, committing the group's offsets as batches complete.
+
+    spark-submit jobs/ingest.py --config conf/ingest.example.toml [--trigger availableNow|processingTime=30s]
+                                [--dry-run] [--remote sc://host:port]
+
+The Parquet file sink and the checkpoint make the output exactly-once across crashes and restarts;
+the source commits to the group only what a completed batch wrote, so lag tools see the truth.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from pathlib import Path
+
+import kafkasource
+from kafkasource.jobs import plan
+from kafkasource.jobs.config import ConfigError, JobConfig, load
+from kafkasource.jobs.decode import decode, schema_fields
+from kafkasource.jobs.running import (BatchLog, StopRequest, add_common_arguments, one_line, run_main, run_query,
+                                      setup_logging)
+
+log = logging.getLogger("kafkasource.jobs.ingest")
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="ingest", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_common_arguments(p, "conf/ingest.example.toml")
+    p.add_argument("--trigger", help="availableNow (read what is there, then stop) or processingTime=<interval>; "
+                                     "overrides [job] trigger")
+    p.add_argument("--dry-run", action="store_true",
+                   help="print the plan (topics, partitions, start offsets, sink) and exit without reading or writing")
+    p.add_argument("--remote", help="run on a Spark Connect server, like sc://127.0.0.1:15002")
+    return p
+
+
+def session(app_name: str, remote: str | None):
+    from pyspark.sql import SparkSession
+
+    builder = SparkSession.builder.appName(app_name)
+    spark = (builder.remote(remote) if remote else builder).getOrCreate()
+    kafkasource.register(spark)  # format("kafkasource") even where the package came by --py-files
+    return spark
+
+
+def dry_run(config: JobConfig) -> int:
+    options = config.parsed_options(streaming=True)
+    checkpoint = Path(config.checkpoint)
+    resumes = (checkpoint / "offsets").is_dir()
+    rows = [[f"{t}-{p}", s.committed, s.start if not resumes else None, s.log_end,
+             max(0, s.log_end - s.start) if not resumes else None]
+            for s in plan.positions(options, resolve=True) for t, p in [s.partition]]
+    print(f"ingest plan for {config.path} (dry run: nothing read, nothing written)")
+    print(f"  source:     {plan.describe_source(options)}")
+    print(f"  start:      " + ("the checkpoint's last batch (the checkpoint exists)" if resumes
+                              else f"{options.starting} (no checkpoint yet)"))
+    print(f"  sink:       Parquet at {config.sink_path}" + (", partitioned by date" if config.partition_by_date else "")
+          + f"; value decoded as {config.decoding.value}"
+          + (f" ({config.decoding.schema})" if config.decoding.schema else ""))
+    print(f"  checkpoint: {config.checkpoint}")
+    print(f"  trigger:    {config.trigger}")
+    print(plan.table(["PARTITION", "COMMITTED", "START", "LOG-END", "TO-READ"], rows) if rows
+          else "  no partition matches the subscription yet")
+    return 0
+
+
+def ingest(config: JobConfig, remote: str | None) -> int:
+    options = config.parsed_options(streaming=True)  # every option checked before Spark starts
+    spark = session(config.app_name, remote)
+    stop = StopRequest()
+    stop.install(spark)
+    try:
+        reader = spark.readStream.format("kafkasource").options(**config.source_options)
+        kafka_rows = reader.load()
+        if config.decoding.schema:
+            try:
+                schema_fields(kafka_rows, config.decoding.schema)
+            except Exception as exc:
+                raise ConfigError(f"{config.path}: [decode] schema is not a Spark DDL schema like "
+                                  f"\"order_id BIGINT, amount DOUBLE\": {one_line(exc)}") from None
+        writer = (decode(kafka_rows, config.decoding, config.partition_by_date).writeStream
+                  .format("parquet").option("path", config.sink_path)
+                  .option("checkpointLocation", config.checkpoint))
+        if config.partition_by_date:
+            writer = writer.partitionBy("date")
+        if config.trigger.available_now:
+            writer = writer.trigger(availableNow=True)
+        else:
+            writer = writer.trigger(processingTime=f"{config.trigger.interval_ms} milliseconds")
+        query = writer.start()
+        log.info("reading %s into %s (trigger %s)", options.subscription.describe(), config.sink_path, config.trigger)
+        batches = BatchLog()
+        stopped = run_query(query, stop, batches)
+        described = options.subscription.describe()
+        if batches.rows == 0:
+            print(f"ingest: 0 rows: nothing new on {described} since the last run")
+        else:
+            print(f"ingest: {batches.rows:,} rows in {batches.batches} batches from {described} "
+                  f"into {config.sink_path}")
+        if stopped:
+            print("ingest: stopped on request after the last completed batch; the next run resumes there")
+        return 0
+    finally:
+        if not stop.requested.is_set():
+            stop.uninstall()
+        spark.stop()
+        stop.finished.set()
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+
+    def work() -> int:
+        setup_logging(args.log_level, args.log_config)
+        config = load(args.config, required=("path", "checkpoint"), trigger_override=args.trigger)
+        return dry_run(config) if args.dry_run else ingest(config, args.remote)
+
+    return run_main("ingest", work)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,57 @@
+"""lag: the consumer group's lag per partition (committed offset vs log end), as a table.
+
+    spark-submit jobs/lag.py --config conf/ingest.example.toml [--max-lag N]
+    python3 jobs/lag.py ...            (it needs no Spark: only the brokers)
+
+Exit code 0, or 3 when the total lag is above --max-lag, for a cron job or a health probe. A
+partition without a committed offset counts its whole log as lag.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from kafkasource.jobs import plan
+from kafkasource.jobs.config import ConfigError, load
+from kafkasource.jobs.running import add_common_arguments, run_main, setup_logging
+
+EXIT_LAG_ABOVE_MAX = 3
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="lag", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_common_arguments(p, "conf/lag.example.toml, or any ingest config")
+    p.add_argument("--max-lag", type=int, help="exit with 3 when the total lag is above this many records")
+    return p
+
+
+def report(config_path: str, max_lag: int | None) -> int:
+    config = load(config_path)
+    options = config.parsed_options(streaming=True)
+    if not options.group_id:
+        raise ConfigError(f"{config.path}: [kafka] group.id is required: the group whose lag to show")
+    found = plan.positions(options)
+    rows = [[options.group_id, t, p, s.committed, s.log_end, s.lag] for s in found for t, p in [s.partition]]
+    print(plan.table(["GROUP", "TOPIC", "PARTITION", "COMMITTED", "LOG-END", "LAG"], rows) if rows
+          else f"no partition matches {options.subscription.describe()}")
+    total = sum(s.lag for s in found)
+    print(f"total lag: {total:,} records over {len(found)} partitions")
+    if max_lag is not None and total > max_lag:
+        print(f"lag {total:,} is above --max-lag {max_lag:,}", file=sys.stderr)
+        return EXIT_LAG_ABOVE_MAX
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+
+    def work() -> int:
+        setup_logging(args.log_level, args.log_config)
+        return report(args.config, args.max_lag)
+
+    return run_main("lag", work)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

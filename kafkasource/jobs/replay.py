@@ -1,0 +1,107 @@
+"""replay: a bounded backfill of a topic into Parquet, as a batch read. It never commits.
+
+    spark-submit jobs/replay.py --config conf/replay.example.toml --from FROM --to TO [--output PATH]
+                                [--mode errorifexists|append|overwrite] [--dry-run]
+
+FROM and TO are each `earliest`, `latest`, offsets as JSON ({"orders": {"0": 1200, "1": -2}}, -2 earliest,
+-1 latest), a time (2026-11-01T00:00:00Z, a naive time is UTC) or epoch milliseconds. A time starts at
+(or ends before) the first record at or after it in each partition.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from dataclasses import replace
+from datetime import datetime, timezone
+
+from kafkasource.jobs import plan
+from kafkasource.jobs.config import ConfigError, JobConfig, load
+from kafkasource.jobs.decode import decode
+from kafkasource.jobs.ingest import session
+from kafkasource.jobs.running import add_common_arguments, run_main, setup_logging
+
+log = logging.getLogger("kafkasource.jobs.replay")
+
+RANGE_OPTIONS = ("startingOffsets", "startingTimestamp", "startingOffsetsByTimestamp",
+                 "endingOffsets", "endingTimestamp", "endingOffsetsByTimestamp")
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="replay", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_common_arguments(p, "conf/replay.example.toml")
+    p.add_argument("--from", dest="start", required=True, help="where to start: earliest, offsets JSON, a time")
+    p.add_argument("--to", dest="end", required=True, help="where to stop (exclusive): latest, offsets JSON, a time")
+    p.add_argument("--output", help="the Parquet path to write; overrides [sink] path")
+    p.add_argument("--mode", default="errorifexists", choices=("errorifexists", "append", "overwrite"),
+                   help="when the output exists: fail (default), add to it, or replace it")
+    p.add_argument("--dry-run", action="store_true", help="print the ranges to read per partition and exit")
+    return p
+
+
+def range_option(flag: str, text: str, prefix: str) -> dict[str, str]:
+    """--from/--to as the source's startingX/endingX option."""
+    text = text.strip()
+    if text in ("earliest", "latest") or text.startswith("{"):
+        return {f"{prefix}Offsets": text}
+    if text.lstrip("-").isdigit():
+        return {f"{prefix}Timestamp": text}
+    try:
+        when = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise ConfigError(f"{flag} {text!r} is not earliest, latest, offsets JSON like {{\"orders\": {{\"0\": 42}}}}, "
+                          f"a time like 2026-11-01T00:00:00Z, or epoch milliseconds") from None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=timezone.utc)
+    return {f"{prefix}Timestamp": str(int(when.timestamp() * 1000))}
+
+
+def with_range(config: JobConfig, start: str, end: str) -> dict[str, str]:
+    options = {k: v for k, v in config.source_options.items() if k not in RANGE_OPTIONS}
+    return {**options, **range_option("--from", start, "starting"), **range_option("--to", end, "ending")}
+
+
+def replay(args) -> int:
+    config = load(args.config, required=() if args.output else ("path",))
+    config = replace(config, source_options=with_range(config, args.start, args.end))
+    options = config.parsed_options(streaming=False)  # checked before Spark starts
+    output = args.output or config.sink_path
+    ranges = plan.positions(options, resolve=True)
+    planned = sum(max(0, s.end - s.start) for s in ranges)
+    described = f"{options.subscription.describe()} from {options.starting} to {options.ending}"
+    if args.dry_run:
+        print(f"replay plan for {config.path} (dry run: nothing read, nothing written)")
+        print(f"  source: {plan.describe_source(options)}")
+        print(f"  range:  {described}; never commits")
+        print(f"  sink:   Parquet at {output} (mode {args.mode})")
+        print(plan.table(["PARTITION", "FROM", "TO", "RECORDS"],
+                         [[f"{t}-{p}", s.start, s.end, max(0, s.end - s.start)] for s in ranges for t, p in [s.partition]]))
+        return 0
+    spark = session(config.app_name, getattr(args, "remote", None))
+    try:
+        rows = decode(spark.read.format("kafkasource").options(**config.source_options).load(),
+                      config.decoding, config.partition_by_date)
+        writer = rows.write.mode(args.mode)
+        if config.partition_by_date:
+            writer = writer.partitionBy("date")
+        log.info("replaying %s into %s", described, output)
+        writer.parquet(output)
+    finally:
+        spark.stop()
+    print(f"replay: offsets of {described} ({planned:,} records at most) written to {output}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+
+    def work() -> int:
+        setup_logging(args.log_level, args.log_config)
+        return replay(args)
+
+    return run_main("replay", work)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
