@@ -7,25 +7,19 @@ offset), with what Kafka acknowledged: nothing lost, nothing duplicated. Figures
 
 from __future__ import annotations
 
-import json
 import logging
-import os
 import random
-import signal
 import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
-from urllib.parse import urlparse
 
-import pyarrow.parquet as pq
-import pyspark
 import pytest
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import NewTopic
 
 from dev import broker as local_broker
+from tests.job_helpers import durable_positions, kill_group, start_job, write_config
 from tests.kafka_helpers import KafkaHarness, await_condition
 from tests.test_stream_read import Collector, await_rows, base_options, running_stream
 
@@ -340,56 +334,20 @@ def test_restart_without_checkpoint_resumes_from_the_group(spark, kafka, tmp_pat
 
 # -- crash-restart cycles ---------------------------------------------------------------------------
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
 CRASH_CYCLES = 10
 
 
-def durable_positions(output: Path) -> list[tuple[int, int]]:
-    """(partition, offset) of every row in the files that the file sink's log lists as committed."""
-    log_dir = output / "_spark_metadata"
-    files: set[str] = set()
-    for entry in sorted(log_dir.iterdir()) if log_dir.exists() else []:
-        if entry.name.startswith("."):  # a log file still being written under a temporary name
-            continue
-        for line in entry.read_text().splitlines()[1:]:  # the first line is the log's version
-            item = json.loads(line)
-            if item.get("action", "add") == "add":
-                files.add(urlparse(item["path"]).path)
-    rows = []
-    for path in sorted(files):
-        table = pq.read_table(path, columns=["partition", "offset"])
-        rows.extend(zip(table.column("partition").to_pylist(), table.column("offset").to_pylist()))
-    return rows
-
-
-def submit_stream(kafka: KafkaHarness, topic: str, group: str, output: Path, checkpoint: Path,
-                  log_path: Path) -> subprocess.Popen:
-    """tests/stream_to_parquet.py under pyspark's own spark-submit, in a process group of its own."""
-    spark_submit = Path(pyspark.__file__).parent / "bin" / "spark-submit"
-    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable,
-           "SPARK_LOCAL_IP": "127.0.0.1"}
-    command = [str(spark_submit), "--master", "local[2]", "--conf", "spark.ui.enabled=false",
-               "--conf", "spark.driver.host=127.0.0.1", "--conf", "spark.sql.shuffle.partitions=2",
-               str(REPO_ROOT / "tests" / "stream_to_parquet.py"), kafka.bootstrap_servers, topic, group,
-               str(output), str(checkpoint)]
-    with open(log_path, "ab") as log_file:
-        return subprocess.Popen(command, cwd=REPO_ROOT, env=env, stdout=log_file, stderr=subprocess.STDOUT,
-                                start_new_session=True)
-
-
-def kill_group(process: subprocess.Popen) -> None:
-    """SIGKILL the whole application: spark-submit's JVM and every Python process it started."""
-    try:
-        os.killpg(process.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    process.wait(30)
+def submit_stream(kafka: KafkaHarness, topic: str, group: str, workdir: Path, log_path: Path) -> subprocess.Popen:
+    """The ingest job, processing time, raw values, small batches, in a process group of its own."""
+    config = write_config(workdir / "ingest.toml", kafka.bootstrap_servers, topic, group, workdir,
+                          trigger="processingTime=500ms", extra_source="maxOffsetsPerTrigger = 200")
+    return start_job("ingest", "--config", str(config), log_path=log_path)
 
 
 def test_crash_restart_cycles_lose_and_duplicate_nothing(kafka, tmp_path, capsys):
     topic = kafka.create_topic(kafka.unique_name("crash"), partitions=2)
     group = kafka.unique_name("crash-group")
-    output, checkpoint, log_path = tmp_path / "out", tmp_path / "ck", tmp_path / "spark-submit.log"
+    output, log_path = tmp_path / "out", tmp_path / "spark-submit.log"
     moments = random.Random(20261122)
     ahead_of_sink: list[str] = []
 
@@ -399,7 +357,7 @@ def test_crash_restart_cycles_lose_and_duplicate_nothing(kafka, tmp_path, capsys
 
     with SequenceProducer(kafka, topic, 2) as producer:
         for cycle in range(CRASH_CYCLES):
-            app = submit_stream(kafka, topic, group, output, checkpoint, log_path)
+            app = submit_stream(kafka, topic, group, tmp_path, log_path)
             try:
                 durable_before = len(durable_positions(output))
                 await_condition(f"a new durable batch in cycle {cycle}",
@@ -416,7 +374,7 @@ def test_crash_restart_cycles_lose_and_duplicate_nothing(kafka, tmp_path, capsys
         producer.stop()
         ends = await_condition("the log ends", lambda: log_ends(kafka, topic, 2), timeout=60)
         expected = sorted((p, o) for p in range(2) for o in range(ends[p]))
-        app = submit_stream(kafka, topic, group, output, checkpoint, log_path)
+        app = submit_stream(kafka, topic, group, tmp_path, log_path)
         try:
             await_condition("every record durable", lambda: alive(app) and set(durable_positions(output)) >= set(expected),
                             timeout=300)
@@ -426,6 +384,6 @@ def test_crash_restart_cycles_lose_and_duplicate_nothing(kafka, tmp_path, capsys
     rows = durable_positions(output)
     assert ahead_of_sink == []
     assert sorted(rows) == expected  # every record once: 0 lost, 0 duplicated
-    report(capsys, f"crash-restart: {CRASH_CYCLES} SIGKILLs of a spark-submit stream (Parquet file sink): "
+    report(capsys, f"crash-restart: {CRASH_CYCLES} SIGKILLs of the ingest job (spark-submit, Parquet file sink): "
                    f"{len(expected)} records produced, 0 lost, 0 duplicated; the group's commits never ran ahead "
                    "of the sink at any kill")

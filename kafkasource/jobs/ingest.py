@@ -53,7 +53,7 @@ def dry_run(config: JobConfig) -> int:
             for s in plan.positions(options, resolve=True) for t, p in [s.partition]]
     print(f"ingest plan for {config.path} (dry run: nothing read, nothing written)")
     print(f"  source:     {plan.describe_source(options)}")
-    print(f"  start:      " + ("the checkpoint's last batch (the checkpoint exists)" if resumes
+    print("  start:      " + ("the checkpoint's last batch (the checkpoint exists)" if resumes
                               else f"{options.starting} (no checkpoint yet)"))
     print(f"  sink:       Parquet at {config.sink_path}" + (", partitioned by date" if config.partition_by_date else "")
           + f"; value decoded as {config.decoding.value}"
@@ -99,13 +99,13 @@ def ingest(config: JobConfig, remote: str | None) -> int:
             print(f"ingest: {batches.rows:,} rows in {batches.batches} batches from {described} "
                   f"into {config.sink_path}")
         if stopped:
-            print("ingest: stopped on request after the last completed batch; the next run resumes there")
+            print("ingest: stopped on request; the next run resumes after the last completed batch")
         return 0
     finally:
         if not stop.requested.is_set():
             stop.uninstall()
         spark.stop()
-        stop.finished.set()
+        stop.done()
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -81,14 +81,18 @@ def run_main(job: str, work: Callable[[], int]) -> int:
 class StopRequest:
     """Set by SIGTERM or SIGINT, to the job's Python process or to the spark-submit JVM around it.
 
-    Under spark-submit the signal usually reaches the JVM, whose shutdown hooks would stop the
-    SparkContext under a running batch. A hook registered through Py4J, ahead of Spark's own,
-    asks the job to stop instead and holds the JVM's shutdown until the job has finished (bounded).
-    A second SIGINT to the Python process interrupts it at once."""
+    A signal to the Python process lets the running batch finish first. Under spark-submit the
+    signal usually reaches the JVM instead, which then runs its shutdown hooks; a hook registered
+    through Py4J ahead of Spark's own asks the job to stop and holds the JVM until it has (bounded).
+    A shutting-down JVM no longer runs tasks (its executor's threads are gone), so the running batch
+    is abandoned at once: the checkpoint makes the next run do it again, and the group's commits
+    only ever cover completed batches. A second SIGINT to the Python process interrupts it at once."""
 
     def __init__(self, hold_jvm_s: float = 120.0):
         self.requested = threading.Event()
+        self.jvm_exiting = threading.Event()
         self.finished = threading.Event()
+        self._hook_returning = threading.Event()
         self._hold_jvm_s = hold_jvm_s
 
     def install(self, spark=None) -> None:
@@ -116,9 +120,11 @@ class StopRequest:
 
         class JvmShutdownHook:  # a scala.Function0 the JVM calls while it shuts down
             def apply(self):
-                log.info("the JVM is shutting down: stopping after the running batch")
+                log.info("the JVM is shutting down: stopping now; a running batch is left to the next run")
+                request.jvm_exiting.set()
                 request.requested.set()
                 request.finished.wait(request._hold_jvm_s)
+                request._hook_returning.set()
 
             class Java:
                 implements = ["scala.Function0"]
@@ -128,6 +134,12 @@ class StopRequest:
         self._hooks = context._jvm.org.apache.spark.util.ShutdownHookManager
         # priority 100 runs before Spark stops its SparkContext (priority 50)
         self._hook_handle = self._hooks.addShutdownHook(100, self._hook)
+
+    def done(self) -> None:
+        """The job has finished: let a JVM shutdown hook that waits for it return, and see its answer sent."""
+        self.finished.set()
+        if self.jvm_exiting.is_set() and self._hook_returning.wait(10):
+            time.sleep(0.5)  # Py4J sends the hook's return after apply() ends; exiting first would cut it off
 
     def uninstall(self) -> None:
         """Before the session stops: a JVM exiting normally must not call back into a finished job."""
@@ -165,13 +177,13 @@ class BatchLog:
 def run_query(query, stop: StopRequest, batch_log: BatchLog, idle_wait_s: float = 120.0) -> bool:
     """Wait for the query to end by itself or by a stop request; True when it was asked to stop.
 
-    On a stop request, the running batch is given up to `idle_wait_s` to finish before query.stop():
-    Spark's own stop interrupts it, and the next run would do it again."""
+    On a stop request, the running batch is given up to `idle_wait_s` to finish before query.stop()
+    (unless the JVM is exiting, see StopRequest); Spark's stop interrupts a batch still running."""
     while not query.awaitTermination(1):
         batch_log.update(query)
         if stop.requested.is_set():
             deadline = time.monotonic() + idle_wait_s
-            while query.status["isTriggerActive"] and time.monotonic() < deadline:
+            while not stop.jvm_exiting.is_set() and query.status["isTriggerActive"] and time.monotonic() < deadline:
                 time.sleep(0.1)
             query.stop()  # our reader's process flushes async commits and closes its clients on this
             batch_log.update(query)

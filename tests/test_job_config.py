@@ -1,0 +1,144 @@
+"""The jobs' configuration and command lines, before any Spark or Kafka: exact messages."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kafkasource.jobs.config import ConfigError, load, parse_trigger
+from kafkasource.jobs.plan import table
+from kafkasource.jobs.replay import range_option
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+MINIMAL = '[kafka]\n"bootstrap.servers" = "127.0.0.1:9092"\n[source]\nsubscribe = "orders"\n' \
+          '[sink]\npath = "/data/orders"\ncheckpoint = "/data/ck"\n'
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "job.toml"
+    path.write_text(text)
+    return path
+
+
+def error_of(path: Path, **kwargs) -> str:
+    with pytest.raises(ConfigError) as raised:
+        load(path, **kwargs)
+    return str(raised.value)
+
+
+def test_example_configs_load_and_pass_option_checks(monkeypatch):
+    monkeypatch.delenv("KAFKA_BOOTSTRAP_SERVERS", raising=False)
+    monkeypatch.setenv("INGEST_DIR", "/srv/ingest")
+    config = load(REPO_ROOT / "conf" / "ingest.example.toml", required=("path", "checkpoint"))
+    assert config.source_options == {"kafka.bootstrap.servers": "127.0.0.1:9092", "kafka.group.id": "orders-ingest",
+                                     "kafka.auto.offset.reset": "earliest", "subscribe": "orders",
+                                     "commitMode": "sync", "maxOffsetsPerTrigger": "4000", "failOnDataLoss": "true"}
+    assert (config.sink_path, config.checkpoint) == ("/srv/ingest/orders", "/srv/ingest/checkpoint")
+    assert (config.decoding.value, str(config.trigger)) == ("json", "availableNow")
+    assert config.parsed_options(streaming=True).group_id == "orders-ingest"
+    for name in ("replay", "lag"):
+        load(REPO_ROOT / "conf" / f"{name}.example.toml").parsed_options(streaming=name != "replay")
+
+
+def test_environment_values_and_defaults(tmp_path, monkeypatch):
+    monkeypatch.setenv("KAFKA_SASL_PASSWORD", "pa$$word")
+    monkeypatch.delenv("BROKERS", raising=False)
+    path = write(tmp_path, MINIMAL.replace('"127.0.0.1:9092"', '"${env:BROKERS:-h:9092}"\n'
+                                                               '"sasl.password" = "${env:KAFKA_SASL_PASSWORD}"'))
+    options = load(path).source_options
+    assert options["kafka.bootstrap.servers"] == "h:9092"
+    assert options["kafka.sasl.password"] == "pa$$word"
+
+
+def test_unset_environment_variable_is_named(tmp_path, monkeypatch):
+    monkeypatch.delenv("KAFKA_SASL_PASSWORD", raising=False)
+    path = write(tmp_path, MINIMAL.replace('[source]', '"sasl.password" = "${env:KAFKA_SASL_PASSWORD}"\n[source]'))
+    assert error_of(path) == (f"{path}: [kafka] sasl.password reads the environment variable KAFKA_SASL_PASSWORD, "
+                              "which is not set; export KAFKA_SASL_PASSWORD=... before starting the job")
+
+
+@pytest.mark.parametrize("text, message", [
+    (MINIMAL.replace('"bootstrap.servers" = "127.0.0.1:9092"\n', ''),
+     '[kafka] bootstrap.servers is required: the brokers, like "broker1:9092,broker2:9092"'),
+    (MINIMAL.replace('path = "/data/orders"\n', ''), "[sink] path is required"),
+    (MINIMAL.replace('path = "/data/orders"', 'path = 42'), "[sink] path must be a string (in quotes), got 42"),
+    (MINIMAL + '[decode]\nvalue = "avro"\n', "[decode] value must be one of raw, text, json, got 'avro'"),
+    (MINIMAL + '[decode]\nvalue = "json"\n',
+     '[decode] schema is required with value = "json": a Spark DDL schema, like "order_id BIGINT, amount DOUBLE"'),
+    (MINIMAL + '[decode]\nvalue = "json"\nschema = "id BIGINT, date STRING"\n',
+     "[decode] schema defines date, a column the job adds itself; rename that field (columns added: kafka_topic, "
+     "kafka_partition, kafka_offset, kafka_timestamp, date, _corrupt)"),
+    (MINIMAL + '[sink]\n', None),  # a table defined twice is invalid TOML: checked below
+    (MINIMAL.replace("[sink]", "[snk]"), "unknown section [snk] (did you mean 'sink'?); known sections: "
+                                         "[kafka], [source], [decode], [sink], [job]"),
+    (MINIMAL + '[job]\ntriger = "availableNow"\n',
+     "unknown key 'triger' in [job] (did you mean 'trigger'?); known keys: name, trigger"),
+    (MINIMAL.replace('subscribe = "orders"', 'subscribe = ["orders"]'),
+     "[source] subscribe must be a string, number or boolean, got ['orders']"),
+    (MINIMAL.replace('subscribe = "orders"', 'subscribe = "orders"\n"kafka.group.id" = "g"'),
+     "[source] kafka.group.id: Kafka client settings go in [kafka] without the kafka. prefix, like [kafka] group.id = ..."),
+    (MINIMAL + '[job]\ntrigger = "every 5 minutes"\n',
+     "[job] trigger must be availableNow or processingTime=<interval> (like processingTime=30s), got 'every 5 minutes'"),
+])
+def test_bad_config_names_the_key(tmp_path, text, message):
+    path = write(tmp_path, text)
+    found = error_of(path, required=("path", "checkpoint"))
+    if message is None:
+        assert found.startswith(f"{path} is not valid TOML: ")
+    else:
+        assert found == f"{path}: {message}"
+
+
+def test_bad_source_option_is_reported_with_the_file(tmp_path):
+    path = write(tmp_path, MINIMAL.replace('subscribe = "orders"', 'subscribe = "orders"\nmaxOffsetsPerTrigger = -5'))
+    with pytest.raises(ConfigError) as raised:
+        load(path).parsed_options(streaming=True)
+    assert str(raised.value) == (f"{path}: option maxOffsetsPerTrigger must be a positive number, got -5 "
+                                 "(options come from [source], kafka.* ones from [kafka])")
+
+
+def test_missing_file():
+    assert error_of(Path("/nonexistent/job.toml")) == "config file /nonexistent/job.toml does not exist"
+
+
+def test_triggers_and_ranges():
+    assert str(parse_trigger("processingTime=30 seconds", "--trigger")) == "processingTime=30000 ms"
+    assert parse_trigger("AvailableNow", "--trigger").available_now
+    with pytest.raises(ConfigError, match=r"--trigger: the interval in 'processingTime=soon' must be a duration"):
+        parse_trigger("processingTime=soon", "--trigger")
+    assert range_option("--from", "earliest", "starting") == {"startingOffsets": "earliest"}
+    assert range_option("--to", '{"t": {"0": 5}}', "ending") == {"endingOffsets": '{"t": {"0": 5}}'}
+    assert range_option("--from", "2026-11-01T00:00:00Z", "starting") == {"startingTimestamp": "1793491200000"}
+    assert range_option("--from", "2026-11-01 00:00", "starting") == {"startingTimestamp": "1793491200000"}
+    assert range_option("--to", "1793491200000", "ending") == {"endingTimestamp": "1793491200000"}
+    with pytest.raises(ConfigError, match=r"^--from 'yesterday' is not earliest, latest, offsets JSON"):
+        range_option("--from", "yesterday", "starting")
+
+
+def test_table_aligns_numbers_right():
+    assert table(["TOPIC", "LAG"], [["orders", 5], ["t", 1200], ["u", None]]) == (
+        "TOPIC    LAG\norders     5\nt       1200\nu          -")
+
+
+@pytest.mark.parametrize("job, first_line", [
+    ("ingest", "usage: ingest [-h] --config CONFIG"),
+    ("replay", "usage: replay [-h] --config CONFIG"),
+    ("lag", "usage: lag [-h] --config CONFIG"),
+])
+def test_help(job, first_line):
+    result = subprocess.run([sys.executable, str(REPO_ROOT / "jobs" / f"{job}.py"), "--help"],
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0
+    assert result.stdout.startswith(first_line)
+    assert f"{job}:" in result.stdout and "--config CONFIG" in result.stdout
+
+
+def test_bad_config_exits_2_with_one_line(tmp_path):
+    path = write(tmp_path, MINIMAL.replace("[sink]", "[sink]\npartition_by_date = \"yes\""))
+    result = subprocess.run([sys.executable, str(REPO_ROOT / "jobs" / "ingest.py"), "--config", str(path)],
+                            capture_output=True, text=True, timeout=60)
+    assert (result.returncode, result.stdout) == (2, "")
+    assert result.stderr == f"ingest: configuration error: {path}: [sink] partition_by_date must be true or false, got 'yes'\n"
