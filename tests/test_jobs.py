@@ -133,6 +133,40 @@ def test_sigterm_stops_after_a_batch_and_commits_nothing_unwritten(kafka, tmp_pa
         assert {(partition, o) for o in range(offset)} <= durable  # never ahead of what the sink wrote
 
 
+def python_driver_of(app: subprocess.Popen) -> int:
+    """The job's Python process: spark-submit's JVM starts it as its child."""
+    found = subprocess.run(["pgrep", "-P", str(app.pid), "-f", "jobs/ingest.py"], capture_output=True, text=True)
+    return int(found.stdout.split()[0])
+
+
+def test_sigterm_to_the_python_driver_finishes_the_batch_and_exits_0(kafka, tmp_path):
+    topic = kafka.create_topic(kafka.unique_name("sigterm-py"), partitions=2)
+    group = kafka.unique_name("sigterm-py-group")
+    kafka.produce_values(topic, 400, partitions=2)
+    config = write_config(tmp_path / "ingest.toml", kafka.bootstrap_servers, topic, group, tmp_path,
+                          trigger="processingTime=500ms", extra_source='maxOffsetsPerTrigger = 40\ncommitMode = "async"')
+    log_path = tmp_path / "job.log"
+    app = start_job("ingest", "--config", str(config), log_path=log_path)
+    try:
+        await_condition("two durable batches", lambda: app.poll() is None and len(durable_positions(tmp_path / "out")) >= 80,
+                        timeout=300)
+        os.kill(python_driver_of(app), signal.SIGTERM)
+        app.wait(180)
+    finally:
+        kill_group(app)
+
+    output = log_path.read_text()
+    assert app.returncode == 0, output[-3000:]
+    assert "SIGTERM received: stopping after the running batch" in output
+    assert "ingest: stopped on request; the next run resumes after the last completed batch" in output
+    assert "Py4JException" not in output  # no shutdown hook calling into the finished job
+    durable = set(durable_positions(tmp_path / "out"))
+    committed = kafka.committed(group, topic, 2)
+    assert committed, "the async commits were not flushed"
+    for partition, offset in committed.items():
+        assert {(partition, o) for o in range(offset)} <= durable
+
+
 def test_replay_writes_the_range_and_never_commits(kafka, tmp_path):
     topic = kafka.create_topic(kafka.unique_name("replay"), partitions=2)
     group = kafka.unique_name("replay-group")

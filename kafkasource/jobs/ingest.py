@@ -102,7 +102,7 @@ def ingest(config: JobConfig, remote: str | None) -> int:
             print("ingest: stopped on request; the next run resumes after the last completed batch")
         return 0
     finally:
-        if not stop.requested.is_set():
+        if not stop.jvm_exiting.is_set():  # a JVM that is not exiting yet must not call back later
             stop.uninstall()
         spark.stop()
         stop.done()
