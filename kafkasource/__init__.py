@@ -1,11 +1,11 @@
 """kafkasource: a PySpark Structured Streaming source for Apache Kafka that honours your consumer group."""
 
-from kafkasource.errors import (BrokerUnavailableError, CommitError, DataLossError, KafkaSourceError,
+from kafkasource.errors import (AccessError, BrokerUnavailableError, CommitError, DataLossError, KafkaSourceError,
                                 NoCommittedOffsetError, OptionError)
 from kafkasource.source import KafkaDataSource
 
 __all__ = ["KafkaDataSource", "register", "KafkaSourceError", "OptionError", "BrokerUnavailableError",
-           "NoCommittedOffsetError", "DataLossError", "CommitError"]
+           "NoCommittedOffsetError", "DataLossError", "CommitError", "AccessError"]
 
 
 def register(spark) -> None:

@@ -15,7 +15,7 @@ from confluent_kafka import Consumer, IsolationLevel, KafkaError, KafkaException
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
-from kafkasource.errors import BrokerUnavailableError, KafkaSourceError
+from kafkasource.errors import AccessError, BrokerUnavailableError, KafkaSourceError
 from kafkasource.offsets import Positions, TopicPartition
 from kafkasource.options import SourceOptions
 
@@ -29,6 +29,10 @@ LEADER_MOVING = {KafkaError.OFFSET_NOT_AVAILABLE, KafkaError.LEADER_NOT_AVAILABL
 # the group coordinator moving, loading or not elected yet: worth asking again
 COORDINATOR_RETRIABLE = {KafkaError.COORDINATOR_LOAD_IN_PROGRESS, KafkaError.COORDINATOR_NOT_AVAILABLE,
                          KafkaError.NOT_COORDINATOR, KafkaError._WAIT_COORD}
+# the brokers answer but refuse the connection: waiting longer will not help. librdkafka reports these only to
+# the client's error_cb (served inside poll()); the request itself just fails with a transport error or a timeout
+REFUSED = {KafkaError._AUTHENTICATION, KafkaError._SSL}
+ANSWER_SLICE_S = 1.0  # how often a request waiting for an unreachable cluster checks for a refusal
 
 
 class KafkaClient:
@@ -39,19 +43,21 @@ class KafkaClient:
         self._admin: AdminClient | None = None
         self._group_consumer: Consumer | None = None
         self._timeout_s = options.poll_timeout_ms / 1000
+        self._refusal: KafkaError | None = None  # the latest authentication or TLS failure the clients reported
 
     # -- clients -------------------------------------------------------------------------------
     @property
     def admin(self) -> AdminClient:
         if self._admin is None:
-            self._admin = AdminClient(self.options.client_config())
+            self._admin = AdminClient(self.options.client_config(error_cb=self._on_client_error))
         return self._admin
 
     def new_group_consumer(self, **extra: object) -> Consumer:
         """A consumer carrying the user's group.id, for OffsetFetch and OffsetCommit only: it never subscribes,
         so it never joins the group."""
         return Consumer(self.options.client_config(
-            **{"group.id": self.options.group_id, "enable.auto.commit": False}, **extra))
+            **{"group.id": self.options.group_id, "enable.auto.commit": False, "error_cb": self._on_client_error},
+            **extra))
 
     @property
     def group_consumer(self) -> Consumer:
@@ -65,8 +71,35 @@ class KafkaClient:
         self._group_consumer = None
         self._admin = None
 
-    # -- requests ------------------------------------------------------------------------------
+    # -- errors --------------------------------------------------------------------------------
+    def _on_client_error(self, error: KafkaError) -> None:
+        if error.code() in REFUSED:
+            self._refusal = error
+
+    def _refused(self, what: str) -> KafkaSourceError | None:
+        """An error naming why the brokers refused us, if a client reported an authentication or TLS failure."""
+        if self._admin is not None:
+            self._admin.poll(0)
+        if self._group_consumer is not None:
+            self._group_consumer.poll(0)
+        error, servers = self._refusal, self.options.bootstrap_servers
+        if error is None:
+            return None
+        config = self.options.kafka_config
+        if error.code() == KafkaError._AUTHENTICATION:
+            mechanism = config.get("sasl.mechanism") or config.get("sasl.mechanisms") or "GSSAPI"
+            return AccessError(
+                f"could not {what}: authentication with Kafka at {servers} failed (SASL mechanism {mechanism}, "
+                f"security.protocol {config.get('security.protocol', 'plaintext')}): {error.str()}. Check "
+                "kafka.sasl.username and kafka.sasl.password, and that kafka.sasl.mechanism is one the brokers enable")
+        return AccessError(
+            f"could not {what}: the TLS handshake with Kafka at {servers} failed: {error.str()}. If the brokers' "
+            "certificate cannot be verified, set kafka.ssl.ca.location to the PEM file of the CA that signed it")
+
     def _fail(self, what: str, exc: KafkaException) -> KafkaSourceError:
+        refused = self._refused(what)
+        if refused is not None:
+            return refused
         error = exc.args[0] if exc.args and isinstance(exc.args[0], KafkaError) else None
         if error is not None and error.code() in UNREACHABLE | LEADER_MOVING:
             return BrokerUnavailableError(
@@ -77,10 +110,17 @@ class KafkaClient:
 
     def topics(self) -> dict[str, int]:
         """Every topic in the cluster and its partition count, from one metadata request."""
-        try:
-            metadata = self.admin.list_topics(timeout=self._timeout_s)
-        except KafkaException as exc:
-            raise self._fail("list topics", exc) from None
+        deadline = time.monotonic() + self._timeout_s
+        while True:
+            try:
+                metadata = self.admin.list_topics(timeout=min(ANSWER_SLICE_S, max(0.1, deadline - time.monotonic())))
+                break
+            except KafkaException as exc:
+                error = exc.args[0] if exc.args and isinstance(exc.args[0], KafkaError) else None
+                if error is None or error.code() not in UNREACHABLE or time.monotonic() >= deadline \
+                        or self._refused("list topics"):
+                    raise self._fail("list topics", exc) from None
+        self._refusal = None  # the brokers let us in now
         return {name: len(topic.partitions) for name, topic in metadata.topics.items() if topic.error is None}
 
     def _list_offsets(self, request: Mapping[TopicPartition, OffsetSpec], what: str) -> Positions:
@@ -101,7 +141,7 @@ class KafkaClient:
                 # moment: ask again until kafkaConsumer.pollTimeoutMs has passed, with a new client, since one that
                 # knew the old leader was seen to keep its stale leader epoch
                 if error is not None and error.code() in LEADER_MOVING | UNREACHABLE \
-                        and time.monotonic() + 0.2 < deadline:
+                        and time.monotonic() + 0.2 < deadline and not self._refused(f"list {what} offsets"):
                     log.info("listing %s offsets: %s; retrying", what, error.str())
                     self._admin = None
                     time.sleep(0.2)

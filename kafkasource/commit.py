@@ -34,6 +34,9 @@ def explain(group_id: str, positions: Positions, error: KafkaError) -> str:
         return (f"{base}. The group has active members (another application consumes with subscribe() under this "
                 "group.id), so the broker rejects commits from this source, which reads partitions itself and is "
                 "not a group member. Give this query a kafka.group.id of its own")
+    if error.code() == KafkaError.GROUP_AUTHORIZATION_FAILED:
+        return (f"{base}. Committing needs the READ permission on group {group_id} (kafka-acls --add "
+                f"--allow-principal User:<name> --operation Read --group {group_id})")
     return base
 
 

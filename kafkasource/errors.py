@@ -23,3 +23,7 @@ class DataLossError(KafkaSourceError):
 
 class CommitError(KafkaSourceError):
     """The consumer group's offsets could not be committed."""
+
+
+class AccessError(KafkaSourceError):
+    """The brokers refused this client: authentication failed, the TLS handshake failed, or an ACL denies it."""

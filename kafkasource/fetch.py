@@ -16,7 +16,7 @@ from confluent_kafka import Consumer, KafkaError, Message
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 
 from kafkasource.arrow import to_record_batch
-from kafkasource.errors import DataLossError, KafkaSourceError
+from kafkasource.errors import AccessError, DataLossError, KafkaSourceError
 from kafkasource.ranges import OffsetRange
 
 log = logging.getLogger(__name__)
@@ -46,10 +46,13 @@ class FetchConfig:
     include_headers: bool
     fail_on_data_loss: bool
     poll_timeout_ms: int
+    # the query's kafka.group.id: the consumer looks its coordinator up (librdkafka does so for any group.id, even
+    # for a consumer that only assigns), which under ACLs needs DESCRIBE on the group; it never joins nor commits
+    group_id: str | None = None
 
     def consumer_config(self) -> dict[str, object]:
-        return {**FETCH_DEFAULTS, **self.kafka_config, "group.id": EXECUTOR_GROUP_ID, "enable.auto.commit": False,
-                "enable.auto.offset.store": False, "auto.offset.reset": "error"}
+        return {**FETCH_DEFAULTS, **self.kafka_config, "group.id": self.group_id or EXECUTOR_GROUP_ID,
+                "enable.auto.commit": False, "enable.auto.offset.store": False, "auto.offset.reset": "error"}
 
     def pool_key(self) -> tuple:
         return tuple(sorted((k, str(v)) for k, v in self.consumer_config().items()))
@@ -153,33 +156,44 @@ class _RangeReader:
             yield to_record_batch(pending, self.range.topic, self.range.partition, self.config.include_headers)
 
     def _records(self, messages: list, until: int) -> tuple[list, bool]:
-        """The records of the range among `messages`, and whether an error event about our partition cut them
-        short (it has been handled: raised, skipped over, or logged). Per-message work stays in C on the
-        common path: no errors, and only the last chunk reaching past `until`."""
+        """The records of the range among `messages`, and whether an error event about our partition moved the
+        read position (skipped over lost records, or raised). An error that is only logged (librdkafka retries
+        it) drops nothing: the records after it are ours too. Per-message work stays in C on the common path:
+        no errors, and only the last chunk reaching past `until`."""
         if any(map(Message.error, messages)):
-            for index, message in enumerate(messages):
-                if message.error() is not None and message.topic() in (None, self.range.topic) \
-                        and message.partition() in (None, -1, self.range.partition):
-                    self._on_error(message.error())
-                    return [m for m in messages[:index] if m.error() is None and m.offset() < until], True
-            # only late events about partitions this pooled consumer read before
-            messages = [m for m in messages if m.error() is None]
+            kept = []
+            for message in messages:
+                error = message.error()
+                if error is None:
+                    kept.append(message)
+                elif message.topic() in (None, self.range.topic) \
+                        and message.partition() in (None, -1, self.range.partition) and self._on_error(error):
+                    return [m for m in kept if m.offset() < until], True
+            messages = kept  # error events about other partitions are late news for a pooled consumer
         if messages and messages[-1].offset() >= until:
             messages = [m for m in messages if m.offset() < until]
         return messages, False
 
-    def _on_error(self, error: KafkaError) -> None:
+    def _on_error(self, error: KafkaError) -> bool:
+        """Raise, or skip lost records (True: the position moved), or log a transient error (False)."""
         code = error.code()
         if code == KafkaError._AUTO_OFFSET_RESET or code == KafkaError.OFFSET_OUT_OF_RANGE:
             self._out_of_range()
-        elif code in GONE:
+            return True
+        if code in GONE:
             self._data_loss(f"{self.name} no longer exists ({error.str()}); records {self.position}.."
                             f"{self.range.until - 1} ({_count(self.range.until - self.position)}) cannot be read",
                             skip_to=self.range.until)
-        elif error.fatal():
+            return True
+        if code == KafkaError.TOPIC_AUTHORIZATION_FAILED:
+            raise AccessError(f"not authorized to read topic {self.range.topic} ({error.str()}): the principal this "
+                              f"query authenticates as needs the READ permission on topic {self.range.topic} "
+                              f"(kafka-acls --add --allow-principal User:<name> --operation Read "
+                              f"--topic {self.range.topic})")
+        if error.fatal():
             raise KafkaSourceError(f"reading {self.name} failed: {error.str()}")
-        else:  # librdkafka retries transient errors itself
-            log.warning("reading %s: %s (retrying)", self.name, error.str())
+        log.warning("reading %s: %s (retrying)", self.name, error.str())  # librdkafka retries transient errors
+        return False
 
     def _out_of_range(self) -> None:
         low, high = self.consumer.get_watermark_offsets(
