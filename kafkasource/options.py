@@ -7,7 +7,9 @@ lower case. `parse_options` takes any mapping, so a job that reads a config file
 
 from __future__ import annotations
 
+import difflib
 import json
+import logging
 import re
 from dataclasses import dataclass, field
 from typing import Mapping
@@ -16,6 +18,8 @@ from kafkasource.errors import OptionError
 from kafkasource.offsets import (EARLIEST, Committed, Earliest, Latest, SpecificOffsets, Timestamps,
                                  TopicPartition)
 from kafkasource.subscription import Assign, Subscribe, SubscribePattern, Subscription
+
+log = logging.getLogger(__name__)
 
 # Kafka settings we manage ourselves, or Java-client settings librdkafka does not know, with what to do instead.
 UNSUPPORTED_KAFKA_SETTINGS = {
@@ -37,6 +41,25 @@ UNSUPPORTED_KAFKA_SETTINGS = {
 # set by the source itself on every client it creates
 MANAGED_KAFKA_SETTINGS = {"group.id", "auto.offset.reset", "enable.auto.commit", "enable.auto.offset.store",
                           "enable.partition.eof", "bootstrap.servers"}
+
+# the source's own options (every kafka.* one goes to librdkafka); any other name is refused, so a typo never
+# silently falls back to a default
+SOURCE_OPTIONS = ("subscribe", "subscribePattern", "assign", "startingOffsets", "startingTimestamp",
+                  "startingOffsetsByTimestamp", "startingOffsetsByTimestampStrategy", "endingOffsets",
+                  "endingTimestamp", "endingOffsetsByTimestamp", "failOnDataLoss", "maxOffsetsPerTrigger",
+                  "minOffsetsPerTrigger", "maxTriggerDelay", "minPartitions", "includeHeaders",
+                  "kafkaConsumer.pollTimeoutMs", "commitMode", "commitTimeoutMs")
+# options of Spark's built-in source that mean nothing here: accepted, so a format("kafka") reader switches unchanged
+IGNORED_BUILTIN_OPTIONS = {
+    "fetchoffset.numretries": "driver requests retry until kafkaConsumer.pollTimeoutMs",
+    "fetchoffset.retryintervalms": "driver requests retry until kafkaConsumer.pollTimeoutMs",
+    "groupidprefix": "executor consumers never join a group",
+}
+# Kafka's limits: topic names (Topic.java), partition numbers (int32), offsets and timestamps (int64)
+TOPIC_NAME = re.compile(r"[a-zA-Z0-9._-]{1,249}")
+MAX_PARTITION = 2**31 - 1
+MAX_LONG = 2**63 - 1
+MAX_TIMEOUT_MS = 2**31 - 1  # about 24.8 days: what librdkafka's int timeouts hold
 
 SECRET_MARKERS = ("password", "passphrase", "secret", "jaas", "key.pem", "token")
 
@@ -84,17 +107,30 @@ def _get(options: Mapping[str, str], name: str) -> str | None:
     return value or None
 
 
-def _positive_int(options: Mapping[str, str], name: str, default: int | None = None, allow_zero=False) -> int | None:
-    raw = _get(options, name)
-    if raw is None:
-        return default
+def _shown(raw: str, limit: int = 80) -> str:
+    """A value for an error message: quoted, and cut short if huge."""
+    return repr(raw if len(raw) <= limit else raw[:limit] + "...")
+
+
+def _whole_number(name: str, raw: str, low: int, high: int, meaning: str = "a whole number") -> int:
+    """`raw` as an int within [low, high], or an error naming the option and the range."""
     try:
-        value = int(raw)
+        value = int(raw) if re.fullmatch(r"\s*[-+]?\d{1,30}\s*", raw) else None
     except ValueError:
-        raise OptionError(f"option {name} must be a whole number, got {raw!r}") from None
-    if value < 0 or (value == 0 and not allow_zero):
-        raise OptionError(f"option {name} must be {'zero or more' if allow_zero else 'a positive number'}, got {raw}")
+        value = None
+    if value is None:
+        raise OptionError(f"option {name} must be {meaning}, got {_shown(raw)}")
+    if value < low:
+        raise OptionError(f"option {name} must be {'a positive number' if low == 1 else f'at least {low}'}, "
+                          f"got {raw.strip()}")
+    if value > high:
+        raise OptionError(f"option {name} must be at most {high}, got {raw.strip()}")
     return value
+
+
+def _positive_int(options: Mapping[str, str], name: str, default: int | None = None, high: int = MAX_LONG) -> int | None:
+    raw = _get(options, name)
+    return default if raw is None else _whole_number(name, raw, 1, high)
 
 
 def _bool(options: Mapping[str, str], name: str, default: bool) -> bool:
@@ -103,7 +139,7 @@ def _bool(options: Mapping[str, str], name: str, default: bool) -> bool:
         return default
     if raw.lower() in ("true", "false"):
         return raw.lower() == "true"
-    raise OptionError(f"option {name} must be true or false, got {raw!r}")
+    raise OptionError(f"option {name} must be true or false, got {_shown(raw)}")
 
 
 def _choice(options: Mapping[str, str], name: str, choices: tuple[str, ...], default: str) -> str:
@@ -111,7 +147,7 @@ def _choice(options: Mapping[str, str], name: str, choices: tuple[str, ...], def
     if raw is None:
         return default
     if raw.lower() not in choices:
-        raise OptionError(f"option {name} must be one of {', '.join(choices)}, got {raw!r}")
+        raise OptionError(f"option {name} must be one of {', '.join(choices)}, got {_shown(raw)}")
     return raw.lower()
 
 
@@ -121,9 +157,9 @@ _DURATION_UNITS = {"ms": 1, "s": 1000, "sec": 1000, "second": 1000, "seconds": 1
 
 def parse_duration_ms(name: str, raw: str) -> int:
     """'15m', '30s', '500ms', '2 minutes', or a bare number of milliseconds."""
-    match = re.fullmatch(r"\s*(\d+)\s*([a-zA-Z]*)\s*", raw)
+    match = re.fullmatch(r"\s*(\d{1,15})\s*([a-zA-Z]*)\s*", raw)
     if match is None or (match.group(2) and match.group(2).lower() not in _DURATION_UNITS):
-        raise OptionError(f"option {name} must be a duration such as 500ms, 30s, 15m or 1h, got {raw!r}")
+        raise OptionError(f"option {name} must be a duration such as 500ms, 30s, 15m or 1h, got {_shown(raw)}")
     return int(match.group(1)) * _DURATION_UNITS.get(match.group(2).lower() or "ms")
 
 
@@ -131,10 +167,21 @@ def _json_object(name: str, raw: str) -> dict:
     try:
         value = json.loads(raw)
     except json.JSONDecodeError as exc:
-        raise OptionError(f"option {name} is not valid JSON ({exc.msg} at position {exc.pos}): {raw!r}") from None
+        raise OptionError(f"option {name} is not valid JSON ({exc.msg} at position {exc.pos}): {_shown(raw)}") \
+            from None
+    except RecursionError:
+        raise OptionError(f"option {name} is nested too deeply to be offsets or partitions: {_shown(raw)}") from None
     if not isinstance(value, dict):
-        raise OptionError(f"option {name} must be a JSON object like {{\"topic\": {{\"0\": 42}}}}, got {raw!r}")
+        raise OptionError(f"option {name} must be a JSON object like {{\"topic\": {{\"0\": 42}}}}, got {_shown(raw)}")
+    for topic in value:
+        _check_topic_name(name, topic)
     return value
+
+
+def _check_topic_name(name: str, topic: str) -> None:
+    if not TOPIC_NAME.fullmatch(topic) or topic in (".", ".."):
+        raise OptionError(f"option {name}: {_shown(topic)} is not a Kafka topic name (1 to 249 of the characters "
+                          "a-z A-Z 0-9 . _ -)")
 
 
 def _per_partition(name: str, raw: str, example: str) -> tuple[tuple[TopicPartition, int], ...]:
@@ -145,13 +192,12 @@ def _per_partition(name: str, raw: str, example: str) -> tuple[tuple[TopicPartit
             raise OptionError(f"option {name} must map each topic to {{partition: value}}, like {example}; "
                               f"got {parts!r} for topic {topic!r}")
         for partition, value in parts.items():
-            try:
-                if isinstance(value, (bool, float)):  # JSON true would read as 1, 1.5 as 1
-                    raise TypeError(value)
-                out.append(((topic, int(partition)), int(value)))
-            except (TypeError, ValueError):
-                raise OptionError(f"option {name}: partition {partition!r} of topic {topic!r} must be a number "
-                                  f"mapped to a number, like {example}") from None
+            # JSON true would read as 1, 1.5 as 1
+            if type(value) is not int or not re.fullmatch(r"\d{1,10}", partition) or int(partition) > MAX_PARTITION \
+                    or not -MAX_LONG <= value <= MAX_LONG:
+                raise OptionError(f"option {name}: partition {_shown(partition)} of topic {topic!r} must be a "
+                                  f"number mapped to a number, like {example}")
+            out.append(((topic, int(partition)), value))
     return tuple(out)
 
 
@@ -166,18 +212,21 @@ def _subscription(options: Mapping[str, str]) -> Subscription:
     if name == "subscribe":
         topics = tuple(t.strip() for t in raw.split(",") if t.strip())
         if not topics:
-            raise OptionError(f"option subscribe must list topics separated by commas, got {raw!r}")
+            raise OptionError(f"option subscribe must list topics separated by commas, got {_shown(raw)}")
+        for topic in topics:
+            _check_topic_name("subscribe", topic)
         return Subscribe(topics)
     if name == "subscribePattern":
         try:
             re.compile(raw)
         except re.error as exc:
-            raise OptionError(f"option subscribePattern is not a valid regular expression ({exc}): {raw!r}") from None
+            raise OptionError(f"option subscribePattern is not a valid regular expression ({exc}): {_shown(raw)}") \
+                from None
         return SubscribePattern(raw)
     parts = []
     example = '{"orders": [0, 1]}'
     for topic, partitions in _json_object("assign", raw).items():
-        if not isinstance(partitions, list) or not all(type(p) is int and p >= 0 for p in partitions):
+        if not isinstance(partitions, list) or not all(type(p) is int and 0 <= p <= MAX_PARTITION for p in partitions):
             raise OptionError(f"option assign must map each topic to a list of partition numbers, like {example}; "
                               f"got {partitions!r} for topic {topic!r}")
         parts.extend((topic, p) for p in partitions)
@@ -195,14 +244,17 @@ def _offsets_spec(options: Mapping[str, str], prefix: str, group_id: str | None,
     if len(given) > 1:
         raise OptionError(f"options {' and '.join(given)} both say where to {prefix[:-3] or prefix}; set only one")
     if _get(options, ts_name) is not None:
-        raw = _get(options, ts_name)
-        try:
-            return Timestamps(everywhere=int(raw))
-        except ValueError:
-            raise OptionError(f"option {ts_name} must be milliseconds since the epoch, got {raw!r}") from None
+        # Kafka reads the negative timestamps -1 and -2 as latest and earliest: never pass them on
+        return Timestamps(everywhere=_whole_number(ts_name, _get(options, ts_name), 0, MAX_LONG,
+                                                   "milliseconds since the epoch"))
     if _get(options, by_ts_name) is not None:
-        return Timestamps(per_partition=_per_partition(by_ts_name, _get(options, by_ts_name),
-                                                       '{"orders": {"0": 1700000000000}}'))
+        example = '{"orders": {"0": 1700000000000}}'
+        per_partition = _per_partition(by_ts_name, _get(options, by_ts_name), example)
+        for (topic, partition), value in per_partition:
+            if value < 0:
+                raise OptionError(f"option {by_ts_name}: timestamp {value} for {topic}-{partition} is negative; give "
+                                  f"milliseconds since the epoch, like {example}")
+        return Timestamps(per_partition=per_partition)
     raw = _get(options, offsets_name)
     if raw is None:
         return None
@@ -231,7 +283,7 @@ def _offsets_spec(options: Mapping[str, str], prefix: str, group_id: str | None,
         return SpecificOffsets(offsets, default=Latest(), reset=reset if prefix == "starting" else "nearest")
     values = "earliest, latest, committed" if prefix == "starting" else "latest"
     raise OptionError(f"option {offsets_name} must be {values}, or JSON like {{\"orders\": {{\"0\": 23}}}}; "
-                      f"got {raw!r}")
+                      f"got {_shown(raw)}")
 
 
 def _kafka_config(options: Mapping[str, str]) -> dict[str, str]:
@@ -241,6 +293,8 @@ def _kafka_config(options: Mapping[str, str]) -> dict[str, str]:
         if not name.startswith("kafka.") or name == "kafka.bootstrap.servers":
             continue
         setting = name[len("kafka."):]
+        if "\x00" in setting or "\x00" in str(value):  # librdkafka's C strings would silently end there
+            raise OptionError(f"option kafka.{_shown(setting)[1:-1]} holds a NUL character (\\x00); remove it")
         if setting in UNSUPPORTED_KAFKA_SETTINGS:
             raise OptionError(f"option kafka.{setting} is a Java client setting that librdkafka does not "
                               f"support: {UNSUPPORTED_KAFKA_SETTINGS[setting]}")
@@ -265,7 +319,7 @@ def _check_librdkafka_accepts(config: Mapping[str, str]) -> None:
     try:
         # a client that is closed at once; it never subscribes, assigns or commits
         Consumer({**config, "group.id": "kafkasource-option-check", "log_level": 0}).close()
-    except KafkaException as exc:
+    except (KafkaException, ValueError, TypeError) as exc:  # ValueError: a NUL character in a name or value
         message = str(exc.args[0].str() if exc.args and hasattr(exc.args[0], "str") else exc)
         names = [n for n in config if n in message] or ["a kafka.* setting"]
         shown = ", ".join(f"kafka.{n}" + ("" if is_secret(n) else f"={config[n]!r}") for n in names if n in config)
@@ -273,9 +327,30 @@ def _check_librdkafka_accepts(config: Mapping[str, str]) -> None:
                           "are passed to librdkafka; see its CONFIGURATION.md for the names it accepts") from None
 
 
+def _check_names(options: Mapping[str, str]) -> None:
+    """Refuse option names the source does not know, suggesting the closest; note the built-in's ignored ones."""
+    known = {name.lower(): name for name in SOURCE_OPTIONS}
+    for name in options:
+        if name.startswith("kafka.") or name in known:
+            continue
+        if name in IGNORED_BUILTIN_OPTIONS:
+            log.info("option %s has no effect on kafkasource: %s", name, IGNORED_BUILTIN_OPTIONS[name])
+            continue
+        close = difflib.get_close_matches(name, list(known), n=1, cutoff=0.75)
+        hint = f"did you mean {known[close[0]]}? " if close else ""
+        raise OptionError(f"unknown option {_shown(name)}: {hint}kafkasource's options are {', '.join(SOURCE_OPTIONS)}"
+                          ", and kafka.<setting> for librdkafka")
+    strategy = _get(options, "startingOffsetsByTimestampStrategy")
+    if strategy is not None and strategy.lower() != "latest":
+        raise OptionError(f"option startingOffsetsByTimestampStrategy={_shown(strategy)} is not supported: a partition "
+                          "with no record at or after the timestamp starts at its log end (the built-in's 'latest' "
+                          "strategy); remove the option or set it to latest")
+
+
 def parse_options(raw_options: Mapping[str, str], streaming: bool = True) -> SourceOptions:
     """Validate the option map; raise OptionError naming the first bad option."""
     options = {str(k).lower(): v for k, v in raw_options.items()}
+    _check_names(options)
     bootstrap = _get(options, "kafka.bootstrap.servers")
     if bootstrap is None:
         raise OptionError("option kafka.bootstrap.servers is required: the brokers to connect to, "
@@ -318,14 +393,14 @@ def parse_options(raw_options: Mapping[str, str], streaming: bool = True) -> Sou
         ending=ending,
         auto_offset_reset=reset,
         commit_mode=commit_mode,
-        commit_timeout_ms=_positive_int(options, "commitTimeoutMs", 60_000),
+        commit_timeout_ms=_positive_int(options, "commitTimeoutMs", 60_000, high=MAX_TIMEOUT_MS),
         fail_on_data_loss=_bool(options, "failOnDataLoss", True),
         max_offsets_per_trigger=max_per_trigger,
         min_offsets_per_trigger=min_per_trigger,
         max_trigger_delay_ms=max_trigger_delay_ms,
-        min_partitions=_positive_int(options, "minPartitions"),
+        min_partitions=_positive_int(options, "minPartitions", high=MAX_PARTITION),
         include_headers=_bool(options, "includeHeaders", False),
-        poll_timeout_ms=_positive_int(options, "kafkaConsumer.pollTimeoutMs", 120_000),
+        poll_timeout_ms=_positive_int(options, "kafkaConsumer.pollTimeoutMs", 120_000, high=MAX_TIMEOUT_MS),
         read_committed=isolation == "read_committed",
         kafka_config=kafka_config,
     )

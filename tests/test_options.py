@@ -305,8 +305,26 @@ def test_other_kafka_options_reach_librdkafka_with_prefix_stripped():
 
 
 def test_non_kafka_options_do_not_reach_librdkafka():
-    opts = parse(maxOffsetsPerTrigger="5", someOtherOption="x", path="/tmp/x")
+    opts = parse(maxOffsetsPerTrigger="5", failOnDataLoss="false", commitMode="none")
     assert opts.kafka_config == {}
+
+
+def test_unknown_options_are_refused_naming_the_closest_known_one():
+    assert error_of({"startingOffset": "earliest"}).startswith(
+        "unknown option 'startingoffset': did you mean startingOffsets? kafkasource's options are subscribe, ")
+    assert error_of({"path": "/tmp/x"}).startswith("unknown option 'path': kafkasource's options are subscribe, ")
+
+
+@pytest.mark.parametrize("name", ["fetchOffset.numRetries", "fetchOffset.retryIntervalMs", "groupIdPrefix"])
+def test_builtin_options_without_meaning_here_are_accepted(name):
+    assert parse(**{name: "3"}).kafka_config == {}
+
+
+def test_starting_offsets_by_timestamp_strategy_latest_is_what_we_do():
+    assert parse(startingOffsetsByTimestampStrategy="latest").starting == Latest()
+    assert error_of({"startingOffsetsByTimestampStrategy": "error"}) == (
+        "option startingOffsetsByTimestampStrategy='error' is not supported: a partition with no record at or after "
+        "the timestamp starts at its log end (the built-in's 'latest' strategy); remove the option or set it to latest")
 
 
 @pytest.mark.parametrize("setting", sorted(UNSUPPORTED_KAFKA_SETTINGS))

@@ -63,6 +63,12 @@ def reader(spark, options: dict[str, str]):
                   "kafka.sasl.password": SECRET},
                  ["librdkafka rejected kafka.fetch.max.byte='1000'", "No such configuration property"],
                  id="librdkafka-unknown-setting"),
+    pytest.param({"kafka.bootstrap.servers": "127.0.0.1:9", "subscribe": "t", "maxOffsetPerTrigger": "100"},
+                 ["unknown option 'maxoffsetpertrigger': did you mean maxOffsetsPerTrigger?"], id="unknown-option"),
+    pytest.param({"kafka.bootstrap.servers": "127.0.0.1:9", "subscribe": "bestellungen-für-heute"},
+                 ["option subscribe: 'bestellungen-für-heute' is not a Kafka topic name"], id="unicode-topic"),
+    pytest.param({"kafka.bootstrap.servers": "127.0.0.1:9", "subscribe": "t", "kafkaConsumer.pollTimeoutMs": "9" * 30},
+                 ["option kafkaConsumer.pollTimeoutMs must be at most 2147483647"], id="huge-timeout"),
 ])
 def test_bad_option_is_rejected_at_load(spark, options, fragments):
     with pytest.raises(AnalysisException) as raised:
