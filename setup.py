@@ -22,5 +22,6 @@ setup(
     extras_require={
         # pyspark's Connect client packages serve the Connect tests only; the source never needs them
         "test": ["pytest>=8", "hypothesis>=6", "pandas>=2,<3", "pyspark[connect]>=4.2"],
+        "bench": ["matplotlib>=3"],  # the benchmark's chart
     },
 )

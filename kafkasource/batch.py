@@ -6,7 +6,7 @@ from pyspark.sql.datasource import DataSourceReader, InputPartition
 
 from kafkasource.client import KafkaClient
 from kafkasource.errors import OptionError
-from kafkasource.fetch import read_range
+from kafkasource.packed import read_ranges
 from kafkasource.options import SourceOptions
 from kafkasource.ranges import batch_ranges
 from kafkasource.stream import KafkaInputPartition, fetch_config, plan_partitions
@@ -32,4 +32,4 @@ class KafkaBatchReader(DataSourceReader):
         return plan_partitions(batch_ranges(start, end), self.options)
 
     def read(self, partition: KafkaInputPartition):
-        return read_range(partition.range, self.fetch_config)
+        return read_ranges(partition.ranges, self.fetch_config)

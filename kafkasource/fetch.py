@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass, field
-from typing import Iterator
+from typing import Callable, Iterator
 
 from confluent_kafka import Consumer, KafkaError, Message
 from confluent_kafka import TopicPartition as KafkaTopicPartition
@@ -103,26 +103,39 @@ POOL = ConsumerPool()
 
 def read_range(offset_range: OffsetRange, config: FetchConfig, pool: ConsumerPool = POOL) -> Iterator:
     """Yield pyarrow.RecordBatch objects holding exactly the records of [start, until) that exist."""
+    return pooled(lambda consumer: RangeReader(consumer, offset_range, config).batches(), config, pool)
+
+
+def pooled(read: Callable[[Consumer], Iterator], config: FetchConfig, pool: ConsumerPool) -> Iterator:
+    """Run `read` with a consumer from the pool; one that failed is closed rather than pooled."""
     consumer = pool.acquire(config)
     healthy = False
     try:
-        yield from _RangeReader(consumer, offset_range, config).batches()
+        yield from read(consumer)
         healthy = True
     finally:
         pool.release(config, consumer, healthy)
 
 
-class _RangeReader:
-    def __init__(self, consumer: Consumer, offset_range: OffsetRange, config: FetchConfig):
+class RangeReader:
+    """Reads one range. `shared`: the consumer also reads other partitions (packed.py), which repositions
+    it: moving this range's position only marks it (`moved`) instead of replacing the assignment."""
+
+    def __init__(self, consumer: Consumer, offset_range: OffsetRange, config: FetchConfig, shared: bool = False):
         self.consumer = consumer
         self.range = offset_range
         self.config = config
+        self.shared = shared
+        self.moved = False
         self.name = f"{offset_range.topic}-{offset_range.partition}"
         self.position = offset_range.start
 
     def _seek(self, offset: int) -> None:
         self.position = offset
-        self.consumer.assign([KafkaTopicPartition(self.range.topic, self.range.partition, offset)])
+        if self.shared:
+            self.moved = True
+        else:
+            self.consumer.assign([KafkaTopicPartition(self.range.topic, self.range.partition, offset)])
 
     def batches(self) -> Iterator:
         until = self.range.until
@@ -167,14 +180,14 @@ class _RangeReader:
                 if error is None:
                     kept.append(message)
                 elif message.topic() in (None, self.range.topic) \
-                        and message.partition() in (None, -1, self.range.partition) and self._on_error(error):
+                        and message.partition() in (None, -1, self.range.partition) and self.on_error(error):
                     return [m for m in kept if m.offset() < until], True
             messages = kept  # error events about other partitions are late news for a pooled consumer
         if messages and messages[-1].offset() >= until:
             messages = [m for m in messages if m.offset() < until]
         return messages, False
 
-    def _on_error(self, error: KafkaError) -> bool:
+    def on_error(self, error: KafkaError) -> bool:
         """Raise, or skip lost records (True: the position moved), or log a transient error (False)."""
         code = error.code()
         if code == KafkaError._AUTO_OFFSET_RESET or code == KafkaError.OFFSET_OUT_OF_RANGE:

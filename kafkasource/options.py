@@ -47,7 +47,7 @@ MANAGED_KAFKA_SETTINGS = {"group.id", "auto.offset.reset", "enable.auto.commit",
 SOURCE_OPTIONS = ("subscribe", "subscribePattern", "assign", "startingOffsets", "startingTimestamp",
                   "startingOffsetsByTimestamp", "startingOffsetsByTimestampStrategy", "endingOffsets",
                   "endingTimestamp", "endingOffsetsByTimestamp", "failOnDataLoss", "maxOffsetsPerTrigger",
-                  "minOffsetsPerTrigger", "maxTriggerDelay", "minPartitions", "includeHeaders",
+                  "minOffsetsPerTrigger", "maxTriggerDelay", "minPartitions", "packRecordsPerTask", "includeHeaders",
                   "kafkaConsumer.pollTimeoutMs", "commitMode", "commitTimeoutMs")
 # options of Spark's built-in source that mean nothing here: accepted, so a format("kafka") reader switches unchanged
 IGNORED_BUILTIN_OPTIONS = {
@@ -88,6 +88,7 @@ class SourceOptions:
     min_offsets_per_trigger: int | None
     max_trigger_delay_ms: int
     min_partitions: int | None
+    pack_records_per_task: int | None
     include_headers: bool
     poll_timeout_ms: int
     read_committed: bool
@@ -399,6 +400,7 @@ def parse_options(raw_options: Mapping[str, str], streaming: bool = True) -> Sou
         min_offsets_per_trigger=min_per_trigger,
         max_trigger_delay_ms=max_trigger_delay_ms,
         min_partitions=_positive_int(options, "minPartitions", high=MAX_PARTITION),
+        pack_records_per_task=_positive_int(options, "packRecordsPerTask"),
         include_headers=_bool(options, "includeHeaders", False),
         poll_timeout_ms=_positive_int(options, "kafkaConsumer.pollTimeoutMs", 120_000, high=MAX_TIMEOUT_MS),
         read_committed=isolation == "read_committed",

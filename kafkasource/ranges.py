@@ -48,6 +48,27 @@ def split_ranges(ranges: list[OffsetRange], min_partitions: int | None) -> list[
     return out
 
 
+def pack_ranges(ranges: list[OffsetRange], records_per_task: int | None) -> list[tuple[OffsetRange, ...]]:
+    """The ranges grouped into Spark tasks. Without a budget, a task per range. With one, ranges smaller than
+    the budget share tasks of at most `records_per_task` records; a range as large keeps a task of its own.
+    A task costs Spark tens of milliseconds whatever it reads, which dominates a batch of many tiny ranges."""
+    if not records_per_task:
+        return [(r,) for r in ranges]
+    tasks: list[tuple[OffsetRange, ...]] = []
+    packed: list[OffsetRange] = []
+    for r in ranges:
+        if r.size >= records_per_task:
+            tasks.append((r,))
+            continue
+        if packed and sum(p.size for p in packed) + r.size > records_per_task:
+            tasks.append(tuple(packed))
+            packed = []
+        packed.append(r)
+    if packed:
+        tasks.append(tuple(packed))
+    return tasks
+
+
 def rate_limit(start: Mapping[TopicPartition, int], latest: Mapping[TopicPartition, int],
                max_records: int) -> Positions:
     """End positions holding at most `max_records` records in all, shared in proportion to each

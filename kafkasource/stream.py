@@ -19,21 +19,22 @@ from pyspark.sql.streaming.datasource import (ReadAllAvailable, ReadLimit, ReadM
 from kafkasource.client import KafkaClient
 from kafkasource.commit import OffsetCommitter
 from kafkasource.errors import DataLossError
-from kafkasource.fetch import FetchConfig, read_range
+from kafkasource.fetch import FetchConfig
 from kafkasource.offsets import Positions, TopicPartition, describe, from_json_dict, to_json_dict
 from kafkasource.options import SourceOptions
-from kafkasource.ranges import OffsetRange, batch_ranges, rate_limit, split_ranges
+from kafkasource.packed import read_ranges
+from kafkasource.ranges import OffsetRange, batch_ranges, pack_ranges, rate_limit, split_ranges
 from kafkasource import shutdown
 
 log = logging.getLogger(__name__)
 
 
 class KafkaInputPartition(InputPartition):
-    """One Spark task: one offset range of one topic-partition."""
+    """One Spark task: one offset range of one topic-partition, or several small ones (packRecordsPerTask)."""
 
-    def __init__(self, offset_range: OffsetRange):
-        super().__init__(offset_range)
-        self.range = offset_range
+    def __init__(self, ranges: tuple[OffsetRange, ...]):
+        super().__init__(ranges)
+        self.ranges = ranges
 
 
 def fetch_config(options: SourceOptions) -> FetchConfig:
@@ -42,7 +43,8 @@ def fetch_config(options: SourceOptions) -> FetchConfig:
 
 
 def plan_partitions(ranges: list[OffsetRange], options: SourceOptions) -> list[KafkaInputPartition]:
-    return [KafkaInputPartition(r) for r in split_ranges(ranges, options.min_partitions)]
+    split = split_ranges(ranges, options.min_partitions)
+    return [KafkaInputPartition(task) for task in pack_ranges(split, options.pack_records_per_task)]
 
 
 class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
@@ -166,7 +168,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return plan_partitions(batch_ranges(start_positions, end_positions), self.options)
 
     def read(self, partition: KafkaInputPartition):
-        return read_range(partition.range, self.fetch_config)
+        return read_ranges(partition.ranges, self.fetch_config)
 
     def commit(self, end: dict) -> None:
         self._commit_completed(from_json_dict(end))

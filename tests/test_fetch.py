@@ -10,6 +10,7 @@ import pytest
 from kafkasource.arrow import arrow_schema
 from kafkasource.errors import DataLossError
 from kafkasource.fetch import ConsumerPool, FetchConfig, read_range
+from kafkasource.packed import read_ranges
 from kafkasource.ranges import OffsetRange
 
 
@@ -20,6 +21,17 @@ def fetch_config(kafka, fail_on_data_loss=True) -> FetchConfig:
 
 def read(offset_range, config, pool) -> pa.Table:
     return pa.Table.from_batches(list(read_range(offset_range, config, pool)), schema=arrow_schema(False))
+
+
+def read_packed(ranges, config, pool) -> pa.Table:
+    return pa.Table.from_batches(list(read_ranges(tuple(ranges), config, pool)), schema=arrow_schema(False))
+
+
+def by_partition(table: pa.Table) -> dict[int, list[int]]:
+    out: dict[int, list[int]] = {}
+    for partition, offset in zip(table.column("partition").to_pylist(), table.column("offset").to_pylist()):
+        out.setdefault(partition, []).append(offset)
+    return out
 
 
 def test_pooled_consumer_is_reused_across_ranges_and_idles_unassigned(kafka, topic):
@@ -60,3 +72,34 @@ def test_executor_defaults_favour_bounded_reads_and_user_settings_win():
     assert (defaults["fetch.queue.backoff.ms"], defaults["fetch.wait.max.ms"]) == (10, 10)
     chosen = FetchConfig({"bootstrap.servers": "127.0.0.1:9", "fetch.wait.max.ms": "250"}, False, True, 1000)
     assert chosen.consumer_config()["fetch.wait.max.ms"] == "250"
+
+
+def test_a_packed_task_reads_each_of_its_ranges_exactly_with_one_consumer(kafka, topic):
+    kafka.produce_values(topic, 30, partitions=3)
+    config, pool = fetch_config(kafka), ConsumerPool()
+
+    table = read_packed([OffsetRange(topic, 0, 2, 7), OffsetRange(topic, 1, 0, 10), OffsetRange(topic, 2, 9, 10)],
+                        config, pool)
+
+    assert by_partition(table) == {0: [2, 3, 4, 5, 6], 1: list(range(10)), 2: [9]}
+    rows = zip(table.column("partition").to_pylist(), table.column("offset").to_pylist(),
+               table.column("value").to_pylist())
+    assert all(value == b"v%d" % (offset * 3 + partition) for partition, offset, value in rows)
+    (idle_consumer, _), = pool._idle[config.pool_key()]
+    assert idle_consumer.assignment() == []
+
+
+def test_data_loss_in_one_range_of_a_packed_task_touches_only_that_range(kafka, topic, caplog):
+    kafka.produce_values(topic, 30, partitions=3)
+    kafka.delete_records_before(topic, 0, 4)
+    ranges = [OffsetRange(topic, 0, 1, 8), OffsetRange(topic, 1, 0, 5)]
+
+    with pytest.raises(DataLossError, match=rf"records 1\.\.3 of {topic}-0 are gone \(3 records\)"):
+        read_packed(ranges, fetch_config(kafka), ConsumerPool())
+
+    with caplog.at_level(logging.WARNING, logger="kafkasource.fetch"):
+        skipped = read_packed(ranges, fetch_config(kafka, fail_on_data_loss=False), ConsumerPool())
+    assert by_partition(skipped) == {0: [4, 5, 6, 7], 1: [0, 1, 2, 3, 4]}
+    assert [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING] == [
+        f"records 1..3 of {topic}-0 are gone (3 records): the log now starts at 4 (retention or deleted records); "
+        "skipping them (failOnDataLoss=false)"]

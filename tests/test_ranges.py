@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from kafkasource.ranges import OffsetRange, batch_ranges, rate_limit, split_ranges
+from kafkasource.ranges import OffsetRange, batch_ranges, pack_ranges, rate_limit, split_ranges
 
 A0, A1, A2, B0 = ("a", 0), ("a", 1), ("a", 2), ("b", 0)
 
@@ -185,3 +185,27 @@ def test_rate_limit_repeated_triggers_drain_everything():
         start = rate_limit(start, latest, 50)
         steps += 1
     assert steps == 101  # 5004 records at 50 per trigger
+
+
+def ranges_of(*sizes: int) -> list[OffsetRange]:
+    return [OffsetRange("t", p, 100, 100 + size) for p, size in enumerate(sizes)]
+
+
+def test_pack_ranges_without_a_budget_gives_a_task_per_range():
+    ranges = ranges_of(1, 5, 1000)
+    assert pack_ranges(ranges, None) == [(r,) for r in ranges]
+
+
+def test_pack_ranges_groups_small_ranges_up_to_the_budget():
+    r = ranges_of(3, 4, 2, 10, 1, 6, 5)
+    assert pack_ranges(r, 10) == [(r[3],), (r[0], r[1], r[2], r[4]), (r[5],), (r[6],)]
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_pack_ranges_keeps_every_range_once_and_respects_the_budget(seed):
+    rng = random.Random(seed)
+    ranges = ranges_of(*(rng.randint(1, 50) for _ in range(rng.randint(0, 300))))
+    budget = rng.randint(1, 120)
+    tasks = pack_ranges(ranges, budget)
+    assert sorted((r for task in tasks for r in task), key=lambda r: r.partition) == ranges
+    assert all(len(task) == 1 or sum(r.size for r in task) <= budget for task in tasks)

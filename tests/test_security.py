@@ -190,13 +190,19 @@ def test_a_principal_without_read_on_the_topic_is_told_so(spark, sasl, tmp_path)
     assert committed(sasl, group, topic, 2) == {}
 
 
-def test_without_read_on_the_group_a_sync_commit_fails_the_query_after_the_batch_was_written(spark, sasl, tmp_path):
-    topic, group = f"no-group-{secrets.token_hex(4)}", f"no-group-sync-{secrets.token_hex(4)}"
+def without_read_on_the_group(sasl, mode: str) -> tuple[str, str, list, dict[str, str]]:
+    """A topic of 20 records, and carol's options to read it and commit to a group she may only DESCRIBE."""
+    topic, group = f"no-group-{secrets.token_hex(4)}", f"no-group-{mode}-{secrets.token_hex(4)}"
     expected = topic_with_records(sasl, topic)
     sasl.grant("carol", "TOPIC", topic, "READ")
     sasl.grant("carol", "GROUP", group, "DESCRIBE")
-    options = sasl_options(sasl, "carol", PASSWORDS["carol"], subscribe=topic, commitMode="sync",
+    options = sasl_options(sasl, "carol", PASSWORDS["carol"], subscribe=topic, commitMode=mode,
                            commitTimeoutMs="5000", **{"kafka.group.id": group, "kafka.auto.offset.reset": "earliest"})
+    return topic, group, expected, options
+
+
+def test_without_read_on_the_group_a_sync_commit_fails_the_query_after_the_batch_was_written(spark, sasl, tmp_path):
+    topic, group, expected, options = without_read_on_the_group(sasl, "sync")
     collector = Collector()
     query = start_query(spark, tmp_path / "ck", options, collector)
     try:
@@ -214,12 +220,7 @@ def test_without_read_on_the_group_a_sync_commit_fails_the_query_after_the_batch
 
 
 def test_without_read_on_the_group_async_commits_warn_and_the_query_reads_everything(spark, sasl, tmp_path, caplog):
-    topic, group = f"no-group-{secrets.token_hex(4)}", f"no-group-async-{secrets.token_hex(4)}"
-    expected = topic_with_records(sasl, topic)
-    sasl.grant("carol", "TOPIC", topic, "READ")
-    sasl.grant("carol", "GROUP", group, "DESCRIBE")
-    options = sasl_options(sasl, "carol", PASSWORDS["carol"], subscribe=topic, commitMode="async",
-                           commitTimeoutMs="5000", **{"kafka.group.id": group, "kafka.auto.offset.reset": "earliest"})
+    topic, group, expected, options = without_read_on_the_group(sasl, "async")
 
     _query, collector = run_to_end(spark, tmp_path / "ck", options)
     assert rows(collector) == sorted(expected)

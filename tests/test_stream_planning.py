@@ -127,7 +127,7 @@ def test_new_partition_joins_at_its_log_start():
     end = stream.latestOffset(start, ReadAllAvailable())
 
     assert end == {"t": {"0": 5, "1": 9}}
-    ranges = [p.range for p in stream.partitions(start, end)]
+    ranges = [r for p in stream.partitions(start, end) for r in p.ranges]
     assert [(r.partition, r.start, r.until) for r in ranges] == [(0, 0, 5), (1, 3, 9)]
 
 
@@ -183,7 +183,7 @@ def test_recreated_topic_is_read_again_from_its_new_start_or_fails(caplog):
     with caplog.at_level(logging.WARNING, logger="kafkasource.stream"):
         again = stream.latestOffset({"t": {"0": 11}}, ReadAllAvailable())
     assert again == {"t": {"0": 4}}
-    assert [(r.partition, r.start, r.until) for r in (p.range for p in stream.partitions({"t": {"0": 11}}, again))] \
+    assert [(r.partition, r.start, r.until) for p in stream.partitions({"t": {"0": 11}}, again) for r in p.ranges] \
         == [(0, 0, 4)]
     assert caplog.records[-1].getMessage() == (
         "the log of t-0 now ends at 4, below the query's position 11 (topic recreated or truncated); at least 1 record "

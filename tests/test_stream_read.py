@@ -18,6 +18,7 @@ from typing import Callable, Iterator
 import pytest
 from pyspark.errors import StreamingQueryException
 
+from kafkasource import KafkaDataSource
 from tests.kafka_helpers import KafkaHarness, Record, await_condition
 
 QUERY_TIMEOUT_S = 120  # an AvailableNow query over a handful of records takes a few seconds
@@ -482,8 +483,9 @@ def _produce_transactions(kafka: KafkaHarness, topic: str) -> tuple[list[Record]
     return committed, aborted
 
 
+@pytest.mark.parametrize("packed", [None, "1000"], ids=["task-per-partition", "packed"])
 @pytest.mark.parametrize("isolation", ["read_committed", "read_uncommitted"])
-def test_transactional_records_by_isolation_level(spark, kafka, topic, tmp_path, isolation):
+def test_transactional_records_by_isolation_level(spark, kafka, topic, tmp_path, isolation, packed):
     committed, aborted = _produce_transactions(kafka, topic)
     # markers take offsets too: p0 = 3 committed, marker, 2 aborted, marker, 2 committed, marker;
     # p1 = 1 committed, marker, 2 aborted, marker; p2 = 2 aborted, marker
@@ -495,7 +497,8 @@ def test_transactional_records_by_isolation_level(spark, kafka, topic, tmp_path,
     # read_committed) would fail the query with "stalled" after kafkaConsumer.pollTimeoutMs
     rows = run_available_now(spark, tmp_path / "cp", base_options(
         kafka, subscribe=topic, startingOffsets="earliest",
-        **{"kafka.isolation.level": isolation, "kafkaConsumer.pollTimeoutMs": "10000"}))
+        **{"kafka.isolation.level": isolation, "kafkaConsumer.pollTimeoutMs": "10000"},
+        **({"packRecordsPerTask": packed} if packed else {})))
 
     assert rows == expected(committed if isolation == "read_committed" else committed + aborted)
 
@@ -537,3 +540,21 @@ def test_batch_read_of_an_explicit_offset_range(spark, kafka, topic):
 
     wanted = {0: range(1, 3), 1: range(0, 5), 2: range(4, 4)}
     assert rows_of(df) == expected([r for r in produced if r.offset in wanted[r.partition]])
+
+
+def test_small_ranges_packed_into_tasks_read_every_record_once(spark, kafka, tmp_path):
+    """packRecordsPerTask=5 over 12 partitions of 1 or 2 records plus one of 40: four packed tasks read their
+    ranges one after another with one consumer, the large range keeps a task of its own."""
+    topic = kafka.create_topic(kafka.unique_name("packed"), partitions=13)
+    produced = kafka.produce(topic, [Record(p, f"k{p}-{i}".encode(), f"v{p}-{i}".encode())
+                              for p in range(12) for i in range(1 + p % 2)]
+                             + [Record(12, b"big", f"b{i}".encode()) for i in range(40)])
+    options = base_options(kafka, subscribe=topic, startingOffsets="earliest", packRecordsPerTask="5")
+
+    stream_rows = run_available_now(spark, tmp_path / "cp", options)
+    batch_rows = rows_of(spark.read.format("kafkasource").options(**options).load())
+
+    assert stream_rows == batch_rows == expected(produced)
+    assert len(produced) == 58
+    tasks = KafkaDataSource(options).reader(None).partitions()
+    assert sorted(sum(r.size for r in task.ranges) for task in tasks) == [4, 4, 5, 5, 40]

@@ -1,0 +1,185 @@
+"""Read throughput: kafkasource against Spark's built-in format("kafka") and a bare consumer, in one run.
+
+Starts a local broker, produces the data sets of bench/datasets.py once, warms both Spark readers up
+in one session (Python workers started, JVM code compiled), then drains every data set `--repeat`
+times with each reader, rotating the readers' order each round so none always runs first. Prints and
+writes to bench/RESULTS.md the medians (rows/s, MB/s of values) and the ratio to the built-in, with
+the machine it ran on; a chart as bench/results.png when matplotlib is installed.
+
+    bash scripts/bench.sh                      # installs the bench extra, then runs this module
+    python3 -m bench.run [--scale 0.1] [--repeat 3] [--sets 1p-100B,wide-200p] [--results bench/RESULTS.md]
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+from bench import datasets, readers
+from bench.reference import reference_jars
+from dev import broker as local_broker
+
+READERS = ("kafkasource", "built-in", "bare")
+PACKED = "kafkasource packed"  # packRecordsPerTask, on the wide data sets only
+
+
+def readers_for(data_set: datasets.DataSet) -> tuple[str, ...]:
+    return READERS + ((PACKED,) if data_set.name in datasets.WIDE else ())
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--scale", type=float, default=1.0, help="records per partition × this (wide sets excepted)")
+    parser.add_argument("--repeat", type=int, default=3, help="drains per reader and data set; the median counts")
+    parser.add_argument("--sets", help="comma-separated data set names (default: all): "
+                        + ", ".join(d.name for d in datasets.DATA_SETS))
+    parser.add_argument("--results", default=str(Path(__file__).parent / "RESULTS.md"), help="Markdown to write")
+    args = parser.parse_args(argv)
+    known = {d.name for d in datasets.DATA_SETS}
+    wanted = set(args.sets.split(",")) if args.sets else known
+    if wanted - known:
+        parser.error(f"unknown data set(s) {', '.join(sorted(wanted - known))}; known: {', '.join(sorted(known))}")
+    if args.scale <= 0 or args.repeat < 1:
+        parser.error("--scale must be above 0 and --repeat at least 1")
+    args.data_sets = [d if d.name in datasets.WIDE else d.scaled(args.scale)
+                      for d in datasets.DATA_SETS if d.name in wanted]
+    return args
+
+
+def spark_session(jars: list[Path]):
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
+    from pyspark.sql import SparkSession
+
+    spark = (SparkSession.builder.master("local[2]").appName("kafkasource-bench")
+             .config("spark.ui.enabled", "false").config("spark.driver.bindAddress", "127.0.0.1")
+             .config("spark.driver.memory", "2g").config("spark.ui.showConsoleProgress", "false")
+             .config("spark.jars", ",".join(str(j) for j in jars)).getOrCreate())
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+def drain(spark, reader: str, bootstrap: str, topic: str, data_set: datasets.DataSet) -> float:
+    if reader == "bare":
+        seconds, rows = readers.bare_drain(bootstrap, topic, data_set.partitions, data_set.records)
+    else:
+        seconds, rows = readers.spark_drain(spark, reader, bootstrap, topic)
+    if rows != data_set.records:
+        raise RuntimeError(f"{reader} read {rows:,} rows of {data_set.name}, expected {data_set.records:,}")
+    return seconds
+
+
+def machine() -> str:
+    cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                if line.startswith("model name")), platform.processor() or "unknown CPU")
+    memory_kb = next(int(line.split()[1]) for line in Path("/proc/meminfo").read_text().splitlines()
+                     if line.startswith("MemTotal"))
+    java = subprocess.run(["java", "-version"], capture_output=True, text=True).stderr.splitlines()[0]
+    import confluent_kafka
+    import pyspark
+
+    return (f"{os.cpu_count()} cores ({cpu}), {memory_kb / 2**20:.0f} GiB, Python {platform.python_version()}, "
+            f"{java}, pyspark {pyspark.__version__}, confluent-kafka {confluent_kafka.version()[0]} "
+            f"(librdkafka {confluent_kafka.libversion()[0]}), Apache Kafka {local_broker.KAFKA_VERSION} (one broker)")
+
+
+def report(results: dict[str, dict[str, list[float]]], data_sets: list[datasets.DataSet], args, elapsed: float) -> str:
+    columns = READERS + (PACKED,)
+    lines = ["| data set | records | " + " | ".join(f"{r} rows/s (MB/s)" for r in columns)
+             + " | kafkasource / built-in | packed / built-in | bare / built-in |", "|" + " --- |" * (len(columns) + 5)]
+    for d in data_sets:
+        median = {r: statistics.median(results[d.name][r]) for r in readers_for(d)}
+        cells = [f"{d.records / median[r]:,.0f} ({d.payload_bytes / median[r] / 1e6:,.1f})" if r in median else "–"
+                 for r in columns]
+        ratios = [f"{median['built-in'] / median[r]:.2f}×" if r in median else "–" for r in ("kafkasource", PACKED, "bare")]
+        lines.append(f"| {d.name}: {d.describe()} | {d.records:,} | " + " | ".join(cells)
+                     + f" | **{ratios[0]}** | {ratios[1]} | {ratios[2]} |")
+    command = "python3 -m bench.run " + " ".join(sys.argv[1:])
+    return "\n".join([
+        "# Read throughput", "",
+        f"`{command.strip()}`, {time.strftime('%Y-%m-%d')}, {elapsed / 60:.0f} minutes.", "",
+        f"Machine: {machine()}.", "",
+        f"Each reader drained each data set {args.repeat} times from its first offset, readers alternating; "
+        "the table shows medians. Spark readers: Trigger.AvailableNow into the noop sink, `local[2]`, one warm "
+        "session, default options (each timed from `start()` to the end of `awaitTermination()`); kafkasource "
+        "packed: `packRecordsPerTask=10000`, on the wide topics. bare: one "
+        "confluent-kafka consumer in one Python process, a Message object per record. MB/s counts value bytes.", "",
+        *lines, "", "![read throughput](results.png)" if _has_matplotlib() else "", ""])
+
+
+def _has_matplotlib() -> bool:
+    return importlib.util.find_spec("matplotlib") is not None
+
+
+def chart(results: dict[str, dict[str, list[float]]], data_sets: list[datasets.DataSet], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(10, 4.5))
+    width = 0.8 / len(READERS)
+    for i, reader in enumerate(READERS):
+        rates = [d.records / statistics.median(results[d.name][reader]) if reader in results[d.name] else 0
+                 for d in data_sets]
+        ax.bar([x + i * width for x in range(len(data_sets))], rates, width, label=reader)
+    ax.set_xticks([x + width for x in range(len(data_sets))], [d.name for d in data_sets])
+    ax.set_ylabel("rows/s (median)")
+    ax.set_yscale("log")
+    ax.legend()
+    ax.set_title("Drain of a whole topic, one 2-core machine")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    started = time.perf_counter()
+    jars = reference_jars()
+    broker = local_broker.start()
+    try:
+        bootstrap = broker.bootstrap_servers
+        topics = {}
+        warm = datasets.DataSet("warm-up", 4, 20_000, 100)
+        for d in [warm, *args.data_sets]:
+            t0 = time.perf_counter()
+            topics[d.name] = f"bench-{d.name}-{uuid.uuid4().hex[:6]}"
+            datasets.produce(bootstrap, topics[d.name], d)
+            print(f"produced {d.name}: {d.describe()} in {time.perf_counter() - t0:.1f} s", flush=True)
+        spark = spark_session(jars)
+        for reader in READERS:  # warm-up, not counted
+            drain(spark, reader, bootstrap, topics[warm.name], warm)
+
+        results = {d.name: {r: [] for r in readers_for(d)} for d in args.data_sets}
+        for round_ in range(args.repeat):
+            for d in args.data_sets:
+                names = readers_for(d)
+                for reader in names[round_ % len(names):] + names[:round_ % len(names)]:
+                    seconds = drain(spark, reader, bootstrap, topics[d.name], d)
+                    results[d.name][reader].append(seconds)
+                    print(f"round {round_ + 1}: {d.name:12s} {reader:12s} {seconds:7.2f} s "
+                          f"{d.records / seconds:12,.0f} rows/s", flush=True)
+        spark.stop()
+    finally:
+        broker.stop()
+        shutil.rmtree(broker.data_dir, ignore_errors=True)
+
+    text = report(results, args.data_sets, args, time.perf_counter() - started)
+    Path(args.results).write_text(text)
+    if _has_matplotlib():
+        chart(results, args.data_sets, Path(args.results).with_name("results.png"))
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
