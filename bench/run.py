@@ -22,6 +22,7 @@ import subprocess
 import sys
 import time
 import uuid
+from importlib.metadata import version
 from pathlib import Path
 
 from bench import datasets, readers
@@ -85,10 +86,9 @@ def machine() -> str:
                      if line.startswith("MemTotal"))
     java = subprocess.run(["java", "-version"], capture_output=True, text=True).stderr.splitlines()[0]
     import confluent_kafka
-    import pyspark
 
     return (f"{os.cpu_count()} cores ({cpu}), {memory_kb / 2**20:.0f} GiB, Python {platform.python_version()}, "
-            f"{java}, pyspark {pyspark.__version__}, confluent-kafka {confluent_kafka.version()[0]} "
+            f"{java}, pyspark {version('pyspark')}, confluent-kafka {version('confluent-kafka')} "
             f"(librdkafka {confluent_kafka.libversion()[0]}), Apache Kafka {local_broker.KAFKA_VERSION} (one broker)")
 
 
