@@ -38,6 +38,16 @@ class PackedReader:
         self.pending: dict[Key, list] = {key: [] for key in self.readers}
 
     def batches(self) -> Iterator:
+        # librdkafka keeps a partition paused across unassign and assign: resume what this task paused, or the
+        # pooled consumer's next task on that partition would wait for records forever
+        self.paused: list[KafkaTopicPartition] = []
+        try:
+            yield from self._read()
+        finally:
+            if self.paused:
+                self.consumer.resume(self.paused)
+
+    def _read(self) -> Iterator:
         timeout_s = self.config.poll_timeout_ms / 1000
         active = dict(self.readers)
         self.consumer.assign([KafkaTopicPartition(t, p, r.position) for (t, p), r in active.items()])
@@ -71,7 +81,9 @@ class PackedReader:
                 for r in active.values():
                     r.moved = False
             elif done:
-                self.consumer.pause([KafkaTopicPartition(t, p) for (t, p) in done])
+                finished = [KafkaTopicPartition(t, p) for (t, p) in done]
+                self.consumer.pause(finished)
+                self.paused.extend(finished)
             if done or any(r.position != before[key] for key, r in active.items()):
                 last_progress = time.monotonic()
             elif time.monotonic() - last_progress > timeout_s:

@@ -103,3 +103,19 @@ def test_data_loss_in_one_range_of_a_packed_task_touches_only_that_range(kafka, 
     assert [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING] == [
         f"records 1..3 of {topic}-0 are gone (3 records): the log now starts at 4 (retention or deleted records); "
         "skipping them (failOnDataLoss=false)"]
+
+
+def test_partitions_a_packed_task_paused_are_read_again_by_its_pooled_consumer(kafka, topic):
+    """librdkafka keeps a partition paused across unassign and assign: a pooled consumer must resume what
+    a packed task paused, or its next task on that partition would stall."""
+    kafka.produce_values(topic, 30, partitions=3)
+    config, pool = fetch_config(kafka), ConsumerPool()
+
+    first = read_packed([OffsetRange(topic, 0, 0, 1), OffsetRange(topic, 1, 0, 10)], config, pool)
+    again = read_packed([OffsetRange(topic, 0, 1, 3), OffsetRange(topic, 2, 0, 2)], config, pool)
+    single = read(OffsetRange(topic, 1, 5, 7), config, pool)
+
+    assert len(pool._idle[config.pool_key()]) == 1  # one consumer served all three tasks
+    assert by_partition(first) == {0: [0], 1: list(range(10))}
+    assert by_partition(again) == {0: [1, 2], 2: [0, 1]}
+    assert by_partition(single) == {1: [5, 6]}
