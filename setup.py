@@ -1,4 +1,22 @@
+import os
+import shutil
+
 from setuptools import find_packages, setup
+
+
+def native_extensions() -> list:
+    """The native read path (native/, Rust): built when cargo is on PATH, else the package stays pure Python.
+    KAFKASOURCE_NATIVE=0 skips it. A failed build is not fatal (optional): the pure-Python path reads then."""
+    if os.environ.get("KAFKASOURCE_NATIVE", "1") == "0" or shutil.which("cargo") is None:
+        return []
+    try:
+        from setuptools_rust import Binding, RustExtension
+    except ImportError:  # `python3 setup.py --version` outside pip's build environment (pyproject.toml has it)
+        return []
+
+    return [RustExtension("kafkasource._native", path="native/Cargo.toml", binding=Binding.PyO3,
+                          py_limited_api=True, optional=True, debug=False)]
+
 
 setup(
     name="kafkasource",
@@ -14,6 +32,8 @@ setup(
     package_dir={"": "."},
     # a top-level pyspark_* module exposing DefaultSource: Spark registers format("kafkasource") by itself
     py_modules=["pyspark_kafkasource"],
+    rust_extensions=native_extensions(),
+    zip_safe=False,
     install_requires=[
         "pyspark>=4.2",
         "pyarrow>=15",

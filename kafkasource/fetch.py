@@ -2,7 +2,8 @@
 
 Consumers are pooled per Python worker process (Spark reuses Python workers across
 micro-batches), keyed by their configuration, closed when idle for a while or after any failure. They only
-assign() partitions: they never join a group and never commit.
+assign() partitions: they never join a group and never commit. A range is read by the native consumer
+(native.py) where the extension is built, else by confluent-kafka's; RangeReader drives either.
 """
 
 from __future__ import annotations
@@ -15,8 +16,10 @@ from typing import Callable, Iterator
 from confluent_kafka import Consumer, KafkaError, Message
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 
+from kafkasource import native
 from kafkasource.arrow import to_record_batch
 from kafkasource.errors import AccessError, DataLossError, KafkaSourceError
+from kafkasource.native import NativeConsumer, NativeRows
 from kafkasource.ranges import OffsetRange
 
 log = logging.getLogger(__name__)
@@ -49,6 +52,14 @@ class FetchConfig:
     # the query's kafka.group.id: the consumer looks its coordinator up (librdkafka does so for any group.id, even
     # for a consumer that only assigns), which under ACLs needs DESCRIBE on the group; it never joins nor commits
     group_id: str | None = None
+    read_path: str = "auto"  # readPath: auto (native when built), native, python
+
+    def wants_native(self) -> bool:
+        if self.read_path == "native" and not native.available():
+            raise KafkaSourceError("readPath is native, but kafkasource's native extension is not built on this "
+                                   "executor: install kafkasource where a Rust toolchain is present (pip install "
+                                   "builds it), or set readPath to auto or python")
+        return self.read_path == "native" or (self.read_path == "auto" and native.available())
 
     def consumer_config(self) -> dict[str, object]:
         return {**FETCH_DEFAULTS, **self.kafka_config, "group.id": self.group_id or EXECUTOR_GROUP_ID,
@@ -59,26 +70,47 @@ class FetchConfig:
 
 
 class ConsumerPool:
-    """Idle consumers of this worker process, by configuration."""
+    """Idle consumers of this worker process, by configuration and kind (native or confluent-kafka)."""
 
     def __init__(self) -> None:
         self._idle: dict[tuple, list[tuple[Consumer, float]]] = {}
+        self._native_refused: set[tuple] = set()  # configurations the native consumer could not take
 
-    def acquire(self, config: FetchConfig) -> Consumer:
+    def acquire(self, config: FetchConfig, native_ok: bool = True) -> Consumer | NativeConsumer:
+        """A consumer for `config`: the native one when it is wanted and `native_ok` (its caller reads with
+        RangeReader), else confluent-kafka's."""
         self._close_idle()
-        idle = self._idle.get(config.pool_key())
+        use_native = native_ok and config.wants_native() and (
+            config.read_path == "native" or config.pool_key() not in self._native_refused)
+        idle = self._idle.get(self._key(config, use_native))
         if idle:
             return idle.pop()[0]
+        if use_native:
+            try:
+                return NativeConsumer(config.consumer_config())
+            except ValueError as exc:
+                # the extension's librdkafka is another version, built without GSSAPI: read with
+                # confluent-kafka's, unless the user asked for the native path
+                if config.read_path == "native":
+                    raise KafkaSourceError(f"readPath is native, but the native consumer refused the configuration: "
+                                           f"{exc}. Set readPath to auto or python") from None
+                log.warning("the native consumer refused the configuration (%s); reading with confluent-kafka", exc)
+                self._native_refused.add(config.pool_key())
         return Consumer(config.consumer_config())
 
-    def release(self, config: FetchConfig, consumer: Consumer, healthy: bool) -> None:
+    @staticmethod
+    def _key(config: FetchConfig, native: bool) -> tuple:
+        return (native, *config.pool_key())
+
+    def release(self, config: FetchConfig, consumer: Consumer | NativeConsumer, healthy: bool) -> None:
         if healthy:
             try:
                 consumer.unassign()  # an idle consumer must not keep prefetching (and buffering) records
             except Exception:
                 healthy = False
         if healthy:
-            self._idle.setdefault(config.pool_key(), []).append((consumer, time.monotonic()))
+            key = self._key(config, isinstance(consumer, NativeConsumer))
+            self._idle.setdefault(key, []).append((consumer, time.monotonic()))
         else:
             _close_quietly(consumer)
 
@@ -106,9 +138,10 @@ def read_range(offset_range: OffsetRange, config: FetchConfig, pool: ConsumerPoo
     return pooled(lambda consumer: RangeReader(consumer, offset_range, config).batches(), config, pool)
 
 
-def pooled(read: Callable[[Consumer], Iterator], config: FetchConfig, pool: ConsumerPool) -> Iterator:
+def pooled(read: Callable[[Consumer], Iterator], config: FetchConfig, pool: ConsumerPool,
+           native_ok: bool = True) -> Iterator:
     """Run `read` with a consumer from the pool; one that failed is closed rather than pooled."""
-    consumer = pool.acquire(config)
+    consumer = pool.acquire(config, native_ok)
     healthy = False
     try:
         yield from read(consumer)
@@ -141,23 +174,18 @@ class RangeReader:
         until = self.range.until
         timeout_s = self.config.poll_timeout_ms / 1000
         self._seek(self.range.start)
-        pending: list = []
+        rows = NativeRows(self) if isinstance(self.consumer, NativeConsumer) else MessageRows(self)
         last_progress = time.monotonic()
         while self.position < until:
-            messages = self.consumer.consume(min(CONSUME_CHUNK, until - self.position),
-                                             timeout=min(1.0, timeout_s))
             before = self.position
-            records, interrupted = self._records(messages, until)
+            after_last, interrupted = rows.consume(min(CONSUME_CHUNK, until - self.position), min(1.0, timeout_s),
+                                                   until)
             if not interrupted:
                 # the position moves past control records and aborted transactions too, so gaps never stall us
                 position = self.consumer.position([KafkaTopicPartition(self.range.topic, self.range.partition)])
-                self.position = max(self.position, position[0].offset,
-                                    records[-1].offset() + 1 if records else -1)
-            if records:
-                pending.extend(records)
-                if len(pending) >= BATCH_ROWS:
-                    yield to_record_batch(pending, self.range.topic, self.range.partition, self.config.include_headers)
-                    pending = []
+                self.position = max(self.position, position[0].offset, after_last)
+            if rows.full(BATCH_ROWS):
+                yield rows.take()
             if self.position != before:
                 last_progress = time.monotonic()
             elif time.monotonic() - last_progress > timeout_s:
@@ -165,8 +193,12 @@ class RangeReader:
                     f"reading {self.name} stalled at offset {self.position} (range {self.range.start}.."
                     f"{until}): nothing arrived within {self.config.poll_timeout_ms} ms "
                     "(kafkaConsumer.pollTimeoutMs). Check that the brokers are reachable from the executors")
-        if pending:
-            yield to_record_batch(pending, self.range.topic, self.range.partition, self.config.include_headers)
+        if len(rows):
+            yield rows.take()
+
+    def concerns(self, topic: str | None, partition: int | None) -> bool:
+        """Whether an error event is about this range's partition (or about no partition in particular)."""
+        return topic in (None, self.range.topic) and partition in (None, -1, self.range.partition)
 
     def _records(self, messages: list, until: int) -> tuple[list, bool]:
         """The records of the range among `messages`, and whether an error event about our partition moved the
@@ -179,8 +211,7 @@ class RangeReader:
                 error = message.error()
                 if error is None:
                     kept.append(message)
-                elif message.topic() in (None, self.range.topic) \
-                        and message.partition() in (None, -1, self.range.partition) and self.on_error(error):
+                elif self.concerns(message.topic(), message.partition()) and self.on_error(error):
                     return [m for m in kept if m.offset() < until], True
             messages = kept  # error events about other partitions are late news for a pooled consumer
         if messages and messages[-1].offset() >= until:
@@ -229,6 +260,33 @@ class RangeReader:
             self.position = self.range.until
         else:
             self._seek(skip_to)
+
+
+class MessageRows:
+    """A range's records as confluent-kafka Message objects, turned into Arrow batches in Python."""
+
+    def __init__(self, reader: RangeReader):
+        self.reader = reader
+        self.pending: list = []
+
+    def consume(self, count: int, timeout_s: float, until: int) -> tuple[int, bool]:
+        """Consume a chunk and keep the range's records: (the offset after the last one kept, or -1; whether an
+        error event moved the read position, in which case the records after that event are dropped)."""
+        records, interrupted = self.reader._records(self.reader.consumer.consume(count, timeout=timeout_s), until)
+        self.pending.extend(records)
+        return (records[-1].offset() + 1 if records and not interrupted else -1), interrupted
+
+    def full(self, batch_rows: int) -> bool:
+        return len(self.pending) >= batch_rows
+
+    def __len__(self) -> int:
+        return len(self.pending)
+
+    def take(self):
+        r = self.reader
+        batch = to_record_batch(self.pending, r.range.topic, r.range.partition, r.config.include_headers)
+        self.pending = []
+        return batch
 
 
 def _count(records: int) -> str:

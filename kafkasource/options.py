@@ -14,7 +14,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Mapping
 
+from kafkasource import native
 from kafkasource.errors import OptionError
+from kafkasource.native import READ_PATHS
 from kafkasource.offsets import (EARLIEST, Committed, Earliest, Latest, SpecificOffsets, Timestamps,
                                  TopicPartition)
 from kafkasource.subscription import Assign, Subscribe, SubscribePattern, Subscription
@@ -48,7 +50,7 @@ SOURCE_OPTIONS = ("subscribe", "subscribePattern", "assign", "startingOffsets", 
                   "startingOffsetsByTimestamp", "startingOffsetsByTimestampStrategy", "endingOffsets",
                   "endingTimestamp", "endingOffsetsByTimestamp", "failOnDataLoss", "maxOffsetsPerTrigger",
                   "minOffsetsPerTrigger", "maxTriggerDelay", "minPartitions", "packRecordsPerTask", "includeHeaders",
-                  "kafkaConsumer.pollTimeoutMs", "commitMode", "commitTimeoutMs")
+                  "kafkaConsumer.pollTimeoutMs", "commitMode", "commitTimeoutMs", "readPath")
 # options of Spark's built-in source that mean nothing here: accepted, so a format("kafka") reader switches unchanged
 IGNORED_BUILTIN_OPTIONS = {
     "fetchoffset.numretries": "driver requests retry until kafkaConsumer.pollTimeoutMs",
@@ -90,6 +92,7 @@ class SourceOptions:
     min_partitions: int | None
     pack_records_per_task: int | None
     include_headers: bool
+    read_path: str
     poll_timeout_ms: int
     read_committed: bool
     # librdkafka settings (prefix stripped), secrets included: never print this field
@@ -150,6 +153,15 @@ def _choice(options: Mapping[str, str], name: str, choices: tuple[str, ...], def
     if raw.lower() not in choices:
         raise OptionError(f"option {name} must be one of {', '.join(choices)}, got {_shown(raw)}")
     return raw.lower()
+
+
+def _read_path(options: Mapping[str, str]) -> str:
+    path = _choice(options, "readPath", READ_PATHS, "auto")
+    if path == "native" and not native.available():
+        raise OptionError("option readPath is native, but kafkasource's native extension is not built here: "
+                          "install kafkasource where a Rust toolchain is present (pip install builds it), "
+                          "or set readPath to auto (native when built) or python")
+    return path
 
 
 _DURATION_UNITS = {"ms": 1, "s": 1000, "sec": 1000, "second": 1000, "seconds": 1000, "m": 60_000, "min": 60_000,
@@ -402,6 +414,7 @@ def parse_options(raw_options: Mapping[str, str], streaming: bool = True) -> Sou
         min_partitions=_positive_int(options, "minPartitions", high=MAX_PARTITION),
         pack_records_per_task=_positive_int(options, "packRecordsPerTask"),
         include_headers=_bool(options, "includeHeaders", False),
+        read_path=_read_path(options),
         poll_timeout_ms=_positive_int(options, "kafkaConsumer.pollTimeoutMs", 120_000, high=MAX_TIMEOUT_MS),
         read_committed=isolation == "read_committed",
         kafka_config=kafka_config,

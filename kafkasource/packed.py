@@ -27,7 +27,8 @@ def read_ranges(ranges: tuple[OffsetRange, ...], config: FetchConfig, pool: Cons
     """The record batches of one Spark task: one range, or several read together by one consumer."""
     if len(ranges) == 1:
         return read_range(ranges[0], config, pool)
-    return pooled(lambda consumer: PackedReader(consumer, ranges, config).batches(), config, pool)
+    # the native consumer reads one range at a time: several partitions at once go through confluent-kafka
+    return pooled(lambda consumer: PackedReader(consumer, ranges, config).batches(), config, pool, native_ok=False)
 
 
 class PackedReader:

@@ -39,7 +39,7 @@ class KafkaInputPartition(InputPartition):
 
 def fetch_config(options: SourceOptions) -> FetchConfig:
     return FetchConfig(options.client_config(), options.include_headers, options.fail_on_data_loss,
-                       options.poll_timeout_ms, options.group_id)
+                       options.poll_timeout_ms, options.group_id, options.read_path)
 
 
 def plan_partitions(ranges: list[OffsetRange], options: SourceOptions) -> list[KafkaInputPartition]:

@@ -2,11 +2,14 @@
 
     python3 -m scripts.package
 
-- kafkasource-<version>-py3-none-any.whl: `pip install` it on every node (it pulls confluent-kafka and
-  pyarrow), or into a virtualenv packed for `spark.archives`;
+- kafkasource-<version>-<tags>.whl: `pip install` it on every node (it pulls confluent-kafka and
+  pyarrow), or into a virtualenv packed for `spark.archives`. Built where cargo is on PATH, it holds the
+  native read path, so it is tagged for this Python and platform (cp311, linux_x86_64);
+  without cargo (or with KAFKASOURCE_NATIVE=0) it is pure Python (py3-none-any);
 - kafkasource-<version>.zip: for `spark-submit --py-files`, when the nodes already have
   confluent-kafka and pyarrow; the jobs call kafkasource.register(spark), since Spark's scan for
-  data sources does not look inside zips.
+  data sources does not look inside zips. Python cannot load compiled extensions from a zip, so this
+  way reads with the pure-Python path.
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ def main() -> int:
     DIST.mkdir(exist_ok=True)
     subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(DIST), "."],
                    cwd=REPO, check=True)
-    wheel = DIST / f"kafkasource-{version()}-py3-none-any.whl"
+    wheel = max(DIST.glob(f"kafkasource-{version()}-*.whl"), key=lambda path: path.stat().st_mtime)
     archive = build_zip(DIST / f"kafkasource-{version()}.zip")
     print(f"{wheel.relative_to(REPO)}  (pip install on every node, or in a packed virtualenv for spark.archives)")
     print(f"{archive.relative_to(REPO)}  (spark-submit --py-files; nodes need confluent-kafka and pyarrow)")

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import logging
 import os
+import shutil
 import sys
 import time
 
 import pytest
 
 from dev import broker as local_broker
+from kafkasource import native
 from tests.kafka_helpers import KafkaHarness
 
 log = logging.getLogger(__name__)
@@ -59,3 +61,16 @@ def spark():
     session.sparkContext.setLogLevel("WARN")
     yield session
     session.stop()
+
+
+# Read tests run against both read paths wherever the native one can exist: where cargo is on PATH,
+# `pip install` builds it, so a missing extension there is a failure, not a reason to skip.
+READ_PATHS = ["python", "native"] if native.available() or shutil.which("cargo") else ["python"]
+
+
+@pytest.fixture(params=READ_PATHS)
+def read_path(request) -> str:
+    if request.param == "native" and not native.available():
+        pytest.fail("kafkasource's native extension is not built although cargo is on PATH: "
+                    "see the output of pip install -e . (setup.py builds native/ with setuptools-rust)")
+    return request.param

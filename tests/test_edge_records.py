@@ -24,12 +24,12 @@ def edge_records() -> list[Record]:
     ]
 
 
-def test_edge_records_round_trip_byte_exactly(spark, kafka):
+def test_edge_records_round_trip_byte_exactly(spark, kafka, read_path):
     topic = kafka.create_topic(kafka.unique_name("edges"), partitions=1, config={"max.message.bytes": str(2 * MIB)})
     produced = kafka.produce(topic, edge_records(), **{"message.max.bytes": 2 * MIB, "compression.type": "none"})
 
     rows = (spark.read.format("kafkasource").option("kafka.bootstrap.servers", kafka.bootstrap_servers)
-            .option("subscribe", topic).option("includeHeaders", "true").load()
+            .option("subscribe", topic).option("includeHeaders", "true").option("readPath", read_path).load()
             .orderBy("offset").collect())
 
     assert [r.offset for r in rows] == [r.offset for r in produced] == list(range(len(produced)))

@@ -8,15 +8,17 @@ import pyarrow as pa
 import pytest
 
 from kafkasource.arrow import arrow_schema
-from kafkasource.errors import DataLossError
+from kafkasource import native
+from kafkasource.errors import DataLossError, KafkaSourceError
 from kafkasource.fetch import ConsumerPool, FetchConfig, read_range
+from kafkasource.native import NativeConsumer
 from kafkasource.packed import read_ranges
 from kafkasource.ranges import OffsetRange
 
 
-def fetch_config(kafka, fail_on_data_loss=True) -> FetchConfig:
+def fetch_config(kafka, fail_on_data_loss=True, read_path="python") -> FetchConfig:
     return FetchConfig({"bootstrap.servers": kafka.bootstrap_servers}, include_headers=False,
-                       fail_on_data_loss=fail_on_data_loss, poll_timeout_ms=10_000)
+                       fail_on_data_loss=fail_on_data_loss, poll_timeout_ms=10_000, read_path=read_path)
 
 
 def read(offset_range, config, pool) -> pa.Table:
@@ -34,15 +36,20 @@ def by_partition(table: pa.Table) -> dict[int, list[int]]:
     return out
 
 
-def test_pooled_consumer_is_reused_across_ranges_and_idles_unassigned(kafka, topic):
+def idle_consumers(pool: ConsumerPool) -> list:
+    return [consumer for entries in pool._idle.values() for consumer, _ in entries]
+
+
+def test_pooled_consumer_is_reused_across_ranges_and_idles_unassigned(kafka, topic, read_path):
     kafka.produce_values(topic, 30, partitions=3)
-    config, pool = fetch_config(kafka), ConsumerPool()
+    config, pool = fetch_config(kafka, read_path=read_path), ConsumerPool()
 
     first = read(OffsetRange(topic, 1, 0, 6), config, pool)
-    (idle_consumer, _), = pool._idle[config.pool_key()]
+    idle_consumer, = idle_consumers(pool)
+    assert isinstance(idle_consumer, NativeConsumer) == (read_path == "native")
     assert idle_consumer.assignment() == []  # no prefetching while idle
     second = read(OffsetRange(topic, 1, 6, 10), config, pool)
-    (again, _), = pool._idle[config.pool_key()]
+    again, = idle_consumers(pool)
 
     assert again is idle_consumer
     assert first.column("offset").to_pylist() == [0, 1, 2, 3, 4, 5]
@@ -51,20 +58,48 @@ def test_pooled_consumer_is_reused_across_ranges_and_idles_unassigned(kafka, top
     assert set(second.column("topic").to_pylist()) == {topic} and set(second.column("partition").to_pylist()) == {1}
 
 
-def test_range_below_the_log_start_is_data_loss(kafka, topic, caplog):
+def test_range_below_the_log_start_is_data_loss(kafka, topic, caplog, read_path):
     kafka.produce_values(topic, 30, partitions=3)
     kafka.delete_records_before(topic, 0, 4)
 
     with pytest.raises(DataLossError, match=rf"records 1\.\.3 of {topic}-0 are gone \(3 records\): the log now "
                                             "starts at 4"):
-        read(OffsetRange(topic, 0, 1, 8), fetch_config(kafka), ConsumerPool())
+        read(OffsetRange(topic, 0, 1, 8), fetch_config(kafka, read_path=read_path), ConsumerPool())
 
     with caplog.at_level(logging.WARNING, logger="kafkasource.fetch"):
-        skipped = read(OffsetRange(topic, 0, 1, 8), fetch_config(kafka, fail_on_data_loss=False), ConsumerPool())
+        skipped = read(OffsetRange(topic, 0, 1, 8), fetch_config(kafka, False, read_path), ConsumerPool())
     assert skipped.column("offset").to_pylist() == [4, 5, 6, 7]
     assert [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING] == [
         f"records 1..3 of {topic}-0 are gone (3 records): the log now starts at 4 (retention or deleted records); "
         "skipping them (failOnDataLoss=false)"]
+
+
+def test_a_range_past_the_log_end_is_data_loss(kafka, topic, read_path, caplog):
+    kafka.produce_values(topic, 9, partitions=3)  # offsets 0..2 in each partition: the log ends at 3
+
+    with pytest.raises(DataLossError, match=rf"offset 5 of {topic}-2 is beyond the log end 3 \(the partition was "
+                                            r"truncated or recreated\)\. Some data may have been lost"):
+        read(OffsetRange(topic, 2, 5, 8), fetch_config(kafka, read_path=read_path), ConsumerPool())
+    with caplog.at_level(logging.WARNING, logger="kafkasource.fetch"):
+        skipped = read(OffsetRange(topic, 2, 5, 8), fetch_config(kafka, False, read_path), ConsumerPool())
+    assert skipped.num_rows == 0 and f"offset 5 of {topic}-2 is beyond the log end 3" in caplog.text
+
+
+@pytest.mark.skipif(not native.available(), reason="needs the native extension, which this install did not build")
+def test_a_configuration_the_native_consumer_refuses_falls_back_to_confluent_kafka(caplog):
+    # a property of a newer librdkafka (confluent-kafka's 2.16) than the extension's (2.12)
+    newer = {"bootstrap.servers": "127.0.0.1:9", "sasl.oauthbearer.sub.claim.name": "sub"}
+    pool = ConsumerPool()
+    with caplog.at_level(logging.WARNING, logger="kafkasource.fetch"):
+        consumer = pool.acquire(FetchConfig(newer, False, True, 1000, read_path="auto"))
+    assert not isinstance(consumer, NativeConsumer)
+    assert "the native consumer refused the configuration (sasl.oauthbearer.sub.claim.name: No such configuration " \
+           "property" in caplog.text
+    consumer.close()
+
+    with pytest.raises(KafkaSourceError, match="readPath is native, but the native consumer refused the "
+                                               "configuration: sasl.oauthbearer.sub.claim.name: No such"):
+        pool.acquire(FetchConfig(newer, False, True, 1000, read_path="native"))
 
 
 def test_executor_defaults_favour_bounded_reads_and_user_settings_win():
@@ -85,7 +120,7 @@ def test_a_packed_task_reads_each_of_its_ranges_exactly_with_one_consumer(kafka,
     rows = zip(table.column("partition").to_pylist(), table.column("offset").to_pylist(),
                table.column("value").to_pylist())
     assert all(value == b"v%d" % (offset * 3 + partition) for partition, offset, value in rows)
-    (idle_consumer, _), = pool._idle[config.pool_key()]
+    idle_consumer, = idle_consumers(pool)
     assert idle_consumer.assignment() == []
 
 
@@ -115,7 +150,7 @@ def test_partitions_a_packed_task_paused_are_read_again_by_its_pooled_consumer(k
     again = read_packed([OffsetRange(topic, 0, 1, 3), OffsetRange(topic, 2, 0, 2)], config, pool)
     single = read(OffsetRange(topic, 1, 5, 7), config, pool)
 
-    assert len(pool._idle[config.pool_key()]) == 1  # one consumer served all three tasks
+    assert len(idle_consumers(pool)) == 1  # one consumer served all three tasks
     assert by_partition(first) == {0: [0], 1: list(range(10))}
     assert by_partition(again) == {0: [1, 2], 2: [0, 1]}
     assert by_partition(single) == {1: [5, 6]}

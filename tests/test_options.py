@@ -572,3 +572,24 @@ def test_only_one_ending_option():
 def test_option_error_is_a_value_error():
     with pytest.raises(ValueError):
         parse_options({"subscribe": "x"})
+
+
+# --- readPath --------------------------------------------------------------------------------------------
+
+def test_read_path_defaults_to_auto_and_takes_any_case():
+    assert parse().read_path == "auto"
+    assert parse(readPath="Python").read_path == "python"
+
+
+def test_bad_read_path():
+    assert error_of({"readPath": "rust"}) == "option readPath must be one of auto, native, python, got 'rust'"
+
+
+def test_read_path_native_needs_the_extension(monkeypatch):
+    from kafkasource import native
+
+    monkeypatch.setattr(native, "_native", None)  # as installed without a Rust toolchain
+    assert error_of({"readPath": "native"}).startswith(
+        "option readPath is native, but kafkasource's native extension is not built here: install kafkasource "
+        "where a Rust toolchain is present (pip install builds it), or set readPath to auto")
+    assert parse(readPath="auto").read_path == "auto"

@@ -397,7 +397,7 @@ def test_new_partition_of_a_subscribed_topic_joins_at_its_earliest_offset(spark,
 
 # -- record contents ---------------------------------------------------------------------------------
 
-def test_headers_null_keys_and_values_and_binary_bytes(spark, kafka, topic, tmp_path):
+def test_headers_null_keys_and_values_and_binary_bytes(spark, kafka, topic, tmp_path, read_path):
     every_byte = bytes(range(256))
     produced = kafka.produce(topic, [
         Record(0, b"k-with-headers", b"v", headers=(("h1", b"a"), ("empty", b""), ("none", None), ("h1", b"again"))),
@@ -410,7 +410,7 @@ def test_headers_null_keys_and_values_and_binary_bytes(spark, kafka, topic, tmp_
     ])
 
     rows = run_available_now(spark, tmp_path / "cp", base_options(
-        kafka, subscribe=topic, startingOffsets="earliest", includeHeaders="true"))
+        kafka, subscribe=topic, startingOffsets="earliest", includeHeaders="true", readPath=read_path))
 
     assert rows == expected(produced, headers=True)
     by_key = {row[3]: row for row in rows}
@@ -437,13 +437,14 @@ def test_schema_matches_the_built_in_source(spark, kafka, topic):
     assert stream(spark, {**options, "includeHeaders": "true"}).schema == StructType(built_in.fields + [headers])
 
 
-def test_log_append_time_topic(spark, kafka, tmp_path):
+def test_log_append_time_topic(spark, kafka, tmp_path, read_path):
     topic = kafka.create_topic(kafka.unique_name("append-time"), partitions=1,
                                config={"message.timestamp.type": "LogAppendTime"})
     produced = kafka.produce(topic, [Record(0, b"k", f"v{i}".encode(), timestamp_ms=BASE_TS) for i in range(3)])
     stamps = {r.offset: r.timestamp_ms for r in kafka.read_all(topic, 1, 3)}
 
-    rows = run_available_now(spark, tmp_path / "cp", base_options(kafka, subscribe=topic, startingOffsets="earliest"))
+    rows = run_available_now(spark, tmp_path / "cp", base_options(kafka, subscribe=topic, startingOffsets="earliest",
+                                                                  readPath=read_path))
 
     assert all(stamps[o] > BASE_TS for o in stamps)  # the broker's clock replaced the producer's timestamp
     assert rows == expected([Record(r.partition, r.key, r.value, (), stamps[r.offset], r.topic, r.offset)
@@ -485,7 +486,7 @@ def _produce_transactions(kafka: KafkaHarness, topic: str) -> tuple[list[Record]
 
 @pytest.mark.parametrize("packed", [None, "1000"], ids=["task-per-partition", "packed"])
 @pytest.mark.parametrize("isolation", ["read_committed", "read_uncommitted"])
-def test_transactional_records_by_isolation_level(spark, kafka, topic, tmp_path, isolation, packed):
+def test_transactional_records_by_isolation_level(spark, kafka, topic, tmp_path, isolation, packed, read_path):
     committed, aborted = _produce_transactions(kafka, topic)
     # markers take offsets too: p0 = 3 committed, marker, 2 aborted, marker, 2 committed, marker;
     # p1 = 1 committed, marker, 2 aborted, marker; p2 = 2 aborted, marker
@@ -497,7 +498,7 @@ def test_transactional_records_by_isolation_level(spark, kafka, topic, tmp_path,
     # read_committed) would fail the query with "stalled" after kafkaConsumer.pollTimeoutMs
     rows = run_available_now(spark, tmp_path / "cp", base_options(
         kafka, subscribe=topic, startingOffsets="earliest",
-        **{"kafka.isolation.level": isolation, "kafkaConsumer.pollTimeoutMs": "10000"},
+        **{"kafka.isolation.level": isolation, "kafkaConsumer.pollTimeoutMs": "10000", "readPath": read_path},
         **({"packRecordsPerTask": packed} if packed else {})))
 
     assert rows == expected(committed if isolation == "read_committed" else committed + aborted)
@@ -506,9 +507,9 @@ def test_transactional_records_by_isolation_level(spark, kafka, topic, tmp_path,
 # -- data loss --------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("fail_on_data_loss", ["true", "false"])
-def test_records_deleted_below_the_checkpointed_position(spark, kafka, topic, tmp_path, fail_on_data_loss):
+def test_records_deleted_below_the_checkpointed_position(spark, kafka, topic, tmp_path, fail_on_data_loss, read_path):
     first = three_partitions(kafka, topic, prefix="first")
-    options = base_options(kafka, subscribe=topic, failOnDataLoss=fail_on_data_loss,
+    options = base_options(kafka, subscribe=topic, failOnDataLoss=fail_on_data_loss, readPath=read_path,
                            startingOffsets=json.dumps({topic: {"0": 1, "1": -2, "2": 3}}))
     checkpoint = tmp_path / "cp"
     assert run_available_now(spark, checkpoint, options) == expected(
@@ -529,14 +530,14 @@ def test_records_deleted_below_the_checkpointed_position(spark, kafka, topic, tm
 
 # -- batch reads -------------------------------------------------------------------------------------
 
-def test_batch_read_of_an_explicit_offset_range(spark, kafka, topic):
+def test_batch_read_of_an_explicit_offset_range(spark, kafka, topic, read_path):
     produced = three_partitions(kafka, topic, per_partition=5)
 
     df = (spark.read.format("kafkasource")
           .option("kafka.bootstrap.servers", kafka.bootstrap_servers).option("subscribe", topic)
           .option("startingOffsets", json.dumps({topic: {"0": 1, "1": -2, "2": 4}}))
           .option("endingOffsets", json.dumps({topic: {"0": 3, "1": -1, "2": 4}}))
-          .load())
+          .option("readPath", read_path).load())
 
     wanted = {0: range(1, 3), 1: range(0, 5), 2: range(4, 4)}
     assert rows_of(df) == expected([r for r in produced if r.offset in wanted[r.partition]])

@@ -1,0 +1,123 @@
+"""The native read path: a consumer in compiled code (kafkasource._native, Rust over librdkafka) that
+appends records straight into Arrow buffers, so a range is read without one Python object per record.
+
+setup.py builds the extension when a Rust toolchain is present; without it, or with readPath=python, the
+pure-Python path (confluent-kafka Message objects, arrow.to_record_batch) reads instead. Both share
+everything but the hot loop: RangeReader in fetch.py decides what an error event means, where the position
+is and when a range is done, for either.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import pyarrow as pa
+from confluent_kafka import KafkaError
+from confluent_kafka import TopicPartition as KafkaTopicPartition
+
+from kafkasource.arrow import HEADER_TYPE, TIMESTAMP_TYPE, arrow_schema
+
+try:
+    from kafkasource import _native
+except ImportError:  # not built: no Rust toolchain when it was installed
+    _native = None
+
+log = logging.getLogger(__name__)
+
+BATCH_BYTES = 64 * 1024 * 1024  # a batch also ends at this many key/value/header bytes (Arrow's 2 GiB limit)
+READ_PATHS = ("auto", "native", "python")
+
+
+def available() -> bool:
+    return _native is not None
+
+
+def librdkafka_version() -> str | None:
+    return _native.librdkafka_version() if _native else None
+
+
+class NativeConsumer:
+    """The calls RangeReader and the pool make on a confluent-kafka Consumer, over the native consumer."""
+
+    def __init__(self, config: dict[str, object]):
+        self.native = _native.Consumer([(name, _property(value)) for name, value in config.items()])
+
+    def assign(self, partitions: list[KafkaTopicPartition]) -> None:
+        self.native.assign([(tp.topic, tp.partition, tp.offset) for tp in partitions])
+
+    def unassign(self) -> None:
+        self.native.unassign()
+
+    def assignment(self) -> list[KafkaTopicPartition]:
+        return [KafkaTopicPartition(topic, partition) for topic, partition in self.native.assignment()]
+
+    def position(self, partitions: list[KafkaTopicPartition]) -> list[KafkaTopicPartition]:
+        return [KafkaTopicPartition(tp.topic, tp.partition, self.native.position(tp.topic, tp.partition))
+                for tp in partitions]
+
+    def get_watermark_offsets(self, partition: KafkaTopicPartition, timeout: float) -> tuple[int, int]:
+        return self.native.watermarks(partition.topic, partition.partition, int(timeout * 1000))
+
+    def close(self) -> None:
+        self.native.close()
+
+
+def _property(value: object) -> str:
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+class NativeRows:
+    """A range's records as the native consumer appends them, handed over as Arrow record batches."""
+
+    def __init__(self, reader):
+        self.reader = reader  # fetch.RangeReader: error handling and positions
+        self.native = reader.consumer.native
+        self.include_headers = reader.config.include_headers
+
+    def consume(self, count: int, timeout_s: float, until: int) -> tuple[int, bool]:
+        """As MessageRows.consume: (the offset after the last record appended, or -1; whether an error event
+        moved the read position, in which case the records after that event are dropped)."""
+        appended, last, events = self.native.consume(count, int(timeout_s * 1000), until, self.include_headers)
+        for row, topic, partition, code, text in events:
+            error = KafkaError(code, text, fatal=code == KafkaError._FATAL)
+            if self.reader.concerns(topic, partition) and self.reader.on_error(error):
+                self.native.truncate(row)
+                return -1, True
+        return (last + 1 if appended else -1), False
+
+    def full(self, batch_rows: int) -> bool:
+        rows, size = self.native.pending()
+        return rows >= batch_rows or size >= BATCH_BYTES
+
+    def __len__(self) -> int:
+        return self.native.pending()[0]
+
+    def take(self) -> pa.RecordBatch:
+        reader = self.reader
+        return record_batch(self.native.take(self.include_headers), reader.range.topic, reader.range.partition,
+                            self.include_headers)
+
+
+def record_batch(parts: tuple, topic: str, partition: int, include_headers: bool) -> pa.RecordBatch:
+    """A RecordBatch over the native consumer's buffers, wrapped without copying."""
+    rows, key_valid, key_offsets, keys, value_valid, value_offsets, values, offsets, stamps, types, headers = parts
+    buf = pa.py_buffer
+    columns = [
+        pa.Array.from_buffers(pa.binary(), rows, [buf(key_valid), buf(key_offsets), buf(keys)]),
+        pa.Array.from_buffers(pa.binary(), rows, [buf(value_valid), buf(value_offsets), buf(values)]),
+        pa.repeat(pa.scalar(topic, pa.string()), rows),
+        pa.repeat(pa.scalar(partition, pa.int32()), rows),
+        pa.Array.from_buffers(pa.int64(), rows, [None, buf(offsets)]),
+        pa.Array.from_buffers(TIMESTAMP_TYPE, rows, [None, buf(stamps)]),
+        pa.Array.from_buffers(pa.int32(), rows, [None, buf(types)]),
+    ]
+    if include_headers:
+        list_valid, list_offsets, key_offsets, keys, value_valid, value_offsets, values = headers
+        entries = len(key_offsets) // 4 - 1
+        entry = pa.Array.from_buffers(HEADER_TYPE.value_type, entries, [None], children=[
+            pa.Array.from_buffers(pa.string(), entries, [None, buf(key_offsets), buf(keys)]),
+            pa.Array.from_buffers(pa.binary(), entries, [buf(value_valid), buf(value_offsets), buf(values)]),
+        ])
+        columns.append(pa.Array.from_buffers(HEADER_TYPE, rows, [buf(list_valid), buf(list_offsets)],
+                                             children=[entry]))
+    return pa.RecordBatch.from_arrays(columns, schema=arrow_schema(include_headers))

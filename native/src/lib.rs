@@ -1,0 +1,514 @@
+//! kafkasource's native read path: a librdkafka consumer that appends the records it consumes straight into
+//! Arrow column buffers, so reading makes no Python object per record.
+//!
+//! Only the hot loop lives here. What to do about an error event (skip lost records, raise, retry), when a
+//! range is done and how positions move stay in Python (kafkasource/fetch.py), shared with the pure-Python
+//! path. librdkafka is linked statically from the `rdkafka-sys` crate; the extension exports only its
+//! Python entry point, so this copy never clashes with confluent-kafka's own librdkafka in the same process.
+
+use std::ffi::{c_char, c_int, c_void, CStr, CString};
+use std::ptr;
+
+use pyo3::exceptions::{PyOSError, PyValueError};
+use pyo3::ffi;
+use pyo3::prelude::*;
+use rdkafka_sys as rd;
+
+const ERRSTR_SIZE: usize = 512;
+
+/// One Arrow binary (or string) column being built: validity bits, i32 offsets, bytes.
+#[derive(Default)]
+struct BinaryColumn {
+    validity: Vec<u8>,
+    offsets: Vec<i32>,
+    data: Vec<u8>,
+}
+
+impl BinaryColumn {
+    fn new() -> Self {
+        BinaryColumn { validity: Vec::new(), offsets: vec![0], data: Vec::new() }
+    }
+
+    fn len(&self) -> usize {
+        self.offsets.len() - 1
+    }
+
+    fn push(&mut self, value: Option<&[u8]>) -> Result<(), String> {
+        let row = self.len();
+        set_bit(&mut self.validity, row, value.is_some());
+        if let Some(bytes) = value {
+            self.data.extend_from_slice(bytes);
+        }
+        let end = i32::try_from(self.data.len())
+            .map_err(|_| "more than 2 GiB of keys, values or headers in one Arrow batch".to_string())?;
+        self.offsets.push(end);
+        Ok(())
+    }
+
+    fn truncate(&mut self, rows: usize) {
+        self.offsets.truncate(rows + 1);
+        self.data.truncate(self.offsets[rows] as usize);
+        self.validity.truncate(rows.div_ceil(8));
+    }
+}
+
+fn set_bit(bits: &mut Vec<u8>, index: usize, value: bool) {
+    if bits.len() <= index / 8 {
+        bits.resize(index / 8 + 1, 0);
+    }
+    if value {
+        bits[index / 8] |= 1 << (index % 8);
+    } else {
+        bits[index / 8] &= !(1 << (index % 8));
+    }
+}
+
+/// The rows consumed so far, column by column, in the layout Arrow expects.
+#[derive(Default)]
+struct Columns {
+    keys: BinaryColumn,
+    values: BinaryColumn,
+    offsets: Vec<i64>,
+    timestamps_us: Vec<i64>,
+    timestamp_types: Vec<i32>,
+    // headers: list<struct<key: string, value: binary>>; a record without headers is a null list
+    header_validity: Vec<u8>,
+    header_offsets: Vec<i32>,
+    header_keys: BinaryColumn,
+    header_values: BinaryColumn,
+}
+
+impl Columns {
+    fn new() -> Self {
+        Columns {
+            keys: BinaryColumn::new(),
+            values: BinaryColumn::new(),
+            header_offsets: vec![0],
+            header_keys: BinaryColumn::new(),
+            header_values: BinaryColumn::new(),
+            ..Default::default()
+        }
+    }
+
+    fn rows(&self) -> usize {
+        self.offsets.len()
+    }
+
+    fn bytes(&self) -> usize {
+        self.keys.data.len() + self.values.data.len() + self.header_keys.data.len() + self.header_values.data.len()
+    }
+
+    /// Appends one record. Safety: `message` is a valid message without error from librdkafka.
+    unsafe fn push(&mut self, message: *mut rd::rd_kafka_message_t, with_headers: bool) -> Result<(), String> {
+        let m = &*message;
+        self.keys.push(bytes_or_null(m.key, m.key_len))?;
+        self.values.push(bytes_or_null(m.payload, m.len))?;
+        self.offsets.push(m.offset);
+        let mut kind = rd::rd_kafka_timestamp_type_t::RD_KAFKA_TIMESTAMP_NOT_AVAILABLE;
+        let millis = rd::rd_kafka_message_timestamp(message, &mut kind);
+        self.timestamps_us.push(millis.saturating_mul(1000));
+        // Kafka's TimestampType ids: -1 none, 0 CreateTime, 1 LogAppendTime (librdkafka counts from 0 = none)
+        self.timestamp_types.push(kind as i32 - 1);
+        if with_headers {
+            self.push_headers(message)?;
+        }
+        Ok(())
+    }
+
+    unsafe fn push_headers(&mut self, message: *mut rd::rd_kafka_message_t) -> Result<(), String> {
+        let row = self.offsets.len() - 1;
+        let mut headers: *mut rd::rd_kafka_headers_t = ptr::null_mut();
+        let found = rd::rd_kafka_message_headers(message, &mut headers) == rd::rd_kafka_resp_err_t::RD_KAFKA_RESP_ERR_NO_ERROR;
+        set_bit(&mut self.header_validity, row, found);
+        if found {
+            let mut index = 0;
+            loop {
+                let mut name: *const c_char = ptr::null();
+                let mut value: *const c_void = ptr::null();
+                let mut size: usize = 0;
+                if rd::rd_kafka_header_get_all(headers, index, &mut name, &mut value, &mut size)
+                    != rd::rd_kafka_resp_err_t::RD_KAFKA_RESP_ERR_NO_ERROR
+                {
+                    break;
+                }
+                // header keys are Java strings on the wire, so UTF-8; anything else is replaced, never unsafe
+                let key = String::from_utf8_lossy(CStr::from_ptr(name).to_bytes()).into_owned();
+                self.header_keys.push(Some(key.as_bytes()))?;
+                self.header_values.push(bytes_or_null(value as *mut c_void, size))?;
+                index += 1;
+            }
+        }
+        let entries = i32::try_from(self.header_keys.len()).map_err(|_| "too many headers in one Arrow batch")?;
+        self.header_offsets.push(entries);
+        Ok(())
+    }
+
+    fn truncate(&mut self, rows: usize) {
+        if rows >= self.rows() {
+            return;
+        }
+        self.keys.truncate(rows);
+        self.values.truncate(rows);
+        self.offsets.truncate(rows);
+        self.timestamps_us.truncate(rows);
+        self.timestamp_types.truncate(rows);
+        if self.header_offsets.len() > rows + 1 {
+            self.header_offsets.truncate(rows + 1);
+            let entries = self.header_offsets[rows] as usize;
+            self.header_keys.truncate(entries);
+            self.header_values.truncate(entries);
+            self.header_validity.truncate(rows.div_ceil(8));
+        }
+    }
+}
+
+unsafe fn bytes_or_null<'a>(data: *mut c_void, len: usize) -> Option<&'a [u8]> {
+    if data.is_null() {
+        None // librdkafka's null key or value (a tombstone); an empty one has a pointer and length 0
+    } else {
+        Some(std::slice::from_raw_parts(data as *const u8, len))
+    }
+}
+
+/// A buffer Rust owns and Python reads through the buffer protocol (pyarrow wraps it without copying).
+#[pyclass(frozen)]
+struct Buffer {
+    data: BufferData,
+}
+
+enum BufferData {
+    Bytes(Vec<u8>),
+    I32(Vec<i32>),
+    I64(Vec<i64>),
+}
+
+impl Buffer {
+    fn new(data: BufferData) -> Buffer {
+        Buffer { data }
+    }
+
+    fn raw(&self) -> (*const u8, usize) {
+        match &self.data {
+            BufferData::Bytes(v) => (v.as_ptr(), v.len()),
+            BufferData::I32(v) => (v.as_ptr() as *const u8, v.len() * 4),
+            BufferData::I64(v) => (v.as_ptr() as *const u8, v.len() * 8),
+        }
+    }
+}
+
+#[pymethods]
+impl Buffer {
+    unsafe fn __getbuffer__(slf: Bound<'_, Self>, view: *mut ffi::Py_buffer, flags: c_int) -> PyResult<()> {
+        let (data, len) = slf.get().raw();
+        // read-only: PyBuffer_FillInfo refuses writable requests and keeps `slf` alive while the view lives
+        if ffi::PyBuffer_FillInfo(view, slf.as_ptr(), data as *mut c_void, len as ffi::Py_ssize_t, 1, flags) == -1 {
+            return Err(PyErr::fetch(slf.py()));
+        }
+        Ok(())
+    }
+
+    fn __len__(&self) -> usize {
+        self.raw().1
+    }
+}
+
+struct Handle {
+    kafka: *mut rd::rd_kafka_t,
+    queue: *mut rd::rd_kafka_queue_t,
+}
+
+// librdkafka handles may be used from any thread; Python serialises calls on one consumer anyway
+unsafe impl Send for Handle {}
+unsafe impl Sync for Handle {}
+
+/// An error event librdkafka delivered among the records: (row it came before, topic, partition, code, text).
+type ErrorEvent = (usize, Option<String>, i32, i32, String);
+
+/// An assign-only consumer (it never joins its group, never commits) that reads into Arrow columns.
+#[pyclass]
+struct Consumer {
+    handle: Option<Handle>,
+    columns: Columns,
+}
+
+#[pymethods]
+impl Consumer {
+    /// `config`: librdkafka properties, already validated by the caller.
+    #[new]
+    fn new(config: Vec<(String, String)>) -> PyResult<Self> {
+        unsafe {
+            let conf = rd::rd_kafka_conf_new();
+            let mut errstr = [0 as c_char; ERRSTR_SIZE];
+            for (name, value) in &config {
+                let (c_name, c_value) = (c_string(name)?, c_string(value)?);
+                if rd::rd_kafka_conf_set(conf, c_name.as_ptr(), c_value.as_ptr(), errstr.as_mut_ptr(), ERRSTR_SIZE)
+                    != rd::rd_kafka_conf_res_t::RD_KAFKA_CONF_OK
+                {
+                    rd::rd_kafka_conf_destroy(conf);
+                    // the value may be a secret: name the property only
+                    return Err(PyValueError::new_err(format!("{name}: {}", cstr(errstr.as_ptr()))));
+                }
+            }
+            let kafka = rd::rd_kafka_new(rd::rd_kafka_type_t::RD_KAFKA_CONSUMER, conf, errstr.as_mut_ptr(), ERRSTR_SIZE);
+            if kafka.is_null() {
+                rd::rd_kafka_conf_destroy(conf);
+                return Err(PyValueError::new_err(cstr(errstr.as_ptr())));
+            }
+            rd::rd_kafka_poll_set_consumer(kafka);
+            let queue = rd::rd_kafka_queue_get_consumer(kafka);
+            Ok(Consumer { handle: Some(Handle { kafka, queue }), columns: Columns::new() })
+        }
+    }
+
+    /// Reads `(topic, partition, offset)` from now on, and nothing else.
+    fn assign(&self, partitions: Vec<(String, i32, i64)>) -> PyResult<()> {
+        let kafka = self.kafka()?;
+        let list = PartitionList::new(&partitions)?;
+        unsafe { check(rd::rd_kafka_assign(kafka, list.0), "assign") }
+    }
+
+    fn unassign(&self) -> PyResult<()> {
+        unsafe { check(rd::rd_kafka_assign(self.kafka()?, ptr::null()), "unassign") }
+    }
+
+    /// The partitions assigned, as (topic, partition).
+    fn assignment(&self) -> PyResult<Vec<(String, i32)>> {
+        let mut list: *mut rd::rd_kafka_topic_partition_list_t = ptr::null_mut();
+        unsafe {
+            check(rd::rd_kafka_assignment(self.kafka()?, &mut list), "assignment")?;
+            let list = PartitionList(list);
+            let entries = std::slice::from_raw_parts((*list.0).elems, (*list.0).cnt as usize);
+            Ok(entries.iter().map(|e| (cstr(e.topic), e.partition)).collect())
+        }
+    }
+
+    fn pause(&self, partitions: Vec<(String, i32)>) -> PyResult<()> {
+        let list = PartitionList::new(&with_offsets(partitions))?;
+        unsafe { check(rd::rd_kafka_pause_partitions(self.kafka()?, list.0), "pause") }
+    }
+
+    fn resume(&self, partitions: Vec<(String, i32)>) -> PyResult<()> {
+        let list = PartitionList::new(&with_offsets(partitions))?;
+        unsafe { check(rd::rd_kafka_resume_partitions(self.kafka()?, list.0), "resume") }
+    }
+
+    /// The offset this consumer will fetch next for the partition (negative when it has none yet).
+    fn position(&self, topic: String, partition: i32) -> PyResult<i64> {
+        let list = PartitionList::new(&[(topic, partition, -1001)])?;
+        unsafe {
+            check(rd::rd_kafka_position(self.kafka()?, list.0), "position")?;
+            Ok((*(*list.0).elems).offset)
+        }
+    }
+
+    /// (low, high) watermarks of the partition, asked of its leader.
+    fn watermarks(&self, py: Python<'_>, topic: String, partition: i32, timeout_ms: i32) -> PyResult<(i64, i64)> {
+        let kafka = SendPtr(self.kafka()?);
+        let c_topic = c_string(&topic)?;
+        let (err, low, high) = py.allow_threads(move || unsafe {
+            let kafka = kafka;
+            let (mut low, mut high) = (0i64, 0i64);
+            let err = rd::rd_kafka_query_watermark_offsets(kafka.0, c_topic.as_ptr(), partition, &mut low, &mut high,
+                                                           timeout_ms);
+            (err, low, high)
+        });
+        unsafe { check(err, "query watermark offsets") }?;
+        Ok((low, high))
+    }
+
+    /// Consumes up to `max_messages` within `timeout_ms` (librdkafka's batch consume, as confluent-kafka's
+    /// consume()) and appends the records with offsets below `until` to the columns. Returns the number
+    /// appended, the offset of the last one (-1 if none) and the error events among them, in order.
+    fn consume(
+        &mut self,
+        py: Python<'_>,
+        max_messages: usize,
+        timeout_ms: i32,
+        until: i64,
+        with_headers: bool,
+    ) -> PyResult<(usize, i64, Vec<ErrorEvent>)> {
+        let queue = SendPtr(self.handle.as_ref().ok_or_else(closed)?.queue);
+        let columns = &mut self.columns;
+        let result = py.allow_threads(move || unsafe {
+            let queue = queue;
+            let mut messages: Vec<*mut rd::rd_kafka_message_t> = vec![ptr::null_mut(); max_messages.max(1)];
+            let count = rd::rd_kafka_consume_batch_queue(queue.0, timeout_ms, messages.as_mut_ptr(), messages.len());
+            if count < 0 {
+                return Err(format!("consume failed: {}", cstr(rd::rd_kafka_err2str(rd::rd_kafka_last_error()))));
+            }
+            let (mut appended, mut last, mut events, mut failure) = (0usize, -1i64, Vec::new(), None);
+            for &message in &messages[..count as usize] {
+                let m = &*message;
+                if failure.is_none() {
+                    if m.err != rd::rd_kafka_resp_err_t::RD_KAFKA_RESP_ERR_NO_ERROR {
+                        events.push(error_event(message, columns.rows()));
+                    } else if m.offset < until {
+                        match columns.push(message, with_headers) {
+                            Ok(()) => {
+                                appended += 1;
+                                last = m.offset;
+                            }
+                            Err(e) => failure = Some(e),
+                        }
+                    }
+                }
+                rd::rd_kafka_message_destroy(message);
+            }
+            match failure {
+                Some(e) => Err(e),
+                None => Ok((appended, last, events)),
+            }
+        });
+        result.map_err(PyOSError::new_err)
+    }
+
+    /// Rows and key/value/header bytes appended and not yet taken.
+    fn pending(&self) -> (usize, usize) {
+        (self.columns.rows(), self.columns.bytes())
+    }
+
+    /// Drops the appended rows from `rows` on (those after an error event that moved the read position).
+    fn truncate(&mut self, rows: usize) {
+        self.columns.truncate(rows);
+    }
+
+    /// Hands the appended rows over as Arrow buffers and starts empty: (rows, key validity, key offsets, key
+    /// bytes, value validity, value offsets, value bytes, offsets, timestamps in µs, timestamp types, headers)
+    /// where headers is None or (list validity, list offsets, key offsets, key bytes, value validity,
+    /// value offsets, value bytes).
+    fn take(&mut self, py: Python<'_>, with_headers: bool) -> PyResult<PyObject> {
+        let c = std::mem::replace(&mut self.columns, Columns::new());
+        let rows = c.rows();
+        let buf = |data| Buffer::new(data);
+        let headers = if with_headers {
+            Some((
+                buf(BufferData::Bytes(c.header_validity)),
+                buf(BufferData::I32(c.header_offsets)),
+                buf(BufferData::I32(c.header_keys.offsets)),
+                buf(BufferData::Bytes(c.header_keys.data)),
+                buf(BufferData::Bytes(c.header_values.validity)),
+                buf(BufferData::I32(c.header_values.offsets)),
+                buf(BufferData::Bytes(c.header_values.data)),
+            ))
+        } else {
+            None
+        };
+        let parts = (
+            rows,
+            buf(BufferData::Bytes(c.keys.validity)),
+            buf(BufferData::I32(c.keys.offsets)),
+            buf(BufferData::Bytes(c.keys.data)),
+            buf(BufferData::Bytes(c.values.validity)),
+            buf(BufferData::I32(c.values.offsets)),
+            buf(BufferData::Bytes(c.values.data)),
+            buf(BufferData::I64(c.offsets)),
+            buf(BufferData::I64(c.timestamps_us)),
+            buf(BufferData::I32(c.timestamp_types)),
+            headers,
+        );
+        Ok(parts.into_pyobject(py)?.into_any().unbind())
+    }
+
+    /// Leaves without committing (assign-only) and frees librdkafka's handle; later calls fail.
+    fn close(&mut self, py: Python<'_>) {
+        if let Some(handle) = self.handle.take() {
+            py.allow_threads(move || unsafe {
+                let handle = handle;
+                rd::rd_kafka_queue_destroy(handle.queue);
+                rd::rd_kafka_consumer_close(handle.kafka);
+                rd::rd_kafka_destroy(handle.kafka);
+            });
+        }
+    }
+}
+
+impl Consumer {
+    fn kafka(&self) -> PyResult<*mut rd::rd_kafka_t> {
+        Ok(self.handle.as_ref().ok_or_else(closed)?.kafka)
+    }
+}
+
+impl Drop for Consumer {
+    fn drop(&mut self) {
+        if let Some(handle) = self.handle.take() {
+            unsafe {
+                rd::rd_kafka_queue_destroy(handle.queue);
+                rd::rd_kafka_consumer_close(handle.kafka);
+                rd::rd_kafka_destroy(handle.kafka);
+            }
+        }
+    }
+}
+
+#[derive(Clone, Copy)]
+struct SendPtr<T>(*mut T);
+unsafe impl<T> Send for SendPtr<T> {}
+
+struct PartitionList(*mut rd::rd_kafka_topic_partition_list_t);
+
+impl PartitionList {
+    fn new(partitions: &[(String, i32, i64)]) -> PyResult<Self> {
+        unsafe {
+            let list = PartitionList(rd::rd_kafka_topic_partition_list_new(partitions.len() as c_int));
+            for (topic, partition, offset) in partitions {
+                let entry = rd::rd_kafka_topic_partition_list_add(list.0, c_string(topic)?.as_ptr(), *partition);
+                (*entry).offset = *offset;
+            }
+            Ok(list)
+        }
+    }
+}
+
+impl Drop for PartitionList {
+    fn drop(&mut self) {
+        unsafe { rd::rd_kafka_topic_partition_list_destroy(self.0) }
+    }
+}
+
+fn with_offsets(partitions: Vec<(String, i32)>) -> Vec<(String, i32, i64)> {
+    partitions.into_iter().map(|(t, p)| (t, p, -1001)).collect()
+}
+
+unsafe fn error_event(message: *mut rd::rd_kafka_message_t, row: usize) -> ErrorEvent {
+    let m = &*message;
+    let topic = if m.rkt.is_null() { None } else { Some(cstr(rd::rd_kafka_topic_name(m.rkt))) };
+    (row, topic, m.partition, m.err as i32, cstr(rd::rd_kafka_message_errstr(message)))
+}
+
+unsafe fn check(err: rd::rd_kafka_resp_err_t, what: &str) -> PyResult<()> {
+    if err == rd::rd_kafka_resp_err_t::RD_KAFKA_RESP_ERR_NO_ERROR {
+        Ok(())
+    } else {
+        Err(PyOSError::new_err(format!("{what} failed: {}", cstr(rd::rd_kafka_err2str(err)))))
+    }
+}
+
+unsafe fn cstr(text: *const c_char) -> String {
+    if text.is_null() {
+        String::new()
+    } else {
+        CStr::from_ptr(text).to_string_lossy().into_owned()
+    }
+}
+
+fn c_string(text: &str) -> PyResult<CString> {
+    CString::new(text).map_err(|_| PyValueError::new_err("a NUL character in a Kafka property, topic or value"))
+}
+
+fn closed() -> PyErr {
+    PyOSError::new_err("the consumer is closed")
+}
+
+/// librdkafka's version, as "2.12.1".
+#[pyfunction]
+fn librdkafka_version() -> String {
+    unsafe { cstr(rd::rd_kafka_version_str()) }
+}
+
+#[pymodule]
+fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
+    module.add_class::<Consumer>()?;
+    module.add_class::<Buffer>()?;
+    module.add_function(wrap_pyfunction!(librdkafka_version, module)?)?;
+    Ok(())
+}
