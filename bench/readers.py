@@ -1,4 +1,5 @@
-"""The three timed readers: kafkasource and the built-in format("kafka") through Spark, and a bare consumer.
+"""The timed readers: kafkasource (native and pure-Python read paths) and the built-in format("kafka")
+through Spark, and a bare consumer.
 
 Each drains a whole topic from its first offset and returns (seconds, rows). The Spark readers run a
 Trigger.AvailableNow query into the noop sink, timed from start() to the end of awaitTermination(). The
@@ -15,7 +16,9 @@ import time
 from kafkasource.lag import input_rows
 
 # reader name -> (format, extra options)
-SPARK_READERS = {"kafkasource": ("kafkasource", {}), "built-in": ("kafka", {}),
+SPARK_READERS = {"kafkasource native": ("kafkasource", {"readPath": "native"}),
+                 "kafkasource python": ("kafkasource", {"readPath": "python"}),
+                 "built-in": ("kafka", {}),
                  "kafkasource packed": ("kafkasource", {"packRecordsPerTask": "10000"})}
 
 

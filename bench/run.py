@@ -28,8 +28,10 @@ from pathlib import Path
 from bench import datasets, readers
 from bench.reference import reference_jars
 from dev import broker as local_broker
+from kafkasource import native
 
-READERS = ("kafkasource", "built-in", "bare")
+# the native read path when the extension is built (readPath=native), and the pure-Python one (readPath=python)
+READERS = (("kafkasource native",) if native.available() else ()) + ("kafkasource python", "built-in", "bare")
 PACKED = "kafkasource packed"  # packRecordsPerTask, on the wide data sets only
 
 
@@ -94,15 +96,17 @@ def machine() -> str:
 
 def report(results: dict[str, dict[str, list[float]]], data_sets: list[datasets.DataSet], args, elapsed: float) -> str:
     columns = READERS + (PACKED,)
-    lines = ["| data set | records | " + " | ".join(f"{r} rows/s (MB/s)" for r in columns)
-             + " | kafkasource / built-in | packed / built-in | bare / built-in |", "|" + " --- |" * (len(columns) + 5)]
+    compared = [r for r in columns if r != "built-in"]
+    lines = ["| data set | records | " + " | ".join(f"{r} rows/s (MB/s)" for r in columns) + " | "
+             + " | ".join(f"{r} / built-in" for r in compared) + " |",
+             "|" + " --- |" * (2 + len(columns) + len(compared))]
     for d in data_sets:
         median = {r: statistics.median(results[d.name][r]) for r in readers_for(d)}
         cells = [f"{d.records / median[r]:,.0f} ({d.payload_bytes / median[r] / 1e6:,.1f})" if r in median else "–"
                  for r in columns]
-        ratios = [f"{median['built-in'] / median[r]:.2f}×" if r in median else "–" for r in ("kafkasource", PACKED, "bare")]
-        lines.append(f"| {d.name}: {d.describe()} | {d.records:,} | " + " | ".join(cells)
-                     + f" | **{ratios[0]}** | {ratios[1]} | {ratios[2]} |")
+        ratios = [f"{median['built-in'] / median[r]:.2f}×" if r in median else "–" for r in compared]
+        lines.append(f"| {d.name}: {d.describe()} | {d.records:,} | " + " | ".join(cells) + " | "
+                     + " | ".join(ratios) + " |")
     command = "python3 -m bench.run " + " ".join(sys.argv[1:])
     return "\n".join([
         "# Read throughput", "",
@@ -111,7 +115,8 @@ def report(results: dict[str, dict[str, list[float]]], data_sets: list[datasets.
         f"Each reader drained each data set {args.repeat} times from its first offset, readers alternating; "
         "the table shows medians. Spark readers: Trigger.AvailableNow into the noop sink, `local[2]`, one warm "
         "session, default options (each timed from `start()` to the end of `awaitTermination()`); kafkasource "
-        "packed: `packRecordsPerTask=10000`, on the wide topics. bare: one "
+        f"native: `readPath=native` (librdkafka {native.librdkafka_version()} in the extension); kafkasource python: "
+        "`readPath=python`; kafkasource packed: `packRecordsPerTask=10000`, on the wide topics. bare: one "
         "confluent-kafka consumer in one Python process, a Message object per record. MB/s counts value bytes.", "",
         *lines, "", "![read throughput](results.png)" if _has_matplotlib() else "", ""])
 
