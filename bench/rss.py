@@ -3,7 +3,7 @@
 Starts a local broker, produces a steady flow (`--rate` records of 100 B per second, round-robin over 4
 partitions) while a processing-time kafkasource query (1 s trigger, noop sink) reads it for `--minutes`,
 and samples every 15 s the resident memory (VmRSS) of Spark's Python worker processes, the ones that
-run the readers. Prints the samples and writes a summary to `--results`: the workers' total RSS after the
+run the readers (`python -m pyspark.daemon pyspark.worker` and the workers it forks). Prints the samples and writes a summary to `--results`: the workers' total RSS after the
 first minute (warm-up: workers started, consumers pooled) and at the end, and the growth per minute.
 
     python3 -m bench.rss [--minutes 10] [--rate 5000] [--read-path auto|native|python] [--results bench/RSS.md]
@@ -29,13 +29,28 @@ SAMPLE_EVERY_S = 15
 PARTITIONS = 4
 
 
-def python_worker_rss_kb() -> dict[int, int]:
-    """VmRSS of every Python process running pyspark code (Spark's daemon and the workers it forks)."""
+def parent_of(pid: int) -> int:
+    # /proc/<pid>/stat: "pid (command) state ppid ..."; the command may hold spaces, so split after ")"
+    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+
+
+def descends_from_us(pid: int) -> bool:
+    while pid > 1:
+        pid = parent_of(pid)
+        if pid == os.getpid():
+            return True
+    return False
+
+
+def python_worker_rss_kb(marker: bytes = b"pyspark.worker") -> dict[int, int]:
+    """VmRSS of this run's Python processes whose command line holds `marker`: by default the daemon that forks
+    the workers running the readers, and those workers (Spark's planning daemons come and go)."""
     found = {}
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
             argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-            if not os.path.basename(argv[0]).startswith(b"python") or not any(b"pyspark" in a for a in argv):
+            if not os.path.basename(argv[0]).startswith(b"python") or marker not in argv \
+                    or not descends_from_us(int(pid)):
                 continue
             match = re.search(r"VmRSS:\s+(\d+)", Path(f"/proc/{pid}/status").read_text())
             if match:
@@ -75,7 +90,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         bootstrap = broker.bootstrap_servers
         topic = f"rss-{uuid.uuid4().hex[:6]}"
-        AdminClient({"bootstrap.servers": bootstrap}).create_topics([NewTopic(topic, PARTITIONS, 1)])[topic].result(60)
+        admin = AdminClient({"bootstrap.servers": bootstrap})  # kept: a collected client cancels its futures
+        admin.create_topics([NewTopic(topic, PARTITIONS, 1)])[topic].result(60)
         spark = spark_session([])
         df = (spark.readStream.format("kafkasource").option("kafka.bootstrap.servers", bootstrap)
               .option("subscribe", topic).option("startingOffsets", "earliest")
