@@ -89,7 +89,7 @@ class ConsumerPool:
             try:
                 return NativeConsumer(config.consumer_config())
             except ValueError as exc:
-                # the extension's librdkafka is another version, built without GSSAPI: read with
+                # the extension's librdkafka is an older version than confluent-kafka's: read with
                 # confluent-kafka's, unless the user asked for the native path
                 if config.read_path == "native":
                     raise KafkaSourceError(f"readPath is native, but the native consumer refused the configuration: "
