@@ -1,8 +1,9 @@
 """Commit the group's offsets when a batch completes: synchronously or asynchronously.
 
 The source commits from a client that is not a group member (generation -1); the coordinator
-accepts such commits only while the group has no active members (seed 001). Positions only move
-forward: an offset below one already sent is never sent again.
+accepts such commits only while the group has no active members (a group with subscribed members
+answers UNKNOWN_MEMBER_ID). Positions only move forward: an offset below one already sent is never
+sent again.
 """
 
 from __future__ import annotations
