@@ -1,10 +1,13 @@
 """The timed readers: kafkasource (native and pure-Python read paths) and the built-in format("kafka")
 through Spark, and a bare consumer.
 
-Each drains a whole topic from its first offset and returns (seconds, rows). The Spark readers run a
-Trigger.AvailableNow query into the noop sink, timed from start() to the end of awaitTermination(). The
-bare reader is one confluent-kafka consumer in this process making a Message object per record: the
-ceiling of any Python reader built on that client.
+Each drains a whole topic from its first offset and returns a Drain. The Spark readers run a
+Trigger.AvailableNow query into the noop sink, timed from start() to the end of awaitTermination()
+(`seconds`); `reading` is the part Spark spent in its triggers (progress `durationMs.triggerExecution`,
+summed over the query's batches: planning, reading and the sink, measured by Spark the same way for
+both sources). The rest is the query's start and stop: for a Python source, Spark starts a fresh Python
+process for the reader's driver side with every query. The bare reader is one confluent-kafka consumer
+in this process making a Message object per record: the ceiling of any Python reader built on that client.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from __future__ import annotations
 import os
 import tempfile
 import time
+from typing import NamedTuple
 
 from kafkasource.lag import input_rows
 
@@ -22,7 +26,13 @@ SPARK_READERS = {"kafkasource native": ("kafkasource", {"readPath": "native"}),
                  "kafkasource packed": ("kafkasource", {"packRecordsPerTask": "10000"})}
 
 
-def spark_drain(spark, reader: str, bootstrap: str, topic: str) -> tuple[float, int]:
+class Drain(NamedTuple):
+    seconds: float  # start to termination
+    rows: int
+    reading: float  # seconds inside Spark's triggers (the bare reader: all of it)
+
+
+def spark_drain(spark, reader: str, bootstrap: str, topic: str) -> Drain:
     fmt, options = SPARK_READERS[reader]
     df = (spark.readStream.format(fmt).option("kafka.bootstrap.servers", bootstrap).option("subscribe", topic)
           .option("startingOffsets", "earliest").options(**options).load())
@@ -31,10 +41,12 @@ def spark_drain(spark, reader: str, bootstrap: str, topic: str) -> tuple[float, 
     query = df.writeStream.format("noop").trigger(availableNow=True).option("checkpointLocation", checkpoint).start()
     query.awaitTermination()
     elapsed = time.perf_counter() - started
-    return elapsed, sum(input_rows(p) for p in query.recentProgress)
+    progress = query.recentProgress
+    reading = sum(p["durationMs"].get("triggerExecution", 0) for p in progress) / 1000
+    return Drain(elapsed, sum(input_rows(p) for p in progress), reading)
 
 
-def bare_drain(bootstrap: str, topic: str, partitions: int, records: int, timeout_s: float = 600) -> tuple[float, int]:
+def bare_drain(bootstrap: str, topic: str, partitions: int, records: int, timeout_s: float = 600) -> Drain:
     from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "kafkasource-bench-bare",
@@ -46,6 +58,7 @@ def bare_drain(bootstrap: str, topic: str, partitions: int, records: int, timeou
         rows = 0
         while rows < records and time.perf_counter() - started < timeout_s:
             rows += sum(1 for m in consumer.consume(10_000, 0.5) if m.error() is None)
-        return time.perf_counter() - started, rows
+        elapsed = time.perf_counter() - started
+        return Drain(elapsed, rows, elapsed)
     finally:
         consumer.close()

@@ -4,7 +4,9 @@ Starts a local broker, produces the data sets of bench/datasets.py once, warms b
 in one session (Python workers started, JVM code compiled), then drains every data set `--repeat`
 times with each reader, rotating the readers' order each round so none always runs first. Prints and
 writes to bench/RESULTS.md the medians (rows/s, MB/s of values) and the ratio to the built-in, with
-the machine it ran on; a chart as bench/results.png when matplotlib is installed.
+the machine it ran on, twice: end to end (start() to termination) and inside Spark's triggers (the
+reading, without the query's start and stop); then what starting and stopping a query cost each reader.
+A chart as bench/results.png when matplotlib is installed.
 
     bash scripts/bench.sh                      # installs the bench extra, then runs this module
     python3 -m bench.run [--scale 0.1] [--repeat 3] [--sets 1p-100B,wide-200p] [--results bench/RESULTS.md]
@@ -71,14 +73,22 @@ def spark_session(jars: list[Path]):
     return spark
 
 
-def drain(spark, reader: str, bootstrap: str, topic: str, data_set: datasets.DataSet) -> float:
+def drain(spark, reader: str, bootstrap: str, topic: str, data_set: datasets.DataSet) -> readers.Drain:
     if reader == "bare":
-        seconds, rows = readers.bare_drain(bootstrap, topic, data_set.partitions, data_set.records)
+        result = readers.bare_drain(bootstrap, topic, data_set.partitions, data_set.records)
     else:
-        seconds, rows = readers.spark_drain(spark, reader, bootstrap, topic)
-    if rows != data_set.records:
-        raise RuntimeError(f"{reader} read {rows:,} rows of {data_set.name}, expected {data_set.records:,}")
-    return seconds
+        result = readers.spark_drain(spark, reader, bootstrap, topic)
+    if result.rows != data_set.records:
+        raise RuntimeError(f"{reader} read {result.rows:,} rows of {data_set.name}, expected {data_set.records:,}")
+    return result
+
+
+Results = dict[str, dict[str, list[readers.Drain]]]  # data set -> reader -> its drains
+MEASURES = {"end to end": lambda d: d.seconds, "reading": lambda d: d.reading}
+
+
+def median_seconds(drains: list[readers.Drain], measure: str) -> float:
+    return statistics.median(MEASURES[measure](d) for d in drains)
 
 
 def machine() -> str:
@@ -94,54 +104,83 @@ def machine() -> str:
             f"(librdkafka {confluent_kafka.libversion()[0]}), Apache Kafka {local_broker.KAFKA_VERSION} (one broker)")
 
 
-def report(results: dict[str, dict[str, list[float]]], data_sets: list[datasets.DataSet], args, elapsed: float) -> str:
+def throughput_table(results: Results, data_sets: list[datasets.DataSet], measure: str) -> list[str]:
     columns = READERS + (PACKED,)
     compared = [r for r in columns if r != "built-in"]
     lines = ["| data set | records | " + " | ".join(f"{r} rows/s (MB/s)" for r in columns) + " | "
              + " | ".join(f"{r} / built-in" for r in compared) + " |",
              "|" + " --- |" * (2 + len(columns) + len(compared))]
     for d in data_sets:
-        median = {r: statistics.median(results[d.name][r]) for r in readers_for(d)}
+        median = {r: median_seconds(results[d.name][r], measure) for r in readers_for(d)}
         cells = [f"{d.records / median[r]:,.0f} ({d.payload_bytes / median[r] / 1e6:,.1f})" if r in median else "–"
                  for r in columns]
         ratios = [f"{median['built-in'] / median[r]:.2f}×" if r in median else "–" for r in compared]
         lines.append(f"| {d.name}: {d.describe()} | {d.records:,} | " + " | ".join(cells) + " | "
                      + " | ".join(ratios) + " |")
+    return lines
+
+
+def start_stop_table(results: Results) -> list[str]:
+    """Per Spark reader, the seconds a drain spent outside Spark's triggers, over every drain of the run."""
+    lines = ["| reader | median s | min s | max s |", "| --- | --- | --- | --- |"]
+    for reader in READERS + (PACKED,):
+        outside = [d.seconds - d.reading for sets in results.values() for d in sets.get(reader, [])]
+        if outside and reader != "bare":
+            lines.append(f"| {reader} | {statistics.median(outside):.2f} | {min(outside):.2f} | {max(outside):.2f} |")
+    return lines
+
+
+def report(results: Results, data_sets: list[datasets.DataSet], args, elapsed: float) -> str:
     command = "python3 -m bench.run " + " ".join(sys.argv[1:])
     return "\n".join([
         "# Read throughput", "",
         f"`{command.strip()}`, {time.strftime('%Y-%m-%d')}, {elapsed / 60:.0f} minutes.", "",
         f"Machine: {machine()}.", "",
         f"Each reader drained each data set {args.repeat} times from its first offset, readers alternating; "
-        "the table shows medians. Spark readers: Trigger.AvailableNow into the noop sink, `local[2]`, one warm "
-        "session, default options (each timed from `start()` to the end of `awaitTermination()`); kafkasource "
+        "the tables show medians. Spark readers: Trigger.AvailableNow into the noop sink, `local[2]`, one warm "
+        "session, default options; kafkasource "
         f"native: `readPath=native` (librdkafka {native.librdkafka_version()} in the extension); kafkasource python: "
         "`readPath=python`; kafkasource packed: `packRecordsPerTask=10000`, on the wide topics. bare: one "
         "confluent-kafka consumer in one Python process, a Message object per record. MB/s counts value bytes.", "",
-        *lines, "", "![read throughput](results.png)" if _has_matplotlib() else "", ""])
+        "## End to end", "",
+        "Each drain timed from `start()` to the end of `awaitTermination()`: the query's start and stop included.",
+        "", *throughput_table(results, data_sets, "end to end"), "",
+        "## Reading", "",
+        "The same drains, counting only the time Spark spent in the query's triggers (progress "
+        "`durationMs.triggerExecution`, summed over its batches: planning, reading, the sink and the offset log, "
+        "measured by Spark alike for both sources). bare: its whole drain.", "",
+        *throughput_table(results, data_sets, "reading"), "",
+        "## Starting and stopping a query", "",
+        "Seconds per drain outside the triggers, over all data sets. For a Python source Spark starts a new "
+        "Python process for the reader's driver side with every query, and that process imports pyspark from "
+        "`pyspark.zip`, which Python cannot keep compiled: most of the difference is that start. A query that "
+        "runs for hours pays it once; a short AvailableNow job pays it every run.", "",
+        *start_stop_table(results), "",
+        "![read throughput](results.png)" if _has_matplotlib() else "", ""])
 
 
 def _has_matplotlib() -> bool:
     return importlib.util.find_spec("matplotlib") is not None
 
 
-def chart(results: dict[str, dict[str, list[float]]], data_sets: list[datasets.DataSet], path: Path) -> None:
+def chart(results: Results, data_sets: list[datasets.DataSet], path: Path) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(10, 4.5))
+    fig, axes = plt.subplots(1, len(MEASURES), figsize=(14, 4.5), sharey=True)
     width = 0.8 / len(READERS)
-    for i, reader in enumerate(READERS):
-        rates = [d.records / statistics.median(results[d.name][reader]) if reader in results[d.name] else 0
-                 for d in data_sets]
-        ax.bar([x + i * width for x in range(len(data_sets))], rates, width, label=reader)
-    ax.set_xticks([x + width for x in range(len(data_sets))], [d.name for d in data_sets])
-    ax.set_ylabel("rows/s (median)")
-    ax.set_yscale("log")
-    ax.legend()
-    ax.set_title("Drain of a whole topic, one 2-core machine")
+    for ax, measure in zip(axes, MEASURES):
+        for i, reader in enumerate(READERS):
+            rates = [d.records / median_seconds(results[d.name][reader], measure) if reader in results[d.name]
+                     else 0 for d in data_sets]
+            ax.bar([x + i * width for x in range(len(data_sets))], rates, width, label=reader)
+        ax.set_xticks([x + width for x in range(len(data_sets))], [d.name for d in data_sets], rotation=20)
+        ax.set_yscale("log")
+        ax.set_title(f"{measure}: drain of a whole topic, 2 cores")
+    axes[0].set_ylabel("rows/s (median)")
+    axes[0].legend()
     fig.tight_layout()
     fig.savefig(path, dpi=110)
 
@@ -164,15 +203,15 @@ def main(argv: list[str] | None = None) -> int:
         for reader in READERS:  # warm-up, not counted
             drain(spark, reader, bootstrap, topics[warm.name], warm)
 
-        results = {d.name: {r: [] for r in readers_for(d)} for d in args.data_sets}
+        results: Results = {d.name: {r: [] for r in readers_for(d)} for d in args.data_sets}
         for round_ in range(args.repeat):
             for d in args.data_sets:
                 names = readers_for(d)
                 for reader in names[round_ % len(names):] + names[:round_ % len(names)]:
-                    seconds = drain(spark, reader, bootstrap, topics[d.name], d)
-                    results[d.name][reader].append(seconds)
-                    print(f"round {round_ + 1}: {d.name:12s} {reader:12s} {seconds:7.2f} s "
-                          f"{d.records / seconds:12,.0f} rows/s", flush=True)
+                    result = drain(spark, reader, bootstrap, topics[d.name], d)
+                    results[d.name][reader].append(result)
+                    print(f"round {round_ + 1}: {d.name:12s} {reader:18s} {result.seconds:7.2f} s "
+                          f"{d.records / result.seconds:12,.0f} rows/s, reading {result.reading:7.2f} s", flush=True)
         spark.stop()
     finally:
         broker.stop()
