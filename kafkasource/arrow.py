@@ -7,7 +7,6 @@ map() over a Message method (no Python frame per record), then Arrow builds it i
 from __future__ import annotations
 
 import pyarrow as pa
-import pyarrow.compute as pc
 from confluent_kafka import Message
 
 # names, types and nullability of Spark's built-in format("kafka") source (every field nullable)
@@ -17,6 +16,7 @@ HEADERS_DDL = "headers array<struct<key:string,value:binary>>"
 
 HEADER_TYPE = pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))
 TIMESTAMP_TYPE = pa.timestamp("us", tz="UTC")
+MILLIS_TYPE = pa.timestamp("ms", tz="UTC")  # Kafka's timestamps, widened to Spark's microseconds by a cast
 BASE_FIELDS = [
     pa.field("key", pa.binary()),
     pa.field("value", pa.binary()),
@@ -40,14 +40,14 @@ def to_record_batch(messages: list, topic: str, partition: int, include_headers:
     """One RecordBatch from confluent-kafka Message objects of one topic-partition."""
     count = len(messages)
     stamps = list(map(Message.timestamp, messages))  # (type, ms): type 1 CreateTime, 2 LogAppendTime, 0 none
-    millis = pa.array([s[1] for s in stamps], pa.int64())
+    millis = pa.array([s[1] for s in stamps], MILLIS_TYPE)
     columns = [
         pa.array(list(map(Message.key, messages)), pa.binary()),
         pa.array(list(map(Message.value, messages)), pa.binary()),
         pa.array([topic] * count, pa.string()),
         pa.array([partition] * count, pa.int32()),
         pa.array(list(map(Message.offset, messages)), pa.int64()),
-        pc.multiply(millis, 1000).cast(TIMESTAMP_TYPE),
+        millis.cast(TIMESTAMP_TYPE),
         # Kafka's TimestampType ids: -1 none, 0 CreateTime, 1 LogAppendTime
         pa.array([s[0] - 1 for s in stamps], pa.int32()),
     ]
