@@ -1,13 +1,14 @@
 """The timed readers: kafkasource (native and pure-Python read paths) and the built-in format("kafka")
-through Spark, and a bare consumer.
+through Spark, the transport ceiling (bench/ceiling.py), and a bare consumer.
 
 Each drains a whole topic from its first offset and returns a Drain. The Spark readers run a
 Trigger.AvailableNow query into the noop sink, timed from start() to the end of awaitTermination()
 (`seconds`); `reading` is the part Spark spent in its triggers (progress `durationMs.triggerExecution`,
 summed over the query's batches: planning, reading and the sink, measured by Spark the same way for
 both sources). The rest is the query's start and stop: for a Python source, Spark starts a fresh Python
-process for the reader's driver side with every query. The bare reader is one confluent-kafka consumer
-in this process making a Message object per record: the ceiling of any Python reader built on that client.
+process for the reader's driver side with every query. The ceiling drains the same shape of rows from a
+Python source with nothing to read. The bare reader is one confluent-kafka consumer in this process
+making a Message object per record: what any Python reader built on that client is bounded by.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import tempfile
 import time
 from typing import NamedTuple
 
+from bench import ceiling
 from kafkasource.lag import input_rows
 
 # reader name -> (format, extra options)
@@ -34,8 +36,18 @@ class Drain(NamedTuple):
 
 def spark_drain(spark, reader: str, bootstrap: str, topic: str) -> Drain:
     fmt, options = SPARK_READERS[reader]
-    df = (spark.readStream.format(fmt).option("kafka.bootstrap.servers", bootstrap).option("subscribe", topic)
-          .option("startingOffsets", "earliest").options(**options).load())
+    return _timed(spark.readStream.format(fmt).option("kafka.bootstrap.servers", bootstrap)
+                  .option("subscribe", topic).option("startingOffsets", "earliest").options(**options).load())
+
+
+def ceiling_drain(spark, partitions: int, records_per_partition: int, value_bytes: int) -> Drain:
+    """Spark's own cost of the same rows from a Python source with nothing to read (bench/ceiling.py)."""
+    spark.dataSource.register(ceiling.CeilingSource)
+    return _timed(spark.readStream.format(ceiling.NAME).option("partitions", partitions)
+                  .option("recordsPerPartition", records_per_partition).option("valueBytes", value_bytes).load())
+
+
+def _timed(df) -> Drain:
     checkpoint = os.path.join(tempfile.mkdtemp(prefix="kafkasource-bench-"), "ck")
     started = time.perf_counter()
     query = df.writeStream.format("noop").trigger(availableNow=True).option("checkpointLocation", checkpoint).start()

@@ -33,7 +33,8 @@ from dev import broker as local_broker
 from kafkasource import native
 
 # the native read path when the extension is built (readPath=native), and the pure-Python one (readPath=python)
-READERS = (("kafkasource native",) if native.available() else ()) + ("kafkasource python", "built-in", "bare")
+READERS = ((("kafkasource native",) if native.available() else ())
+           + ("kafkasource python", "built-in", "bare", "ceiling"))
 PACKED = "kafkasource packed"  # packRecordsPerTask, on the wide data sets only
 
 
@@ -76,6 +77,8 @@ def spark_session(jars: list[Path]):
 def drain(spark, reader: str, bootstrap: str, topic: str, data_set: datasets.DataSet) -> readers.Drain:
     if reader == "bare":
         result = readers.bare_drain(bootstrap, topic, data_set.partitions, data_set.records)
+    elif reader == "ceiling":
+        result = readers.ceiling_drain(spark, data_set.partitions, data_set.records_per_partition, data_set.value_bytes)
     else:
         result = readers.spark_drain(spark, reader, bootstrap, topic)
     if result.rows != data_set.records:
@@ -107,14 +110,17 @@ def machine() -> str:
 def throughput_table(results: Results, data_sets: list[datasets.DataSet], measure: str) -> list[str]:
     columns = READERS + (PACKED,)
     compared = [r for r in columns if r != "built-in"]
+    to_ceiling = [r for r in columns if r.startswith("kafkasource") and measure == "reading"]
     lines = ["| data set | records | " + " | ".join(f"{r} rows/s (MB/s)" for r in columns) + " | "
-             + " | ".join(f"{r} / built-in" for r in compared) + " |",
-             "|" + " --- |" * (2 + len(columns) + len(compared))]
+             + " | ".join(f"{r} / built-in" for r in compared) + "".join(f" | {r} / ceiling" for r in to_ceiling)
+             + " |",
+             "|" + " --- |" * (2 + len(columns) + len(compared) + len(to_ceiling))]
     for d in data_sets:
         median = {r: median_seconds(results[d.name][r], measure) for r in readers_for(d)}
         cells = [f"{d.records / median[r]:,.0f} ({d.payload_bytes / median[r] / 1e6:,.1f})" if r in median else "–"
                  for r in columns]
         ratios = [f"{median['built-in'] / median[r]:.2f}×" if r in median else "–" for r in compared]
+        ratios += [f"{median['ceiling'] / median[r]:.2f}" if r in median else "–" for r in to_ceiling]
         lines.append(f"| {d.name}: {d.describe()} | {d.records:,} | " + " | ".join(cells) + " | "
                      + " | ".join(ratios) + " |")
     return lines
@@ -141,7 +147,9 @@ def report(results: Results, data_sets: list[datasets.DataSet], args, elapsed: f
         "session, default options; kafkasource "
         f"native: `readPath=native` (librdkafka {native.librdkafka_version()} in the extension); kafkasource python: "
         "`readPath=python`; kafkasource packed: `packRecordsPerTask=10000`, on the wide topics. bare: one "
-        "confluent-kafka consumer in one Python process, a Message object per record. MB/s counts value bytes.", "",
+        "confluent-kafka consumer in one Python process, a Message object per record. ceiling: a Python streaming "
+        "source with nothing to read that yields ready Arrow batches of the same rows, partitions and batch sizes "
+        "(bench/ceiling.py): what Spark itself costs to take rows from a Python source. MB/s counts value bytes.", "",
         "## End to end", "",
         "Each drain timed from `start()` to the end of `awaitTermination()`: the query's start and stop included.",
         "", *throughput_table(results, data_sets, "end to end"), "",

@@ -1,0 +1,82 @@
+"""The transport ceiling: a Python streaming source that reads nothing and hands Spark ready Arrow batches.
+
+Same schema, partitioning and batch sizes as kafkasource's native path, with no Kafka behind it: each task
+yields one prebuilt batch over and over. What Spark itself costs to take Arrow batches from a Python data
+source and turn them into rows is what this drains at; no Python source can read faster through Spark.
+
+    format("kafkasource-bench-ceiling").option("partitions", 4).option("recordsPerPartition", 300000)
+                                       .option("valueBytes", 1000)
+"""
+
+from __future__ import annotations
+
+import os
+
+from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
+from pyspark.sql.streaming.datasource import SupportsTriggerAvailableNow
+
+from kafkasource.arrow import arrow_schema, schema_ddl
+
+NAME = "kafkasource-bench-ceiling"
+VALUE_POOL = 4096  # distinct random values, as in the Kafka data sets
+
+
+class CeilingSource(DataSource):
+    @classmethod
+    def name(cls) -> str:
+        return NAME
+
+    def schema(self) -> str:
+        return schema_ddl(include_headers=False)
+
+    def streamReader(self, schema):
+        return CeilingReader(int(self.options["partitions"]), int(self.options["recordsPerPartition"]),
+                             int(self.options["valueBytes"]))
+
+
+class CeilingReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    def __init__(self, partitions: int, records: int, value_bytes: int):
+        self.partitions_count, self.records, self.value_bytes = partitions, records, value_bytes
+
+    def initialOffset(self) -> dict:
+        return {"offset": 0}
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        pass
+
+    def latestOffset(self, start: dict, limit) -> dict:
+        return {"offset": self.records}
+
+    def partitions(self, start: dict, end: dict) -> list[InputPartition]:
+        return [InputPartition(end["offset"] - start["offset"]) for _ in range(self.partitions_count)]
+
+    def read(self, partition: InputPartition):
+        from kafkasource.fetch import BATCH_ROWS
+        from kafkasource.native import BATCH_BYTES
+
+        rows = max(1, min(BATCH_ROWS, BATCH_BYTES // self.value_bytes, partition.value))
+        batch = _batch(rows, self.value_bytes)
+        left = partition.value
+        while left > 0:
+            yield batch if left >= rows else batch.slice(0, left)
+            left -= rows
+
+    def commit(self, end: dict) -> None:
+        pass
+
+
+_values: dict[int, list[bytes]] = {}  # value size -> random values, made once per worker process
+
+
+def _batch(rows: int, value_bytes: int):
+    import pyarrow as pa
+
+    values = _values.setdefault(value_bytes, [os.urandom(value_bytes) for _ in range(VALUE_POOL)])
+    schema = arrow_schema(include_headers=False)
+    columns = {"key": pa.nulls(rows, pa.binary()),
+               "value": pa.array([values[i % VALUE_POOL] for i in range(rows)], pa.binary()),
+               "topic": pa.array(["ceiling"] * rows), "partition": pa.array([0] * rows, pa.int32()),
+               "offset": pa.array(range(rows), pa.int64()),
+               "timestamp": pa.array([0] * rows, schema.field("timestamp").type),
+               "timestampType": pa.array([0] * rows, pa.int32())}
+    return pa.RecordBatch.from_pydict(columns, schema=schema)
