@@ -184,7 +184,8 @@ def chart(results: Results, data_sets: list[datasets.DataSet], path: Path) -> No
             rates = [d.records / median_seconds(results[d.name][reader], measure) if reader in results[d.name]
                      else 0 for d in data_sets]
             ax.bar([x + i * width for x in range(len(data_sets))], rates, width, label=reader)
-        ax.set_xticks([x + width for x in range(len(data_sets))], [d.name for d in data_sets], rotation=20)
+        middle = width * (len(READERS) - 1) / 2  # under the middle of each group of bars
+        ax.set_xticks([x + middle for x in range(len(data_sets))], [d.name for d in data_sets], rotation=20)
         ax.set_yscale("log")
         ax.set_title(f"{measure}: drain of a whole topic, 2 cores")
     axes[0].set_ylabel("rows/s (median)")
