@@ -16,6 +16,8 @@ from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPart
 from pyspark.sql.streaming.datasource import SupportsTriggerAvailableNow
 
 from kafkasource.arrow import arrow_schema, schema_ddl
+from kafkasource.fetch import BATCH_ROWS
+from kafkasource.native import BATCH_BYTES
 
 NAME = "kafkasource-bench-ceiling"
 VALUE_POOL = 4096  # distinct random values, as in the Kafka data sets
@@ -51,9 +53,6 @@ class CeilingReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return [InputPartition(end["offset"] - start["offset"]) for _ in range(self.partitions_count)]
 
     def read(self, partition: InputPartition):
-        from kafkasource.fetch import BATCH_ROWS
-        from kafkasource.native import BATCH_BYTES
-
         rows = max(1, min(BATCH_ROWS, BATCH_BYTES // self.value_bytes, partition.value))
         batch = _batch(rows, self.value_bytes)
         left = partition.value

@@ -3,8 +3,9 @@
 Starts a local broker, produces a steady flow (`--rate` records of 100 B per second, round-robin over 4
 partitions) while a processing-time kafkasource query (1 s trigger, noop sink) reads it for `--minutes`,
 and samples every 15 s the resident memory (VmRSS) of Spark's Python worker processes, the ones that
-run the readers (`python -m pyspark.daemon pyspark.worker` and the workers it forks). Prints the samples and writes a summary to `--results`: the workers' total RSS after the
-first minute (warm-up: workers started, consumers pooled) and at the end, and the growth per minute.
+run the readers (`python -m pyspark.daemon pyspark.worker` and the workers it forks). Prints the
+samples and writes a summary to `--results`: the workers' total RSS after the first minute (warm-up:
+workers started, consumers pooled) and at the end, and the growth per minute.
 
     python3 -m bench.rss [--minutes 10] [--rate 5000] [--read-path auto|native|python] [--results bench/RSS.md]
 """
