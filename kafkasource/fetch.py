@@ -8,8 +8,10 @@ assign() partitions: they never join a group and never commit. A range is read b
 
 from __future__ import annotations
 
+import gc
 import logging
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Callable, Iterator
 
@@ -272,7 +274,9 @@ class MessageRows:
     def consume(self, count: int, timeout_s: float, until: int) -> tuple[int, bool]:
         """Consume a chunk and keep the range's records: (the offset after the last one kept, or -1; whether an
         error event moved the read position, in which case the records after that event are dropped)."""
-        records, interrupted = self.reader._records(self.reader.consumer.consume(count, timeout=timeout_s), until)
+        with collector_paused():
+            records, interrupted = self.reader._records(self.reader.consumer.consume(count, timeout=timeout_s),
+                                                        until)
         self.pending.extend(records)
         return (records[-1].offset() + 1 if records and not interrupted else -1), interrupted
 
@@ -284,9 +288,26 @@ class MessageRows:
 
     def take(self):
         r = self.reader
-        batch = to_record_batch(self.pending, r.range.topic, r.range.partition, r.config.include_headers)
+        with collector_paused():
+            batch = to_record_batch(self.pending, r.range.topic, r.range.partition, r.config.include_headers)
         self.pending = []
         return batch
+
+
+@contextmanager
+def collector_paused():
+    """Python's cycle collector off while Message objects and their timestamp tuples are made by the ten
+    thousand: each new tracked object counts toward the next collection, and every collection walks the
+    young ones, which was half of the Python path's time (1M records of 100 B read in-process: 2.0-2.9 s with
+    it on, 1.4-1.6 s with it paused). None of these objects form cycles; whatever garbage with cycles another
+    part of the worker makes meanwhile is collected once the collector runs again."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 def _count(records: int) -> str:

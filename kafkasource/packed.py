@@ -17,7 +17,8 @@ from confluent_kafka import TopicPartition as KafkaTopicPartition
 
 from kafkasource.arrow import to_record_batch
 from kafkasource.errors import KafkaSourceError
-from kafkasource.fetch import BATCH_ROWS, CONSUME_CHUNK, POOL, ConsumerPool, FetchConfig, RangeReader, pooled, read_range
+from kafkasource.fetch import (BATCH_ROWS, CONSUME_CHUNK, POOL, ConsumerPool, FetchConfig, RangeReader,
+                               collector_paused, pooled, read_range)
 from kafkasource.ranges import OffsetRange
 
 Key = tuple[str, int]
@@ -56,8 +57,9 @@ class PackedReader:
         while active:
             before = {key: r.position for key, r in active.items()}
             remaining = sum(r.range.until - r.position for r in active.values())
-            messages = self.consumer.consume(min(CONSUME_CHUNK, remaining), timeout=min(1.0, timeout_s))
-            records, moved = self._route(messages, active)
+            with collector_paused():
+                messages = self.consumer.consume(min(CONSUME_CHUNK, remaining), timeout=min(1.0, timeout_s))
+                records, moved = self._route(messages, active)
             for key, batch in records.items():
                 reader = active[key]
                 if batch[-1].offset() >= reader.range.until:
@@ -128,5 +130,7 @@ class PackedReader:
 
     def _flush(self, key: Key) -> Iterator:
         if self.pending[key]:
-            yield to_record_batch(self.pending[key], key[0], key[1], self.config.include_headers)
+            with collector_paused():
+                batch = to_record_batch(self.pending[key], key[0], key[1], self.config.include_headers)
             self.pending[key] = []
+            yield batch
