@@ -269,7 +269,7 @@ class MessageRows:
 
     def __init__(self, reader: RangeReader):
         self.reader = reader
-        self.pending: list = []
+        self.pending = PendingMessages()
 
     def consume(self, count: int, timeout_s: float, until: int) -> tuple[int, bool]:
         """Consume a chunk and keep the range's records: (the offset after the last one kept, or -1; whether an
@@ -277,20 +277,42 @@ class MessageRows:
         with collector_paused():
             records, interrupted = self.reader._records(self.reader.consumer.consume(count, timeout=timeout_s),
                                                         until)
-        self.pending.extend(records)
+        self.pending.add(records)
         return (records[-1].offset() + 1 if records and not interrupted else -1), interrupted
 
     def full(self, batch_rows: int) -> bool:
-        return len(self.pending) >= batch_rows
+        return self.pending.full(batch_rows)
 
     def __len__(self) -> int:
         return len(self.pending)
 
     def take(self):
         r = self.reader
+        return self.pending.take(r.range.topic, r.range.partition, r.config.include_headers)
+
+
+class PendingMessages:
+    """One partition's messages waiting to become an Arrow batch. A batch ends at BATCH_ROWS records or at
+    native.BATCH_BYTES of values, as on the native path, so large records never pile up in a worker."""
+
+    def __init__(self) -> None:
+        self.messages: list = []
+        self.value_bytes = 0
+
+    def add(self, messages: list) -> None:
+        self.messages.extend(messages)
+        self.value_bytes += sum(map(len, messages))  # len() of a Message is the size of its value
+
+    def full(self, batch_rows: int = BATCH_ROWS) -> bool:
+        return len(self.messages) >= batch_rows or self.value_bytes >= native.BATCH_BYTES
+
+    def __len__(self) -> int:
+        return len(self.messages)
+
+    def take(self, topic: str, partition: int, include_headers: bool):
         with collector_paused():
-            batch = to_record_batch(self.pending, r.range.topic, r.range.partition, r.config.include_headers)
-        self.pending = []
+            batch = to_record_batch(self.messages, topic, partition, include_headers)
+        self.messages, self.value_bytes = [], 0
         return batch
 
 

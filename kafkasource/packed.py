@@ -15,9 +15,8 @@ from typing import Iterator
 from confluent_kafka import Consumer, Message
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 
-from kafkasource.arrow import to_record_batch
 from kafkasource.errors import KafkaSourceError
-from kafkasource.fetch import (BATCH_ROWS, CONSUME_CHUNK, POOL, ConsumerPool, FetchConfig, RangeReader,
+from kafkasource.fetch import (CONSUME_CHUNK, POOL, ConsumerPool, FetchConfig, PendingMessages, RangeReader,
                                collector_paused, pooled, read_range)
 from kafkasource.ranges import OffsetRange
 
@@ -37,7 +36,7 @@ class PackedReader:
         self.consumer = consumer
         self.config = config
         self.readers = {(r.topic, r.partition): RangeReader(consumer, r, config, shared=True) for r in ranges}
-        self.pending: dict[Key, list] = {key: [] for key in self.readers}
+        self.pending = {key: PendingMessages() for key in self.readers}
 
     def batches(self) -> Iterator:
         # librdkafka keeps a partition paused across unassign and assign: resume what this task paused, or the
@@ -64,7 +63,7 @@ class PackedReader:
                 reader = active[key]
                 if batch[-1].offset() >= reader.range.until:
                     batch = [m for m in batch if m.offset() < reader.range.until]
-                self.pending[key].extend(batch)
+                self.pending[key].add(batch)
                 if key not in moved and batch:
                     reader.position = max(reader.position, batch[-1].offset() + 1)
             # the position moves past control records and aborted transactions too, so gaps never stall us
@@ -125,12 +124,9 @@ class PackedReader:
 
     def _full_batches(self) -> Iterator:
         for key, pending in self.pending.items():
-            if len(pending) >= BATCH_ROWS:
+            if pending.full():
                 yield from self._flush(key)
 
     def _flush(self, key: Key) -> Iterator:
         if self.pending[key]:
-            with collector_paused():
-                batch = to_record_batch(self.pending[key], key[0], key[1], self.config.include_headers)
-            self.pending[key] = []
-            yield batch
+            yield self.pending[key].take(key[0], key[1], self.config.include_headers)

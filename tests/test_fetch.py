@@ -8,12 +8,13 @@ import pyarrow as pa
 import pytest
 
 from kafkasource.arrow import arrow_schema
-from kafkasource import native
+from kafkasource import fetch, native
 from kafkasource.errors import DataLossError, KafkaSourceError
 from kafkasource.fetch import ConsumerPool, FetchConfig, read_range
 from kafkasource.native import NativeConsumer
 from kafkasource.packed import read_ranges
 from kafkasource.ranges import OffsetRange
+from tests.kafka_helpers import Record
 
 
 def fetch_config(kafka, fail_on_data_loss=True, read_path="python") -> FetchConfig:
@@ -100,6 +101,21 @@ def test_a_configuration_the_native_consumer_refuses_falls_back_to_confluent_kaf
     with pytest.raises(KafkaSourceError, match="readPath is native, but the native consumer refused the "
                                                "configuration: sasl.oauthbearer.sub.claim.name: No such"):
         pool.acquire(FetchConfig(newer, False, True, 1000, read_path="native"))
+
+
+def test_a_batch_ends_at_the_byte_cap_on_either_path(kafka, topic, read_path, monkeypatch):
+    # large records must not pile up in a worker until BATCH_ROWS: a batch also ends at BATCH_BYTES of values,
+    # checked after each consumed chunk (here at most 2 records of 1,000 B)
+    kafka.produce(topic, [Record(0, None, bytes([i]) * 1000) for i in range(12)])
+    monkeypatch.setattr(native, "BATCH_BYTES", 3000)
+    monkeypatch.setattr(fetch, "CONSUME_CHUNK", 2)
+
+    batches = list(read_range(OffsetRange(topic, 0, 0, 12), fetch_config(kafka, read_path=read_path), ConsumerPool()))
+
+    sizes = [batch.num_rows for batch in batches]
+    assert sum(sizes) == 12 and len(sizes) >= 3
+    assert all(3 <= size <= 4 for size in sizes[:-1]), sizes  # ended at the first chunk reaching 3,000 B
+    assert [value[0] for batch in batches for value in batch.column("value").to_pylist()] == list(range(12))
 
 
 def test_executor_defaults_favour_bounded_reads_and_user_settings_win():
