@@ -37,9 +37,12 @@ IDLE_CLOSE_SECONDS = 300
 #   to this long (default 1000 ms): 150-160k rows/s with the default, 510-580k with 10 ms (470k with 1 ms).
 # - fetch.wait.max.ms: a range reader knows its records exist, so the broker's long poll (default 500 ms)
 #   only delays the first fetch after an assign: ~500 ms per Spark task on a wide topic, ~10 ms with 10.
+# - reconnect.backoff.max.ms: a pooled consumer keeps retrying a broker that went away, waiting longer each
+#   time up to this (default 10 s); after an outage, its next task would wait that out and could fail as
+#   stalled (kafkaConsumer.pollTimeoutMs) although the broker is back. 1 s bounds the wait.
 # queued.min.messages (1M or 10k instead of 100k) and fetch.min.bytes (1 MiB) changed nothing or slowed reads.
 FETCH_DEFAULTS = {"max.partition.fetch.bytes": 8 * 1024 * 1024, "fetch.queue.backoff.ms": 10,
-                  "fetch.wait.max.ms": 10}
+                  "fetch.wait.max.ms": 10, "reconnect.backoff.max.ms": 1000}
 GONE = {KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_PARTITION, KafkaError._UNKNOWN_TOPIC}
 
 
