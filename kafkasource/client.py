@@ -11,12 +11,12 @@ import logging
 import time
 from typing import Mapping
 
-from confluent_kafka import Consumer, IsolationLevel, KafkaError, KafkaException
+from confluent_kafka import OFFSET_INVALID, Consumer, IsolationLevel, KafkaError, KafkaException
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
 from kafkasource.errors import AccessError, BrokerUnavailableError, KafkaSourceError
-from kafkasource.offsets import Positions, TopicPartition
+from kafkasource.offsets import Positions, TopicPartition, describe
 from kafkasource.options import SourceOptions
 
 log = logging.getLogger(__name__)
@@ -33,6 +33,7 @@ COORDINATOR_RETRIABLE = {KafkaError.COORDINATOR_LOAD_IN_PROGRESS, KafkaError.COO
 # the client's error_cb (served inside poll()); the request itself just fails with a transport error or a timeout
 REFUSED = {KafkaError._AUTHENTICATION, KafkaError._SSL}
 ANSWER_SLICE_S = 1.0  # how often a request waiting for an unreachable cluster checks for a refusal
+FIRST_ATTEMPT_S = 1.0  # the first ListOffsets attempt's timeout; each retry doubles it
 
 
 class KafkaClient:
@@ -124,33 +125,47 @@ class KafkaClient:
         return {name: len(topic.partitions) for name, topic in metadata.topics.items() if topic.error is None}
 
     def _list_offsets(self, request: Mapping[TopicPartition, OffsetSpec], what: str) -> Positions:
+        """One ListOffsets request for every partition, asked again until kafkaConsumer.pollTimeoutMs has passed.
+
+        A request goes to each partition's leader as the client last knew it. When that leader has just died, the
+        request waits out its whole timeout and may then come back without an error but with OFFSET_INVALID for
+        that partition (seen on a 3-node cluster: 90 s lost, then -1001). So each attempt has a short timeout that
+        doubles (1, 2, 4 s ...) and every retry a fresh client, whose metadata names the new leader once the
+        cluster has elected one (a few seconds after the old one stopped answering)."""
         if not request:
             return {}
         isolation = IsolationLevel.READ_COMMITTED if self.options.read_committed else IsolationLevel.READ_UNCOMMITTED
         deadline = time.monotonic() + self._timeout_s
+        attempt_s = FIRST_ATTEMPT_S
         while True:
+            attempt_s = max(1.0, min(attempt_s, deadline - time.monotonic()))
+            failure: KafkaException | None = None
             try:
                 futures = self.admin.list_offsets({KafkaTopicPartition(t, p): spec for (t, p), spec in request.items()},
-                                                  isolation_level=isolation,
-                                                  request_timeout=max(1.0, deadline - time.monotonic()))
-                return {(tp.topic, tp.partition): future.result(max(0.0, deadline - time.monotonic())).offset
-                        for tp, future in futures.items()}
+                                                  isolation_level=isolation, request_timeout=attempt_s)
+                found = {(tp.topic, tp.partition): future.result(attempt_s).offset for tp, future in futures.items()}
+                unanswered = sorted(tp for tp, offset in found.items() if offset == OFFSET_INVALID)
+                if not unanswered:
+                    return found
+                reason = f"no offset for {describe(unanswered)}"
             except KafkaException as exc:
                 error = exc.args[0] if exc.args and isinstance(exc.args[0], KafkaError) else None
-                # a leader moving to another broker answers "not leader" or "high watermark not caught up" for a
-                # moment: ask again until kafkaConsumer.pollTimeoutMs has passed, with a new client, since one that
-                # knew the old leader was seen to keep its stale leader epoch
-                if error is not None and error.code() in LEADER_MOVING | UNREACHABLE \
-                        and time.monotonic() + 0.2 < deadline and not self._refused(f"list {what} offsets"):
-                    log.info("listing %s offsets: %s; retrying", what, error.str())
-                    self._admin = None
-                    time.sleep(0.2)
-                    continue
-                raise self._fail(f"list {what} offsets", exc) from None
+                # a leader moving to another broker also answers "not leader" or "high watermark not caught up"
+                if error is None or error.code() not in LEADER_MOVING | UNREACHABLE:
+                    raise self._fail(f"list {what} offsets", exc) from None
+                failure, reason = exc, error.str()
             except TimeoutError:
+                reason = f"no answer within {attempt_s:.0f} s"
+            if time.monotonic() + 0.2 >= deadline or self._refused(f"list {what} offsets"):
+                if failure is not None:
+                    raise self._fail(f"list {what} offsets", failure) from None
                 raise BrokerUnavailableError(
                     f"could not list {what} offsets: Kafka at {self.options.bootstrap_servers} did not answer within "
                     f"{self.options.poll_timeout_ms} ms (kafkaConsumer.pollTimeoutMs)") from None
+            log.info("listing %s offsets: %s; asking again with a fresh client", what, reason)
+            self._admin = None
+            time.sleep(0.2)
+            attempt_s *= 2
 
     def beginning(self, partitions: list[TopicPartition]) -> Positions:
         return self._list_offsets({tp: OffsetSpec.earliest() for tp in partitions}, "earliest")

@@ -19,8 +19,10 @@ from confluent_kafka import KafkaException
 from confluent_kafka.admin import NewTopic
 
 from dev import broker as local_broker
+from kafkasource.client import KafkaClient
+from kafkasource.options import parse_options
 from tests.job_helpers import durable_positions, kill_group, start_job, write_config
-from tests.kafka_helpers import KafkaHarness, await_condition
+from tests.kafka_helpers import KafkaHarness, Record, await_condition
 from tests.test_stream_read import Collector, await_rows, base_options, running_stream
 
 pytestmark = pytest.mark.faults
@@ -235,12 +237,42 @@ def group_coordinator(kafka: KafkaHarness, group: str) -> int:
     return description.coordinator.id
 
 
+def replicated_topic(kafka: KafkaHarness, hint: str, partitions: int) -> str:
+    """A topic with 3 replicas, once every partition has a leader."""
+    topic = kafka.unique_name(hint)
+    kafka.admin.create_topics([NewTopic(topic, partitions, 3)])[topic].result(30)
+    await_condition("the topic's leaders", lambda: len(partition_leaders(kafka, topic)) == partitions
+                    and all(leader >= 0 for leader in partition_leaders(kafka, topic).values()), timeout=60)
+    return topic
+
+
+def test_offsets_are_asked_again_when_a_partition_leader_dies(cluster, capsys):
+    """A ListOffsets request sent to a leader that just died waits out its whole timeout and can come back
+    holding OFFSET_INVALID for that partition: the driver must ask again and answer the true log ends."""
+    kafka = KafkaHarness(cluster.bootstrap_servers)
+    topic = replicated_topic(kafka, "leader-gone", 2)
+    kafka.produce(topic, [Record(p, None, b"v") for p in (0, 1) for _ in range(10)], acks="all")
+    client = KafkaClient(parse_options({"kafka.bootstrap.servers": cluster.bootstrap_servers, "subscribe": topic,
+                                        "kafkaConsumer.pollTimeoutMs": "120000"}))
+    partitions = [(topic, 0), (topic, 1)]
+    assert client.end(partitions) == {(topic, 0): 10, (topic, 1): 10}  # the client now knows the leaders
+    victim = partition_leaders(kafka, topic)[0]
+    cluster.kill(victim)
+    try:
+        started = time.monotonic()
+        ends = client.end(partitions)
+        took = time.monotonic() - started
+    finally:
+        client.close()
+        cluster.restart(victim)
+    assert ends == {(topic, 0): 10, (topic, 1): 10}
+    report(capsys, f"latest offsets listed right after the partition leader (node {victim}) was killed: the exact "
+                   f"log ends after {took:.1f} s (kafkaConsumer.pollTimeoutMs 120 s)")
+
+
 def test_leader_and_coordinator_failover_loses_and_duplicates_nothing(spark, cluster, tmp_path, capsys):
     kafka = KafkaHarness(cluster.bootstrap_servers)
-    topic = kafka.unique_name("failover")
-    kafka.admin.create_topics([NewTopic(topic, 2, 3)])[topic].result(30)
-    await_condition("the topic's leaders", lambda: all(l >= 0 for l in partition_leaders(kafka, topic).values())
-                    and len(partition_leaders(kafka, topic)) == 2, timeout=60)
+    topic = replicated_topic(kafka, "failover", 2)
     group = kafka.unique_name("failover-group")
     collector = Collector()
     options = base_options(kafka, subscribe=topic, startingOffsets="earliest", commitMode="sync",
