@@ -45,6 +45,13 @@ impl BinaryColumn {
         Ok(())
     }
 
+    /// Room for as many rows and bytes as `previous` held.
+    fn reserve_like(&mut self, previous: &BinaryColumn) {
+        self.validity.reserve(previous.validity.len());
+        self.offsets.reserve(previous.offsets.len());
+        self.data.reserve(previous.data.len());
+    }
+
     fn truncate(&mut self, rows: usize) {
         self.offsets.truncate(rows + 1);
         self.data.truncate(self.offsets[rows] as usize);
@@ -88,6 +95,18 @@ impl Columns {
             header_values: BinaryColumn::new(),
             ..Default::default()
         }
+    }
+
+    /// Empty columns with room for a batch like `previous`: a range's batches are alike, and growing 16 MiB of
+    /// values by doubling copies them once more on the way.
+    fn like(previous: &Columns) -> Self {
+        let mut next = Columns::new();
+        next.keys.reserve_like(&previous.keys);
+        next.values.reserve_like(&previous.values);
+        next.offsets.reserve(previous.offsets.len());
+        next.timestamps_us.reserve(previous.timestamps_us.len());
+        next.timestamp_types.reserve(previous.timestamp_types.len());
+        next
     }
 
     fn rows(&self) -> usize {
@@ -377,7 +396,8 @@ impl Consumer {
     /// where headers is None or (list validity, list offsets, key offsets, key bytes, value validity,
     /// value offsets, value bytes).
     fn take(&mut self, py: Python<'_>, with_headers: bool) -> PyResult<PyObject> {
-        let c = std::mem::replace(&mut self.columns, Columns::new());
+        let next = Columns::like(&self.columns);
+        let c = std::mem::replace(&mut self.columns, next);
         let rows = c.rows();
         let buf = |data| Buffer::new(data);
         let headers = if with_headers {
