@@ -15,7 +15,7 @@ import pyarrow as pa
 from confluent_kafka import KafkaError
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 
-from kafkasource.arrow import HEADER_TYPE, TIMESTAMP_TYPE, arrow_schema
+from kafkasource.arrow import HEADER_TYPE, TIMESTAMP_TYPE, arrow_schema, repeated_int32, repeated_string
 
 try:
     from kafkasource import _native
@@ -109,8 +109,8 @@ def record_batch(parts: tuple, topic: str, partition: int, include_headers: bool
     columns = [
         pa.Array.from_buffers(pa.binary(), rows, [buf(key_valid), buf(key_offsets), buf(keys)]),
         pa.Array.from_buffers(pa.binary(), rows, [buf(value_valid), buf(value_offsets), buf(values)]),
-        pa.repeat(pa.scalar(topic, pa.string()), rows),
-        pa.repeat(pa.scalar(partition, pa.int32()), rows),
+        repeated_string(topic, rows),
+        repeated_int32(partition, rows),
         pa.Array.from_buffers(pa.int64(), rows, [None, buf(offsets)]),
         pa.Array.from_buffers(TIMESTAMP_TYPE, rows, [None, buf(stamps)]),
         pa.Array.from_buffers(pa.int32(), rows, [None, buf(types)]),

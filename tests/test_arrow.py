@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import gc
+import subprocess
+import sys
+import textwrap
 
 import pyarrow as pa
 import pytest
+from confluent_kafka import Message
 
-from kafkasource.arrow import binary_array, timestamp_types
+from kafkasource.arrow import binary_array, repeated_int32, repeated_string, timestamp_types, to_record_batch
 from kafkasource.fetch import collector_paused
 
 
@@ -32,6 +36,49 @@ def test_timestamp_types_map_librdkafka_ids_to_kafkas():
     assert timestamp_types([1, 2, 0]).to_pylist() == [0, 1, -1]  # mixed, and none
     assert timestamp_types([]).to_pylist() == []
     assert timestamp_types([0]).type == pa.int32()
+
+
+@pytest.mark.parametrize("count", [0, 1, 3])
+def test_repeated_columns_equal_what_pa_repeat_builds(count):
+    for topic in ("orders", "ümlaut-主題"):
+        built = repeated_string(topic, count)
+        built.validate(full=True)
+        assert built.equals(pa.repeat(pa.scalar(topic, pa.string()), count))
+    assert repeated_int32(-7, count).equals(pa.repeat(pa.scalar(-7, pa.int32()), count))
+
+
+def test_a_record_batch_holds_every_field_of_the_messages():
+    messages = [Message(topic="t", partition=4, offset=2**40, key=b"k", value=b"v1", timestamp=(1, 1_700_000_000_123)),
+                Message(topic="t", partition=4, offset=2**40 + 3, key=b"", value=None, timestamp=(2, 5)),
+                Message(topic="t", partition=4, offset=2**40 + 4, key=b"k3", value=b"", timestamp=(0, -1))]
+    batch = to_record_batch(messages, "t", 4, include_headers=False)
+    batch.validate(full=True)
+    assert batch.to_pydict() == {
+        "key": [b"k", b"", b"k3"], "value": [b"v1", None, b""], "topic": ["t"] * 3, "partition": [4] * 3,
+        "offset": [2**40, 2**40 + 3, 2**40 + 4],
+        "timestamp": pa.array([1_700_000_000_123_000, 5_000, -1_000], pa.timestamp("us", tz="UTC")).to_pylist(),
+        "timestampType": [0, 1, -1]}
+
+
+def test_building_batches_never_imports_pandas():
+    """Converting a Python object makes pyarrow import pandas, which Spark's workers otherwise never load."""
+    script = textwrap.dedent("""
+        import sys
+        from confluent_kafka import Message
+        from kafkasource.arrow import to_record_batch
+        from kafkasource.native import record_batch
+
+        messages = [Message(topic="t", partition=0, offset=o, value=b"v", timestamp=(1, 1000 + o)) for o in range(3)]
+        python_path = to_record_batch(messages, "t", 0, include_headers=False)
+        parts = (2, b"\\x00", bytes(12), b"", b"\\x03", (0).to_bytes(4, "little") + (1).to_bytes(4, "little") * 2,
+                 b"v", bytes(16), bytes(16), bytes(8), None)
+        native_path = record_batch(parts, "t", 0, include_headers=False)
+        assert python_path.num_rows == 3 and native_path.num_rows == 2, (python_path, native_path)
+        print("pandas" in sys.modules)
+    """)
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "False"
 
 
 def test_collector_paused_restores_the_collectors_state_even_on_error():
