@@ -131,7 +131,8 @@ class KafkaClient:
         request waits out its whole timeout and may then come back without an error but with OFFSET_INVALID for
         that partition (seen on a 3-node cluster: 90 s lost, then -1001). So each attempt has a short timeout that
         doubles (1, 2, 4 s ...) and every retry a fresh client, whose metadata names the new leader once the
-        cluster has elected one (a few seconds after the old one stopped answering)."""
+        cluster has elected one (a few seconds after the old one stopped answering); a client that knew the old
+        leader was also seen to keep its stale leader epoch."""
         if not request:
             return {}
         isolation = IsolationLevel.READ_COMMITTED if self.options.read_committed else IsolationLevel.READ_UNCOMMITTED

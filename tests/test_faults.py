@@ -241,8 +241,8 @@ def replicated_topic(kafka: KafkaHarness, hint: str, partitions: int) -> str:
     """A topic with 3 replicas, once every partition has a leader."""
     topic = kafka.unique_name(hint)
     kafka.admin.create_topics([NewTopic(topic, partitions, 3)])[topic].result(30)
-    await_condition("the topic's leaders", lambda: len(partition_leaders(kafka, topic)) == partitions
-                    and all(leader >= 0 for leader in partition_leaders(kafka, topic).values()), timeout=60)
+    await_condition("the topic's leaders", lambda: len(leaders := partition_leaders(kafka, topic)) == partitions
+                    and all(leader >= 0 for leader in leaders.values()), timeout=60)
     return topic
 
 
