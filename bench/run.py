@@ -1,8 +1,11 @@
 """Read throughput: kafkasource against Spark's built-in format("kafka") and a bare consumer, in one run.
 
-Starts a local broker, produces the data sets of bench/datasets.py once, warms both Spark readers up
-in one session (Python workers started, JVM code compiled), then drains every data set `--repeat`
-times with each reader, rotating the readers' order each round so none always runs first. Prints and
+Starts a local broker, produces the data sets of bench/datasets.py once, then in one Spark session
+drains every data set `--warm-up` times with each reader untimed and `--repeat` times timed, rotating
+the readers' order each round so none always runs first. The untimed rounds matter: a reader's first
+drains of a shape are 2-5 times slower than its later ones, for the built-in as for kafkasource (the
+JVM compiles the code the shape runs through; Python workers start and size their buffers), and a
+small warm-up set of another shape does not take that cost away. Prints and
 writes to bench/RESULTS.md the medians (rows/s, MB/s of values) and the ratio to the built-in, with
 the machine it ran on, twice: end to end (start() to termination) and inside Spark's triggers (the
 reading, without the query's start and stop); then what starting and stopping a query cost each reader.
@@ -46,6 +49,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--scale", type=float, default=1.0, help="records per partition × this (wide sets excepted)")
     parser.add_argument("--repeat", type=int, default=3, help="drains per reader and data set; the median counts")
+    parser.add_argument("--warm-up", type=int, default=1,
+                        help="untimed drains per reader and data set before the timed ones")
     parser.add_argument("--sets", help="comma-separated data set names (default: all): "
                         + ", ".join(d.name for d in datasets.DATA_SETS))
     parser.add_argument("--results", default=str(Path(__file__).parent / "RESULTS.md"), help="Markdown to write")
@@ -54,8 +59,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     wanted = set(args.sets.split(",")) if args.sets else known
     if wanted - known:
         parser.error(f"unknown data set(s) {', '.join(sorted(wanted - known))}; known: {', '.join(sorted(known))}")
-    if args.scale <= 0 or args.repeat < 1:
-        parser.error("--scale must be above 0 and --repeat at least 1")
+    if args.scale <= 0 or args.repeat < 1 or args.warm_up < 0:
+        parser.error("--scale must be above 0, --repeat at least 1 and --warm-up at least 0")
     args.data_sets = [d if d.name in datasets.WIDE else d.scaled(args.scale)
                       for d in datasets.DATA_SETS if d.name in wanted]
     return args
@@ -142,9 +147,10 @@ def report(results: Results, data_sets: list[datasets.DataSet], args, elapsed: f
         "# Read throughput", "",
         f"`{command.strip()}`, {time.strftime('%Y-%m-%d')}, {elapsed / 60:.0f} minutes.", "",
         f"Machine: {machine()}.", "",
-        f"Each reader drained each data set {args.repeat} times from its first offset, readers alternating; "
-        "the tables show medians. Spark readers: Trigger.AvailableNow into the noop sink, `local[2]`, one warm "
-        "session, default options; kafkasource "
+        f"Each reader drained each data set {args.warm_up} time(s) untimed, then {args.repeat} times timed, from "
+        "its first offset, readers alternating; the tables show medians of the timed drains (a reader's first "
+        "drains of a shape are slower, the built-in's as kafkasource's). Spark readers: Trigger.AvailableNow into "
+        "the noop sink, `local[2]`, one session, default options; kafkasource "
         f"native: `readPath=native` (librdkafka {native.librdkafka_version()} in the extension); kafkasource python: "
         "`readPath=python`; kafkasource packed: `packRecordsPerTask=10000`, on the wide topics. bare: one "
         "confluent-kafka consumer in one Python process, a Message object per record. ceiling: a Python streaming "
@@ -202,24 +208,23 @@ def main(argv: list[str] | None = None) -> int:
     try:
         bootstrap = broker.bootstrap_servers
         topics = {}
-        warm = datasets.DataSet("warm-up", 4, 20_000, 100)
-        for d in [warm, *args.data_sets]:
+        for d in args.data_sets:
             t0 = time.perf_counter()
             topics[d.name] = f"bench-{d.name}-{uuid.uuid4().hex[:6]}"
             datasets.produce(bootstrap, topics[d.name], d)
             print(f"produced {d.name}: {d.describe()} in {time.perf_counter() - t0:.1f} s", flush=True)
         spark = spark_session(jars)
-        for reader in READERS:  # warm-up, not counted
-            drain(spark, reader, bootstrap, topics[warm.name], warm)
 
         results: Results = {d.name: {r: [] for r in readers_for(d)} for d in args.data_sets}
-        for round_ in range(args.repeat):
+        for round_ in range(args.warm_up + args.repeat):
+            label = f"warm-up {round_ + 1}" if round_ < args.warm_up else f"round {round_ - args.warm_up + 1}"
             for d in args.data_sets:
                 names = readers_for(d)
                 for reader in names[round_ % len(names):] + names[:round_ % len(names)]:
                     result = drain(spark, reader, bootstrap, topics[d.name], d)
-                    results[d.name][reader].append(result)
-                    print(f"round {round_ + 1}: {d.name:12s} {reader:18s} {result.seconds:7.2f} s "
+                    if round_ >= args.warm_up:
+                        results[d.name][reader].append(result)
+                    print(f"{label}: {d.name:12s} {reader:18s} {result.seconds:7.2f} s "
                           f"{d.records / result.seconds:12,.0f} rows/s, reading {result.reading:7.2f} s", flush=True)
         spark.stop()
     finally:
