@@ -19,6 +19,7 @@ import time
 from typing import NamedTuple
 
 from bench import ceiling
+from bench.cpu import Cpu
 from kafkasource.lag import input_rows
 
 # reader name -> (format, extra options)
@@ -32,6 +33,7 @@ class Drain(NamedTuple):
     seconds: float  # start to termination
     rows: int
     reading: float  # seconds inside Spark's triggers (the bare reader: all of it)
+    cpu: Cpu | None = None  # what the drain cost the machine's processes (bench/cpu.py)
 
 
 def spark_drain(spark, reader: str, bootstrap: str, topic: str) -> Drain:

@@ -30,7 +30,7 @@ import uuid
 from importlib.metadata import version
 from pathlib import Path
 
-from bench import datasets, readers
+from bench import cpu, datasets, readers
 from bench.reference import reference_jars
 from dev import broker as local_broker
 from kafkasource import native
@@ -79,7 +79,9 @@ def spark_session(jars: list[Path]):
     return spark
 
 
-def drain(spark, reader: str, bootstrap: str, topic: str, data_set: datasets.DataSet) -> readers.Drain:
+def drain(spark, meter: cpu.Meter, reader: str, bootstrap: str, topic: str,
+          data_set: datasets.DataSet) -> readers.Drain:
+    before = meter.sample()
     if reader == "bare":
         result = readers.bare_drain(bootstrap, topic, data_set.partitions, data_set.records)
     elif reader == "ceiling":
@@ -88,7 +90,7 @@ def drain(spark, reader: str, bootstrap: str, topic: str, data_set: datasets.Dat
         result = readers.spark_drain(spark, reader, bootstrap, topic)
     if result.rows != data_set.records:
         raise RuntimeError(f"{reader} read {result.rows:,} rows of {data_set.name}, expected {data_set.records:,}")
-    return result
+    return result._replace(cpu=meter.sample() - before)
 
 
 Results = dict[str, dict[str, list[readers.Drain]]]  # data set -> reader -> its drains
@@ -131,6 +133,23 @@ def throughput_table(results: Results, data_sets: list[datasets.DataSet], measur
     return lines
 
 
+def cpu_cell(used: cpu.Cpu) -> str:
+    return (f"{used.total:.1f} ({used.broker:.1f} / {used.jvm:.1f} / {used.python + used.bench:.1f})")
+
+
+def cpu_table(results: Results, data_sets: list[datasets.DataSet]) -> list[str]:
+    """Per data set and reader, the CPU seconds of its median drain by that measure, and where they went."""
+    columns = READERS + (PACKED,)
+    lines = ["| data set | " + " | ".join(columns) + " |", "|" + " --- |" * (1 + len(columns))]
+    for d in data_sets:
+        cells = []
+        for reader in columns:
+            drains = sorted(results[d.name].get(reader, []), key=lambda drain: drain.cpu.total)
+            cells.append(cpu_cell(drains[(len(drains) - 1) // 2].cpu) if drains else "–")
+        lines.append(f"| {d.name} | " + " | ".join(cells) + " |")
+    return lines
+
+
 def start_stop_table(results: Results) -> list[str]:
     """Per Spark reader, the seconds a drain spent outside Spark's triggers, over every drain of the run."""
     lines = ["| reader | median s | min s | max s |", "| --- | --- | --- | --- |"]
@@ -164,6 +183,13 @@ def report(results: Results, data_sets: list[datasets.DataSet], args, elapsed: f
         "`durationMs.triggerExecution`, summed over its batches: planning, reading, the sink and the offset log, "
         "measured by Spark alike for both sources). bare: its whole drain.", "",
         *throughput_table(results, data_sets, "reading"), "",
+        "## CPU per drain", "",
+        "CPU seconds the drain cost the machine (user and system time from /proc, the median drain by that "
+        "measure): total (the broker / Spark's JVM / Python: the processes Spark started, and for bare this "
+        "process). The whole drain counts, its start included: for a Python source that is the process Spark "
+        "starts for the reader's driver side with every query (about 1.3 CPU s here, the ceiling's too). Wall "
+        "time on this shared machine varies from drain to drain more than CPU time does.", "",
+        *cpu_table(results, data_sets), "",
         "## Starting and stopping a query", "",
         "Seconds per drain outside the triggers, over all data sets. For a Python source Spark starts a new "
         "Python process for the reader's driver side with every query, and that process imports pyspark from "
@@ -214,6 +240,7 @@ def main(argv: list[str] | None = None) -> int:
             datasets.produce(bootstrap, topics[d.name], d)
             print(f"produced {d.name}: {d.describe()} in {time.perf_counter() - t0:.1f} s", flush=True)
         spark = spark_session(jars)
+        meter = cpu.Meter(broker.pid, spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid())
 
         results: Results = {d.name: {r: [] for r in readers_for(d)} for d in args.data_sets}
         for round_ in range(args.warm_up + args.repeat):
@@ -221,11 +248,12 @@ def main(argv: list[str] | None = None) -> int:
             for d in args.data_sets:
                 names = readers_for(d)
                 for reader in names[round_ % len(names):] + names[:round_ % len(names)]:
-                    result = drain(spark, reader, bootstrap, topics[d.name], d)
+                    result = drain(spark, meter, reader, bootstrap, topics[d.name], d)
                     if round_ >= args.warm_up:
                         results[d.name][reader].append(result)
                     print(f"{label}: {d.name:12s} {reader:18s} {result.seconds:7.2f} s "
-                          f"{d.records / result.seconds:12,.0f} rows/s, reading {result.reading:7.2f} s", flush=True)
+                          f"{d.records / result.seconds:12,.0f} rows/s, reading {result.reading:7.2f} s, "
+                          f"CPU {cpu_cell(result.cpu)}", flush=True)
         spark.stop()
     finally:
         broker.stop()
