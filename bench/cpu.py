@@ -1,80 +1,105 @@
-"""CPU seconds a drain costs the machine, by process: the broker, Spark's JVM, the Python processes Spark
-starts (workers and each query's driver-side runner), and this process (the bare reader, py4j's calls).
+"""CPU seconds a drain costs the machine, by process: the broker, Spark's JVM, and the Python processes
+(those Spark starts, workers and each query's driver-side runner, and this one: the bare reader, py4j).
 
 Wall time on this shared 2-core machine varies from drain to drain by more than the differences between
 readers (the ceiling, which reads nothing, took 1.2 to 3.7 s for the same 1 KB drain in one run); the CPU a
 drain used varies far less, and says what each reader costs the broker and Spark besides itself.
 
-Read from /proc: a process's own user and system time, plus that of its children once it has reaped them,
-so a Python process that ends during a drain still counts (in its parent's share).
+Each process's own user and system time, read from /proc every SAMPLE_S while the drain runs: a process
+that ends meanwhile counts with its last reading. Not the time of reaped children: Spark ends idle Python
+workers in ways that do not always hand their time to a parent, which made shares come out negative.
 """
 
 from __future__ import annotations
 
 import os
+import threading
+import time
 from pathlib import Path
 from typing import NamedTuple
 
 TICKS = os.sysconf("SC_CLK_TCK")
+SAMPLE_S = 0.25
 
 
 class Cpu(NamedTuple):
     broker: float
     jvm: float
-    python: float  # the JVM's descendants
-    bench: float  # this process
+    python: float
 
     @property
     def total(self) -> float:
         return sum(self)
 
-    def __sub__(self, earlier: "Cpu") -> "Cpu":
-        return Cpu(*(now - then for now, then in zip(self, earlier)))
 
-
-def _stat(pid: int) -> tuple[int, list[int]] | None:
-    """(parent pid, [utime, stime, cutime, cstime]) in ticks, or None for a process that is gone."""
-    try:
-        text = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    fields = text[text.rindex(")") + 2:].split()  # after the command name, which may hold spaces
-    return int(fields[1]), [int(f) for f in fields[11:15]]
-
-
-def _all_processes() -> dict[int, tuple[int, list[int]]]:
-    stats = {}
+def _processes() -> dict[int, tuple[int, int]]:
+    """pid -> (parent pid, own user + system ticks) of every process readable now."""
+    found = {}
     for entry in os.listdir("/proc"):
-        if entry.isdigit() and (stat := _stat(int(entry))) is not None:
-            stats[int(entry)] = stat
-    return stats
+        if not entry.isdigit():
+            continue
+        try:
+            text = Path(f"/proc/{entry}/stat").read_text()
+        except OSError:  # gone meanwhile
+            continue
+        fields = text[text.rindex(")") + 2:].split()  # after the command name, which may hold spaces
+        found[int(entry)] = (int(fields[1]), int(fields[11]) + int(fields[12]))
+    return found
 
 
 class Meter:
+    """Measures one drain at a time: `with meter.measuring() as used: ...`, then `used.cpu`."""
+
     def __init__(self, broker_pid: int, jvm_pid: int):
         self.broker_pid, self.jvm_pid = broker_pid, jvm_pid
 
-    def sample(self) -> Cpu:
-        stats = _all_processes()
+    def measuring(self) -> "Measurement":
+        return Measurement(self)
 
-        def own(pid: int) -> int:
-            return sum(stats[pid][1][:2]) if pid in stats else 0
-
-        def reaped(pid: int) -> int:
-            return sum(stats[pid][1][2:]) if pid in stats else 0
-
-        python = reaped(self.jvm_pid) + sum(own(pid) + reaped(pid) for pid in self._descendants(stats, self.jvm_pid))
-        return Cpu(broker=(own(self.broker_pid) + reaped(self.broker_pid)) / TICKS, jvm=own(self.jvm_pid) / TICKS,
-                   python=python / TICKS, bench=own(os.getpid()) / TICKS)
-
-    @staticmethod
-    def _descendants(stats: dict[int, tuple[int, list[int]]], root: int) -> list[int]:
+    def pythons(self, processes: dict[int, tuple[int, int]]) -> set[int]:
+        """This process and the JVM's descendants."""
         children: dict[int, list[int]] = {}
-        for pid, (parent, _) in stats.items():
+        for pid, (parent, _) in processes.items():
             children.setdefault(parent, []).append(pid)
-        found, todo = [], [root]
+        found, todo = {os.getpid()}, [self.jvm_pid]
         while todo:
             for child in children.get(todo.pop(), []):
-                found.append(child)
+                found.add(child)
                 todo.append(child)
         return found
+
+
+class Measurement:
+    def __init__(self, meter: Meter):
+        self.meter = meter
+        self.start: dict[int, int] = {}
+        self.last: dict[int, int] = {}
+        self.cpu: Cpu | None = None
+        self._done = threading.Event()
+        self._sampling_s = 0.0  # the sampler's own CPU, not the drain's
+
+    def __enter__(self) -> "Measurement":
+        self.start = self._sample()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_) -> None:
+        self._done.set()
+        self._thread.join()
+        self._sample()
+        used = {pid: (ticks - self.start.get(pid, 0)) / TICKS for pid, ticks in self.last.items()}
+        broker, jvm = used.pop(self.meter.broker_pid, 0.0), used.pop(self.meter.jvm_pid, 0.0)
+        self.cpu = Cpu(broker, jvm, sum(used.values()) - self._sampling_s)
+
+    def _run(self) -> None:
+        while not self._done.wait(SAMPLE_S):
+            self._sample()
+        self._sampling_s = time.thread_time()
+
+    def _sample(self) -> dict[int, int]:
+        processes = _processes()
+        watched = self.meter.pythons(processes) | {self.meter.broker_pid, self.meter.jvm_pid}
+        now = {pid: ticks for pid, (_, ticks) in processes.items() if pid in watched}
+        self.last.update(now)
+        return now

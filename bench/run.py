@@ -81,16 +81,17 @@ def spark_session(jars: list[Path]):
 
 def drain(spark, meter: cpu.Meter, reader: str, bootstrap: str, topic: str,
           data_set: datasets.DataSet) -> readers.Drain:
-    before = meter.sample()
-    if reader == "bare":
-        result = readers.bare_drain(bootstrap, topic, data_set.partitions, data_set.records)
-    elif reader == "ceiling":
-        result = readers.ceiling_drain(spark, data_set.partitions, data_set.records_per_partition, data_set.value_bytes)
-    else:
-        result = readers.spark_drain(spark, reader, bootstrap, topic)
+    with meter.measuring() as used:
+        if reader == "bare":
+            result = readers.bare_drain(bootstrap, topic, data_set.partitions, data_set.records)
+        elif reader == "ceiling":
+            result = readers.ceiling_drain(spark, data_set.partitions, data_set.records_per_partition,
+                                           data_set.value_bytes)
+        else:
+            result = readers.spark_drain(spark, reader, bootstrap, topic)
     if result.rows != data_set.records:
         raise RuntimeError(f"{reader} read {result.rows:,} rows of {data_set.name}, expected {data_set.records:,}")
-    return result._replace(cpu=meter.sample() - before)
+    return result._replace(cpu=used.cpu)
 
 
 Results = dict[str, dict[str, list[readers.Drain]]]  # data set -> reader -> its drains
@@ -134,7 +135,7 @@ def throughput_table(results: Results, data_sets: list[datasets.DataSet], measur
 
 
 def cpu_cell(used: cpu.Cpu) -> str:
-    return (f"{used.total:.1f} ({used.broker:.1f} / {used.jvm:.1f} / {used.python + used.bench:.1f})")
+    return f"{used.total:.1f} ({used.broker:.1f} / {used.jvm:.1f} / {used.python:.1f})"
 
 
 def cpu_table(results: Results, data_sets: list[datasets.DataSet]) -> list[str]:
