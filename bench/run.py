@@ -3,12 +3,11 @@
 Starts a local broker, produces the data sets of bench/datasets.py once, then in one Spark session
 drains every data set `--warm-up` times with each reader untimed and `--repeat` times timed, rotating
 the readers' order each round so none always runs first. The untimed rounds matter: a reader's first
-drains of a shape are 2-5 times slower than its later ones, for the built-in as for kafkasource (the
-JVM compiles the code the shape runs through; Python workers start and size their buffers), and a
-small warm-up set of another shape does not take that cost away. Prints and
-writes to bench/RESULTS.md the medians (rows/s, MB/s of values) and the ratio to the built-in, with
+drains of a shape are 2-5 times slower than its later ones, for the built-in (all JVM) as for
+kafkasource, and a small warm-up set of another shape did not take that cost away. Prints and writes to bench/RESULTS.md the medians (rows/s, MB/s of values) and the ratio to the built-in, with
 the machine it ran on, twice: end to end (start() to termination) and inside Spark's triggers (the
-reading, without the query's start and stop); then what starting and stopping a query cost each reader.
+reading, without the query's start and stop); then the CPU seconds each drain cost the broker, the JVM
+and the Python processes (bench/cpu.py), and what starting and stopping a query cost each reader.
 A chart as bench/results.png when matplotlib is installed.
 
     bash scripts/bench.sh                      # installs the bench extra, then runs this module
