@@ -32,18 +32,21 @@ class Cpu(NamedTuple):
         return sum(self)
 
 
+def stat_fields(pid: int) -> list[str]:
+    """/proc/<pid>/stat from its state on ("pid (command) state ppid ..."): the command may hold spaces, so the
+    fields are split after its ")". Raises OSError for a process that is gone."""
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+
+
 def _processes() -> dict[int, tuple[int, int]]:
     """pid -> (parent pid, own user + system ticks) of every process readable now."""
     found = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
+    for pid in map(int, filter(str.isdigit, os.listdir("/proc"))):
         try:
-            text = Path(f"/proc/{entry}/stat").read_text()
+            fields = stat_fields(pid)
         except OSError:  # gone meanwhile
             continue
-        fields = text[text.rindex(")") + 2:].split()  # after the command name, which may hold spaces
-        found[int(entry)] = (int(fields[1]), int(fields[11]) + int(fields[12]))
+        found[pid] = (int(fields[1]), int(fields[11]) + int(fields[12]))
     return found
 
 

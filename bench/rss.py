@@ -22,6 +22,7 @@ import time
 import uuid
 from pathlib import Path
 
+from bench.cpu import stat_fields
 from bench.run import machine, spark_session
 from dev import broker as local_broker
 from kafkasource.lag import input_rows
@@ -31,8 +32,7 @@ PARTITIONS = 4
 
 
 def parent_of(pid: int) -> int:
-    # /proc/<pid>/stat: "pid (command) state ppid ..."; the command may hold spaces, so split after ")"
-    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    return int(stat_fields(pid)[1])
 
 
 def descends_from_us(pid: int) -> bool:
