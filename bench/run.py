@@ -1,17 +1,23 @@
 """Read throughput: kafkasource against Spark's built-in format("kafka") and a bare consumer, in one run.
 
 Starts a local broker, produces the data sets of bench/datasets.py once, then in one Spark session
-drains every data set `--warm-up` times with each reader untimed and `--repeat` times timed, rotating
-the readers' order each round so none always runs first. The untimed rounds matter: a reader's first
-drains of a shape are 2-5 times slower than its later ones, for the built-in (all JVM) as for
-kafkasource, and a small warm-up set of another shape did not take that cost away. Prints and writes to bench/RESULTS.md the medians (rows/s, MB/s of values) and the ratio to the built-in, with
+takes the data sets one after another and drains each `--warm-up` times with each reader untimed and
+`--repeat` times timed, rotating the readers' order each round so none always runs first. The untimed
+rounds matter: a reader's first drains of a shape are 2-5 times slower than its later ones, for the
+built-in (all JVM) as for kafkasource, and a small warm-up set of another shape did not take that cost
+away. A data set's drains run back to back, as a running query's triggers do: Spark ends a Python worker
+that has been idle for a minute, and when the rounds went over every data set in turn, the long
+JVM-only drains of the big sets left kafkasource a fresh worker for many of its drains (about 1.5 s
+more on a 1-second drain). That cost is measured on its own: after the timed rounds of the first data
+set, each Spark reader drains it once more after `--idle-seconds` of nothing.
+Prints and writes to bench/RESULTS.md the medians (rows/s, MB/s of values) and the ratio to the built-in, with
 the machine it ran on, twice: end to end (start() to termination) and inside Spark's triggers (the
 reading, without the query's start and stop); then the CPU seconds each drain cost the broker, the JVM
 and the Python processes (bench/cpu.py), and what starting and stopping a query cost each reader.
 A chart as bench/results.png when matplotlib is installed.
 
     bash scripts/bench.sh                      # installs the bench extra, then runs this module
-    python3 -m bench.run [--scale 0.1] [--repeat 3] [--sets 1p-100B,wide-200p] [--results bench/RESULTS.md]
+    python3 -m bench.run [--scale 0.1] [--repeat 3] [--idle-seconds 75] [--sets 1p-100B,wide-200p] [--results F]
 """
 
 from __future__ import annotations
@@ -38,6 +44,8 @@ from kafkasource import native
 READERS = ((("kafkasource native",) if native.available() else ())
            + ("kafkasource python", "built-in", "bare", "ceiling"))
 PACKED = "kafkasource packed"  # packRecordsPerTask, on the wide data sets only
+# drained once more after a pause, on the first data set: what a fresh Python worker costs
+AFTER_IDLE = READERS[:READERS.index("built-in") + 1]
 
 
 def readers_for(data_set: datasets.DataSet) -> tuple[str, ...]:
@@ -50,6 +58,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--repeat", type=int, default=3, help="drains per reader and data set; the median counts")
     parser.add_argument("--warm-up", type=int, default=1,
                         help="untimed drains per reader and data set before the timed ones")
+    parser.add_argument("--idle-seconds", type=float, default=75,
+                        help="pause before each reader's extra drain of the first data set, longer than the minute "
+                             "after which Spark ends an idle Python worker (0: no such drains)")
     parser.add_argument("--sets", help="comma-separated data set names (default: all): "
                         + ", ".join(d.name for d in datasets.DATA_SETS))
     parser.add_argument("--results", default=str(Path(__file__).parent / "RESULTS.md"), help="Markdown to write")
@@ -58,8 +69,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     wanted = set(args.sets.split(",")) if args.sets else known
     if wanted - known:
         parser.error(f"unknown data set(s) {', '.join(sorted(wanted - known))}; known: {', '.join(sorted(known))}")
-    if args.scale <= 0 or args.repeat < 1 or args.warm_up < 0:
-        parser.error("--scale must be above 0, --repeat at least 1 and --warm-up at least 0")
+    if args.scale <= 0 or args.repeat < 1 or args.warm_up < 0 or args.idle_seconds < 0:
+        parser.error("--scale must be above 0, --repeat at least 1, --warm-up and --idle-seconds at least 0")
     args.data_sets = [d if d.name in datasets.WIDE else d.scaled(args.scale)
                       for d in datasets.DATA_SETS if d.name in wanted]
     return args
@@ -133,6 +144,11 @@ def throughput_table(results: Results, data_sets: list[datasets.DataSet], measur
     return lines
 
 
+def log_drain(label: str, d: datasets.DataSet, reader: str, result: readers.Drain) -> None:
+    print(f"{label}: {d.name:12s} {reader:18s} {result.seconds:7.2f} s {d.records / result.seconds:12,.0f} rows/s, "
+          f"reading {result.reading:7.2f} s, CPU {cpu_cell(result.cpu)}", flush=True)
+
+
 def cpu_cell(used: cpu.Cpu) -> str:
     return f"{used.total:.1f} ({used.broker:.1f} / {used.jvm:.1f} / {used.python:.1f})"
 
@@ -160,15 +176,34 @@ def start_stop_table(results: Results) -> list[str]:
     return lines
 
 
-def report(results: Results, data_sets: list[datasets.DataSet], args, elapsed: float) -> str:
+def after_idle_table(results: Results, after_idle: dict[str, readers.Drain], data_set: datasets.DataSet,
+                     idle_seconds: float) -> list[str]:
+    """Per Spark reader, its drain of `data_set` after a pause next to its timed drains' medians."""
+    if not after_idle:
+        return ["No drains after a pause in this run (--idle-seconds 0)."]
+    lines = [f"{data_set.name}, each reader's drain after {idle_seconds:.0f} s with nothing running, next to the "
+             "medians of its timed drains (seconds):", "",
+             "| reader | reading after the pause | reading, timed rounds | end to end after the pause "
+             "| end to end, timed rounds |", "| --- | --- | --- | --- | --- |"]
+    for reader, drain_ in after_idle.items():
+        timed = results[data_set.name][reader]
+        lines.append(f"| {reader} | {drain_.reading:.2f} | {median_seconds(timed, 'reading'):.2f} | "
+                     f"{drain_.seconds:.2f} | {median_seconds(timed, 'end to end'):.2f} |")
+    return lines
+
+
+def report(results: Results, after_idle: dict[str, readers.Drain], data_sets: list[datasets.DataSet], args,
+           elapsed: float) -> str:
     command = "python3 -m bench.run " + " ".join(sys.argv[1:])
     return "\n".join([
         "# Read throughput", "",
         f"`{command.strip()}`, {time.strftime('%Y-%m-%d')}, {elapsed / 60:.0f} minutes.", "",
         f"Machine: {machine()}.", "",
-        f"Each reader drained each data set {args.warm_up} time(s) untimed, then {args.repeat} times timed, from "
-        "its first offset, readers alternating; the tables show medians of the timed drains (a reader's first "
-        "drains of a shape are slower, the built-in's as kafkasource's). Spark readers: Trigger.AvailableNow into "
+        f"Data set by data set, each reader drained it {args.warm_up} time(s) untimed, then {args.repeat} times "
+        "timed, from its first offset, readers alternating; the tables show medians of the timed drains (a "
+        "reader's first drains of a shape are slower, the built-in's as kafkasource's). A data set's drains run "
+        "back to back, so Spark's Python workers stay up between them as in a running query; what a fresh worker "
+        "costs is measured apart (After a pause). Spark readers: Trigger.AvailableNow into "
         "the noop sink, `local[2]`, one session, default options; kafkasource "
         f"native: `readPath=native` (librdkafka {native.librdkafka_version()} in the extension); kafkasource python: "
         "`readPath=python`; kafkasource packed: `packRecordsPerTask=10000`, on the wide topics. bare: one "
@@ -196,6 +231,12 @@ def report(results: Results, data_sets: list[datasets.DataSet], args, elapsed: f
         "`pyspark.zip`, which Python cannot keep compiled: most of the difference is that start. A query that "
         "runs for hours pays it once; a short AvailableNow job pays it every run.", "",
         *start_stop_table(results), "",
+        "## After a pause", "",
+        "Spark ends a Python worker that has been idle for a minute (checked every 10 s); the next task forks a "
+        "new one, which imports pyspark's worker module (from `pyspark.zip`), pyarrow and the source and opens a "
+        "new consumer before it reads. Any Python source pays this once per idle minute; the built-in's JVM "
+        "readers do not. A query whose triggers come less than a minute apart keeps its workers.", "",
+        *after_idle_table(results, after_idle, data_sets[0], args.idle_seconds), "",
         "![read throughput](results.png)" if _has_matplotlib() else "", ""])
 
 
@@ -243,23 +284,27 @@ def main(argv: list[str] | None = None) -> int:
         meter = cpu.Meter(broker.pid, spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid())
 
         results: Results = {d.name: {r: [] for r in readers_for(d)} for d in args.data_sets}
-        for round_ in range(args.warm_up + args.repeat):
-            label = f"warm-up {round_ + 1}" if round_ < args.warm_up else f"round {round_ - args.warm_up + 1}"
-            for d in args.data_sets:
-                names = readers_for(d)
+        after_idle: dict[str, readers.Drain] = {}
+        for d in args.data_sets:
+            names = readers_for(d)
+            for round_ in range(args.warm_up + args.repeat):
+                label = f"warm-up {round_ + 1}" if round_ < args.warm_up else f"round {round_ - args.warm_up + 1}"
                 for reader in names[round_ % len(names):] + names[:round_ % len(names)]:
                     result = drain(spark, meter, reader, bootstrap, topics[d.name], d)
                     if round_ >= args.warm_up:
                         results[d.name][reader].append(result)
-                    print(f"{label}: {d.name:12s} {reader:18s} {result.seconds:7.2f} s "
-                          f"{d.records / result.seconds:12,.0f} rows/s, reading {result.reading:7.2f} s, "
-                          f"CPU {cpu_cell(result.cpu)}", flush=True)
+                    log_drain(label, d, reader, result)
+            if args.idle_seconds and d is args.data_sets[0]:
+                for reader in AFTER_IDLE:
+                    time.sleep(args.idle_seconds)
+                    after_idle[reader] = drain(spark, meter, reader, bootstrap, topics[d.name], d)
+                    log_drain(f"after {args.idle_seconds:.0f} s idle", d, reader, after_idle[reader])
         spark.stop()
     finally:
         broker.stop()
         shutil.rmtree(broker.data_dir, ignore_errors=True)
 
-    text = report(results, args.data_sets, args, time.perf_counter() - started)
+    text = report(results, after_idle, args.data_sets, args, time.perf_counter() - started)
     Path(args.results).write_text(text)
     if _has_matplotlib():
         chart(results, args.data_sets, Path(args.results).with_name("results.png"))
