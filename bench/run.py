@@ -6,8 +6,8 @@ takes the data sets one after another and drains each `--warm-up` times with eac
 rounds matter: a reader's first drains of a shape are 2-5 times slower than its later ones, for the
 built-in (all JVM) as for kafkasource, and a small warm-up set of another shape did not take that cost
 away. A data set's drains run back to back, as a running query's triggers do: Spark ends a Python worker
-that has been idle for a minute, and when each round went over every data set, the long JVM-only
-drains of the big sets could leave kafkasource a fresh worker (one partition of 1M records: 2.2-2.9 s
+that has been idle for a minute, and when each round went over every data set, the long drains of the
+big sets by the built-in and the bare consumer (no Spark Python worker) could leave kafkasource a fresh worker (one partition of 1M records: 2.2-2.9 s
 after 75 s idle, 0.7 s back to back). That cost is measured on its own: after the timed rounds of the
 first data set, each Spark reader drains it once more after `--idle-seconds` of nothing.
 Prints and writes to bench/RESULTS.md the medians (rows/s, MB/s of values) and the ratio to the built-in, with
