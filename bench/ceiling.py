@@ -1,11 +1,12 @@
 """The transport ceiling: a Python streaming source that reads nothing and hands Spark ready Arrow batches.
 
-Same schema, partitioning and batch sizes as kafkasource's native path, with no Kafka behind it: each task
-yields one prebuilt batch over and over. What Spark itself costs to take Arrow batches from a Python data
+Same schema, partitioning and batch sizes as kafkasource's native path, and the topic's name in every row as
+the drained topic's (a row's bytes are as many as when read), with no Kafka behind it: each task yields one
+prebuilt batch over and over. What Spark itself costs to take Arrow batches from a Python data
 source and turn them into rows is what this drains at; no Python source can read faster through Spark.
 
     format("kafkasource-bench-ceiling").option("partitions", 4).option("recordsPerPartition", 300000)
-                                       .option("valueBytes", 1000)
+                                       .option("valueBytes", 1000).option("topic", "orders")
 """
 
 from __future__ import annotations
@@ -33,12 +34,12 @@ class CeilingSource(DataSource):
 
     def streamReader(self, schema):
         return CeilingReader(int(self.options["partitions"]), int(self.options["recordsPerPartition"]),
-                             int(self.options["valueBytes"]))
+                             int(self.options["valueBytes"]), self.options.get("topic", NAME))
 
 
 class CeilingReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
-    def __init__(self, partitions: int, records: int, value_bytes: int):
-        self.partitions_count, self.records, self.value_bytes = partitions, records, value_bytes
+    def __init__(self, partitions: int, records: int, value_bytes: int, topic: str):
+        self.partitions_count, self.records, self.value_bytes, self.topic = partitions, records, value_bytes, topic
 
     def initialOffset(self) -> dict:
         return {"offset": 0}
@@ -54,7 +55,7 @@ class CeilingReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def read(self, partition: InputPartition):
         rows = max(1, min(BATCH_ROWS, BATCH_BYTES // self.value_bytes, partition.value))
-        batch = _batch(rows, self.value_bytes)
+        batch = _batch(rows, self.value_bytes, self.topic)
         left = partition.value
         while left > 0:
             yield batch if left >= rows else batch.slice(0, left)
@@ -67,14 +68,14 @@ class CeilingReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 _values: dict[int, list[bytes]] = {}  # value size -> random values, made once per worker process
 
 
-def _batch(rows: int, value_bytes: int):
+def _batch(rows: int, value_bytes: int, topic: str):
     import pyarrow as pa
 
     values = _values.setdefault(value_bytes, [os.urandom(value_bytes) for _ in range(VALUE_POOL)])
     schema = arrow_schema(include_headers=False)
     columns = {"key": pa.nulls(rows, pa.binary()),
                "value": pa.array([values[i % VALUE_POOL] for i in range(rows)], pa.binary()),
-               "topic": pa.array(["ceiling"] * rows), "partition": pa.array([0] * rows, pa.int32()),
+               "topic": pa.array([topic] * rows), "partition": pa.array([0] * rows, pa.int32()),
                "offset": pa.array(range(rows), pa.int64()),
                "timestamp": pa.array([0] * rows, schema.field("timestamp").type),
                "timestampType": pa.array([0] * rows, pa.int32())}

@@ -42,11 +42,13 @@ def spark_drain(spark, reader: str, bootstrap: str, topic: str) -> Drain:
                   .option("subscribe", topic).option("startingOffsets", "earliest").options(**options).load())
 
 
-def ceiling_drain(spark, partitions: int, records_per_partition: int, value_bytes: int) -> Drain:
-    """Spark's own cost of the same rows from a Python source with nothing to read (bench/ceiling.py)."""
+def ceiling_drain(spark, topic: str, partitions: int, records_per_partition: int, value_bytes: int) -> Drain:
+    """Spark's own cost of the same rows (`topic` in each) from a Python source with nothing to read
+    (bench/ceiling.py)."""
     spark.dataSource.register(ceiling.CeilingSource)
     return _timed(spark.readStream.format(ceiling.NAME).option("partitions", partitions)
-                  .option("recordsPerPartition", records_per_partition).option("valueBytes", value_bytes).load())
+                  .option("recordsPerPartition", records_per_partition).option("valueBytes", value_bytes)
+                  .option("topic", topic).load())
 
 
 def _timed(df) -> Drain:

@@ -95,7 +95,7 @@ def drain(spark, meter: cpu.Meter, reader: str, bootstrap: str, topic: str,
         if reader == "bare":
             result = readers.bare_drain(bootstrap, topic, data_set.partitions, data_set.records)
         elif reader == "ceiling":
-            result = readers.ceiling_drain(spark, data_set.partitions, data_set.records_per_partition,
+            result = readers.ceiling_drain(spark, topic, data_set.partitions, data_set.records_per_partition,
                                            data_set.value_bytes)
         else:
             result = readers.spark_drain(spark, reader, bootstrap, topic)
