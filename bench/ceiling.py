@@ -1,8 +1,8 @@
 """The transport ceiling: a Python streaming source that reads nothing and hands Spark ready Arrow batches.
 
-Same schema, partitioning and batch sizes as kafkasource's native path, and the topic's name in every row as
-the drained topic's (a row's bytes are as many as when read), with no Kafka behind it: each task yields one
-prebuilt batch over and over. What Spark itself costs to take Arrow batches from a Python data
+Same schema, partitioning and batch sizes as kafkasource's native path, and rows that carry the drained
+topic's name (so a row has as many bytes as one read from Kafka), with no Kafka behind it: each task yields
+one prebuilt batch over and over. What Spark itself costs to take Arrow batches from a Python data
 source and turn them into rows is what this drains at; no Python source can read faster through Spark.
 
     format("kafkasource-bench-ceiling").option("partitions", 4).option("recordsPerPartition", 300000)

@@ -27,8 +27,8 @@ log = logging.getLogger(__name__)
 # A batch also ends at this many key/value/header bytes (the Python path counts values), checked after
 # each consumed chunk. Spark's JVM turns one batch into rows while the worker reads the next, so moderate
 # batches overlap the two: 4 partitions of 150,000 records of 1 KB read in 1.5 s with 16 MiB against 1.9 s
-# with 64 MiB (medians of 8); through Spark, 4 partitions of 300,000 such records read alike with 4, 8 and 16 MiB
-# (native 1.6-2.0 s) and 40-50% slower with 32. Records of 100 B end at BATCH_ROWS first.
+# with 64 MiB (medians of 8). Through Spark, 4 partitions of 300,000 such records read alike with 4, 8 and
+# 16 MiB (native 1.6-2.0 s) and a quarter to a half slower with 32. Records of 100 B end at BATCH_ROWS first.
 BATCH_BYTES = 16 * 1024 * 1024
 READ_PATHS = ("auto", "native", "python")
 
