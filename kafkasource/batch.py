@@ -8,6 +8,7 @@ from kafkasource.client import KafkaClient
 from kafkasource.errors import OptionError
 from kafkasource.packed import read_ranges
 from kafkasource.options import SourceOptions
+from kafkasource.partitions import partition_name
 from kafkasource.ranges import batch_ranges
 from kafkasource.stream import KafkaInputPartition, fetch_config, plan_partitions
 
@@ -25,7 +26,7 @@ class KafkaBatchReader(DataSourceReader):
             end = self.options.ending.resolve(partitions, client)
         finally:
             client.close()
-        backwards = [f"{t}-{p} ({start[(t, p)]} > {end[(t, p)]})" for t, p in partitions if end[(t, p)] < start[(t, p)]]
+        backwards = [f"{partition_name(t, p)} ({start[(t, p)]} > {end[(t, p)]})" for t, p in partitions if end[(t, p)] < start[(t, p)]]
         if backwards:
             raise OptionError(f"endingOffsets lies before startingOffsets for {', '.join(backwards)}; "
                               "the end must be at or after the start")

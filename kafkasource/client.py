@@ -16,7 +16,7 @@ from confluent_kafka import TopicPartition as KafkaTopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
 from kafkasource.errors import AccessError, BrokerUnavailableError, KafkaSourceError
-from kafkasource.offsets import Positions, TopicPartition, describe
+from kafkasource.partitions import Positions, TopicPartition, describe
 from kafkasource.options import SourceOptions
 
 log = logging.getLogger(__name__)

@@ -17,7 +17,7 @@ from confluent_kafka import TopicPartition as KafkaTopicPartition
 
 from kafkasource.client import COORDINATOR_RETRIABLE
 from kafkasource.errors import CommitError
-from kafkasource.offsets import Positions, describe
+from kafkasource.partitions import Positions, describe, partition_name
 
 log = logging.getLogger(__name__)
 
@@ -186,4 +186,4 @@ def _to_kafka(positions: Positions) -> list[KafkaTopicPartition]:
 
 
 def _show(positions: Positions) -> str:
-    return ", ".join(f"{t}-{p}@{o}" for (t, p), o in sorted(positions.items()))
+    return ", ".join(f"{partition_name(t, p)}@{o}" for (t, p), o in sorted(positions.items()))

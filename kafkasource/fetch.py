@@ -22,6 +22,7 @@ from kafkasource import native
 from kafkasource.arrow import to_record_batch
 from kafkasource.errors import AccessError, DataLossError, KafkaSourceError
 from kafkasource.native import NativeConsumer, NativeRows
+from kafkasource.partitions import partition_name
 from kafkasource.ranges import OffsetRange
 
 log = logging.getLogger(__name__)
@@ -165,7 +166,7 @@ class RangeReader:
         self.config = config
         self.shared = shared
         self.moved = False
-        self.name = f"{offset_range.topic}-{offset_range.partition}"
+        self.name = partition_name(offset_range.topic, offset_range.partition)
         self.position = offset_range.start
 
     def _seek(self, offset: int) -> None:

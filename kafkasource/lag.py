@@ -19,7 +19,8 @@ from typing import Any, Mapping
 
 from pyspark.sql.streaming import StreamingQueryListener
 
-from kafkasource.offsets import TopicPartition, from_json_dict
+from kafkasource.offsets import from_json_dict
+from kafkasource.partitions import TopicPartition
 
 log = logging.getLogger(__name__)
 

@@ -12,9 +12,7 @@ from dataclasses import dataclass
 from typing import Mapping, Protocol
 
 from kafkasource.errors import NoCommittedOffsetError, OptionError
-
-TopicPartition = tuple[str, int]
-Positions = dict[TopicPartition, int]
+from kafkasource.partitions import Positions, TopicPartition, describe, partition_name
 
 EARLIEST = -2  # Spark's JSON markers in startingOffsets / endingOffsets
 LATEST = -1
@@ -30,11 +28,6 @@ def to_json_dict(positions: Mapping[TopicPartition, int]) -> dict[str, dict[str,
 
 def from_json_dict(data: Mapping[str, Mapping[str, int]]) -> Positions:
     return {(topic, int(p)): int(o) for topic, parts in data.items() for p, o in parts.items()}
-
-
-def describe(partitions) -> str:
-    """'orders-0, orders-3' for messages."""
-    return ", ".join(f"{t}-{p}" for t, p in sorted(partitions))
 
 
 class OffsetLookup(Protocol):
@@ -68,7 +61,7 @@ def within_log(wanted: Mapping[TopicPartition, int], lookup: OffsetLookup, reset
         elif reset == "nearest":
             out[tp] = min(max(offset, begin[tp]), end[tp])
         else:
-            outside.append(f"{tp[0]}-{tp[1]} at {offset} (log holds {begin[tp]}..{end[tp]})")
+            outside.append(f"{partition_name(*tp)} at {offset} (log holds {begin[tp]}..{end[tp]})")
     if outside:
         raise NoCommittedOffsetError(
             f"{what} outside the log for {', '.join(outside)} and kafka.auto.offset.reset=none; "

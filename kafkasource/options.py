@@ -17,8 +17,8 @@ from typing import Mapping
 from kafkasource import native
 from kafkasource.errors import OptionError
 from kafkasource.native import READ_PATHS
-from kafkasource.offsets import (EARLIEST, Committed, Earliest, Latest, SpecificOffsets, Timestamps,
-                                 TopicPartition)
+from kafkasource.offsets import EARLIEST, Committed, Earliest, Latest, SpecificOffsets, Timestamps
+from kafkasource.partitions import TopicPartition, partition_name
 from kafkasource.subscription import Assign, Subscribe, SubscribePattern, Subscription
 
 log = logging.getLogger(__name__)
@@ -265,7 +265,7 @@ def _offsets_spec(options: Mapping[str, str], prefix: str, group_id: str | None,
         per_partition = _per_partition(by_ts_name, _get(options, by_ts_name), example)
         for (topic, partition), value in per_partition:
             if value < 0:
-                raise OptionError(f"option {by_ts_name}: timestamp {value} for {topic}-{partition} is negative; give "
+                raise OptionError(f"option {by_ts_name}: timestamp {value} for {partition_name(topic, partition)} is negative; give "
                                   f"milliseconds since the epoch, like {example}")
         return Timestamps(per_partition=per_partition)
     raw = _get(options, offsets_name)
@@ -290,7 +290,7 @@ def _offsets_spec(options: Mapping[str, str], prefix: str, group_id: str | None,
         for (topic, partition), value in offsets:
             if value < EARLIEST or (prefix == "ending" and value == EARLIEST):
                 allowed = "-1 (latest)" if prefix == "ending" else "-2 (earliest), -1 (latest)"
-                raise OptionError(f"option {offsets_name}: offset {value} for {topic}-{partition} is not valid; use "
+                raise OptionError(f"option {offsets_name}: offset {value} for {partition_name(topic, partition)} is not valid; use "
                                   f"an offset >= 0, {allowed}")
         # a start outside the log follows kafka.auto.offset.reset, as Kafka does; an end is kept inside the log
         return SpecificOffsets(offsets, default=Latest(), reset=reset if prefix == "starting" else "nearest")

@@ -18,9 +18,8 @@ from confluent_kafka import TopicPartition as KafkaTopicPartition
 from kafkasource.errors import KafkaSourceError
 from kafkasource.fetch import (CONSUME_CHUNK, POOL, ConsumerPool, FetchConfig, PendingMessages, RangeReader,
                                collector_paused, pooled, read_range)
+from kafkasource.partitions import TopicPartition
 from kafkasource.ranges import OffsetRange
-
-Key = tuple[str, int]
 
 
 def read_ranges(ranges: tuple[OffsetRange, ...], config: FetchConfig, pool: ConsumerPool = POOL) -> Iterator:
@@ -96,12 +95,12 @@ class PackedReader:
                     f"{self.config.poll_timeout_ms} ms (kafkaConsumer.pollTimeoutMs). Check that the brokers are "
                     "reachable from the executors")
 
-    def _route(self, messages: list, active: dict[Key, RangeReader]) -> tuple[dict[Key, list], set[Key]]:
+    def _route(self, messages: list, active: dict[TopicPartition, RangeReader]) -> tuple[dict[TopicPartition, list], set[TopicPartition]]:
         """The chunk's records by partition, and the partitions whose position an error event moved (their
         records after the event are dropped: they are read again, or were skipped, from the new position)."""
         if not any(map(Message.error, messages)):
             grouped = groupby(messages, key=lambda m: (m.topic(), m.partition()))
-            records: dict[Key, list] = {}
+            records: dict[TopicPartition, list] = {}
             for key, group in grouped:
                 if key in active:
                     records.setdefault(key, []).extend(group)
@@ -127,6 +126,6 @@ class PackedReader:
             if pending.full():
                 yield from self._flush(key)
 
-    def _flush(self, key: Key) -> Iterator:
+    def _flush(self, key: TopicPartition) -> Iterator:
         if self.pending[key]:
             yield self.pending[key].take(key[0], key[1], self.config.include_headers)

@@ -20,7 +20,8 @@ from kafkasource.client import KafkaClient
 from kafkasource.commit import OffsetCommitter
 from kafkasource.errors import DataLossError
 from kafkasource.fetch import FetchConfig
-from kafkasource.offsets import Positions, TopicPartition, describe, from_json_dict, to_json_dict
+from kafkasource.offsets import from_json_dict, to_json_dict
+from kafkasource.partitions import Positions, TopicPartition, describe, partition_name
 from kafkasource.options import SourceOptions
 from kafkasource.packed import read_ranges
 from kafkasource.ranges import OffsetRange, batch_ranges, pack_ranges, rate_limit, split_ranges
@@ -131,7 +132,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if went_back:  # recreated or truncated: with failOnDataLoss=false, read the new log from its start
             restart = self.client.beginning(went_back)
             for tp in went_back:
-                self._data_loss(f"the log of {tp[0]}-{tp[1]} now ends at {latest[tp]}, below the query's position "
+                self._data_loss(f"the log of {partition_name(*tp)} now ends at {latest[tp]}, below the query's position "
                                 f"{base[tp]} (topic recreated or truncated){_unread([tp], base, seen_before)}",
                                 then=f"reading it again from its log start {restart[tp]}")
                 base[tp] = restart[tp]
@@ -213,6 +214,6 @@ def _unread(partitions: list[TopicPartition], positions: Positions, seen: Positi
     lost = {tp: seen[tp] - positions[tp] for tp in partitions if seen.get(tp, -1) > positions[tp]}
     if not lost:
         return "; it held no record the query had seen and not read"
-    ranges = ", ".join(f"{t}-{p} {positions[(t, p)]}..{positions[(t, p)] + n - 1}" for (t, p), n in sorted(lost.items()))
+    ranges = ", ".join(f"{partition_name(t, p)} {positions[(t, p)]}..{positions[(t, p)] + n - 1}" for (t, p), n in sorted(lost.items()))
     total = sum(lost.values())
     return f"; at least {total} record{'' if total == 1 else 's'} the query had not read are lost ({ranges})"

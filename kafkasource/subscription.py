@@ -11,9 +11,9 @@ import re
 from dataclasses import dataclass
 from typing import Mapping, Protocol
 
-INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+from kafkasource.partitions import TopicPartition, partition_name
 
-TopicPartition = tuple[str, int]
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 
 
 class Subscription(Protocol):
@@ -61,4 +61,4 @@ class Assign:
         return [(t, p) for t, p in self.assigned if p < topics.get(t, 0)]
 
     def describe(self) -> str:
-        return "assign=" + ",".join(f"{t}-{p}" for t, p in self.assigned)
+        return "assign=" + ",".join(partition_name(t, p) for t, p in self.assigned)

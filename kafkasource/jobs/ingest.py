@@ -20,6 +20,7 @@ from kafkasource.jobs.config import ConfigError, JobConfig, load
 from kafkasource.jobs.decode import decode, schema_fields
 from kafkasource.jobs.running import (BatchLog, StopRequest, add_common_arguments, one_line, run_main, run_query,
                                       setup_logging)
+from kafkasource.partitions import partition_name
 
 log = logging.getLogger("kafkasource.jobs.ingest")
 
@@ -48,7 +49,7 @@ def dry_run(config: JobConfig) -> int:
     options = config.parsed_options(streaming=True)
     checkpoint = Path(config.checkpoint)
     resumes = (checkpoint / "offsets").is_dir()
-    rows = [[f"{t}-{p}", s.committed, s.start if not resumes else None, s.log_end,
+    rows = [[partition_name(t, p), s.committed, s.start if not resumes else None, s.log_end,
              max(0, s.log_end - s.start) if not resumes else None]
             for s in plan.positions(options, resolve=True) for t, p in [s.partition]]
     print(f"ingest plan for {config.path} (dry run: nothing read, nothing written)")

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from kafkasource.client import KafkaClient
-from kafkasource.offsets import TopicPartition
+from kafkasource.partitions import TopicPartition
 from kafkasource.options import SourceOptions, redact
 
 

@@ -20,6 +20,7 @@ from kafkasource.jobs import plan
 from kafkasource.jobs.config import ConfigError, JobConfig, load
 from kafkasource.jobs.decode import decode
 from kafkasource.jobs.ingest import session
+from kafkasource.partitions import partition_name
 from kafkasource.jobs.running import add_common_arguments, run_main, setup_logging
 
 log = logging.getLogger("kafkasource.jobs.replay")
@@ -76,7 +77,7 @@ def replay(args) -> int:
         print(f"  range:  {described}; never commits")
         print(f"  sink:   Parquet at {output} (mode {args.mode})")
         print(plan.table(["PARTITION", "FROM", "TO", "RECORDS"],
-                         [[f"{t}-{p}", s.start, s.end, max(0, s.end - s.start)] for s in ranges for t, p in [s.partition]]))
+                         [[partition_name(t, p), s.start, s.end, max(0, s.end - s.start)] for s in ranges for t, p in [s.partition]]))
         return 0
     spark = session(config.app_name, getattr(args, "remote", None))
     try:
