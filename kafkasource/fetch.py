@@ -20,7 +20,8 @@ from confluent_kafka import TopicPartition as KafkaTopicPartition
 
 from kafkasource import native
 from kafkasource.arrow import to_record_batch
-from kafkasource.errors import AccessError, DataLossError, KafkaSourceError
+from kafkasource.dataloss import report_data_loss
+from kafkasource.errors import AccessError, KafkaSourceError
 from kafkasource.native import NativeConsumer, NativeRows
 from kafkasource.partitions import partition_name
 from kafkasource.ranges import OffsetRange
@@ -258,10 +259,7 @@ class RangeReader:
                             "truncated or recreated)", skip_to=self.range.until)
 
     def _data_loss(self, what: str, skip_to: int) -> None:
-        if self.config.fail_on_data_loss:
-            raise DataLossError(f"{what}. Some data may have been lost. If this is expected, set "
-                                "failOnDataLoss=false to skip what is gone and go on")
-        log.warning("%s; skipping them (failOnDataLoss=false)", what)
+        report_data_loss(what, self.config.fail_on_data_loss, then="skipping them")
         if skip_to >= self.range.until:
             self.position = self.range.until
         else:

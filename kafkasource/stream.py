@@ -18,7 +18,7 @@ from pyspark.sql.streaming.datasource import (ReadAllAvailable, ReadLimit, ReadM
 
 from kafkasource.client import KafkaClient
 from kafkasource.commit import OffsetCommitter
-from kafkasource.errors import DataLossError
+from kafkasource.dataloss import report_data_loss
 from kafkasource.fetch import FetchConfig
 from kafkasource.offsets import from_json_dict, to_json_dict
 from kafkasource.partitions import Positions, TopicPartition, describe, partition_name
@@ -203,10 +203,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             self.committer.commit(positions)
 
     def _data_loss(self, what: str, then: str) -> None:
-        if self.options.fail_on_data_loss:
-            raise DataLossError(f"{what}. Some data may have been lost. If this is expected, set "
-                                "failOnDataLoss=false to go on without it")
-        log.warning("%s (failOnDataLoss=false: %s)", what, then)
+        report_data_loss(what, self.options.fail_on_data_loss, then)
 
 
 def _unread(partitions: list[TopicPartition], positions: Positions, seen: Positions) -> str:

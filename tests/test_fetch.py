@@ -71,8 +71,8 @@ def test_range_below_the_log_start_is_data_loss(kafka, topic, caplog, read_path)
         skipped = read(OffsetRange(topic, 0, 1, 8), fetch_config(kafka, False, read_path), ConsumerPool())
     assert skipped.column("offset").to_pylist() == [4, 5, 6, 7]
     assert [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING] == [
-        f"records 1..3 of {topic}-0 are gone (3 records): the log now starts at 4 (retention or deleted records); "
-        "skipping them (failOnDataLoss=false)"]
+        f"records 1..3 of {topic}-0 are gone (3 records): the log now starts at 4 (retention or deleted records) "
+        "(failOnDataLoss=false: skipping them)"]
 
 
 def test_a_range_past_the_log_end_is_data_loss(kafka, topic, read_path, caplog):
@@ -153,8 +153,8 @@ def test_data_loss_in_one_range_of_a_packed_task_touches_only_that_range(kafka, 
         skipped = read_packed(ranges, fetch_config(kafka, fail_on_data_loss=False), ConsumerPool())
     assert by_partition(skipped) == {0: [4, 5, 6, 7], 1: [0, 1, 2, 3, 4]}
     assert [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING] == [
-        f"records 1..3 of {topic}-0 are gone (3 records): the log now starts at 4 (retention or deleted records); "
-        "skipping them (failOnDataLoss=false)"]
+        f"records 1..3 of {topic}-0 are gone (3 records): the log now starts at 4 (retention or deleted records) "
+        "(failOnDataLoss=false: skipping them)"]
 
 
 def test_partitions_a_packed_task_paused_are_read_again_by_its_pooled_consumer(kafka, topic):
