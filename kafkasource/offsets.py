@@ -9,13 +9,24 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Mapping, Protocol
+from enum import Enum
+from typing import Literal, Mapping, Protocol
 
 from kafkasource.errors import NoCommittedOffsetError, OptionError
 from kafkasource.partitions import Positions, TopicPartition, describe, partition_name
 
 EARLIEST = -2  # Spark's JSON markers in startingOffsets / endingOffsets
 LATEST = -1
+
+# kafka.auto.offset.reset: where a start goes when the group has no committed offset, or it lies outside the log
+AutoOffsetReset = Literal["earliest", "latest", "none"]
+
+
+class OutsideLog(Enum):
+    """Where an explicit offset outside [log start, log end] goes."""
+
+    FOLLOW_RESET = "follow kafka.auto.offset.reset"  # a start, as Kafka places a consumer
+    NEAREST_BOUND = "the nearest end of the log"  # an end: a batch read never reaches past what exists
 
 
 def to_json_dict(positions: Mapping[TopicPartition, int]) -> dict[str, dict[str, int]]:
@@ -42,13 +53,10 @@ class OffsetLookup(Protocol):
     def for_times(self, timestamps: Mapping[TopicPartition, int]) -> dict[TopicPartition, int | None]: ...
 
 
-def within_log(wanted: Mapping[TopicPartition, int], lookup: OffsetLookup, reset: str, what: str) -> Positions:
-    """Keep each wanted offset inside [log start, log end]; outside it, follow `reset` as Kafka does
-    (earliest, latest or none), or move it to the nearest end of the log ("nearest")."""
-    if not wanted:
-        return {}
-    partitions = list(wanted)
-    begin, end = lookup.beginning(partitions), lookup.end(partitions)
+def within_log(wanted: Mapping[TopicPartition, int], lookup: OffsetLookup, reset: AutoOffsetReset,
+               what: str) -> Positions:
+    """Keep each wanted offset inside [log start, log end]; outside it, follow `reset` as Kafka does."""
+    begin, end = _log_bounds(wanted, lookup)
     out: Positions = {}
     outside = []
     for tp, offset in wanted.items():
@@ -58,8 +66,6 @@ def within_log(wanted: Mapping[TopicPartition, int], lookup: OffsetLookup, reset
             out[tp] = begin[tp]
         elif reset == "latest":
             out[tp] = end[tp]
-        elif reset == "nearest":
-            out[tp] = min(max(offset, begin[tp]), end[tp])
         else:
             outside.append(f"{partition_name(*tp)} at {offset} (log holds {begin[tp]}..{end[tp]})")
     if outside:
@@ -67,6 +73,19 @@ def within_log(wanted: Mapping[TopicPartition, int], lookup: OffsetLookup, reset
             f"{what} outside the log for {', '.join(outside)} and kafka.auto.offset.reset=none; "
             "set kafka.auto.offset.reset to earliest or latest, or give startingOffsets explicitly")
     return out
+
+
+def nearest_in_log(wanted: Mapping[TopicPartition, int], lookup: OffsetLookup) -> Positions:
+    """Each wanted offset, moved to the nearest end of the log if it lies outside it."""
+    begin, end = _log_bounds(wanted, lookup)
+    return {tp: min(max(offset, begin[tp]), end[tp]) for tp, offset in wanted.items()}
+
+
+def _log_bounds(wanted: Mapping[TopicPartition, int], lookup: OffsetLookup) -> tuple[Positions, Positions]:
+    if not wanted:
+        return {}, {}
+    partitions = list(wanted)
+    return lookup.beginning(partitions), lookup.end(partitions)
 
 
 @dataclass(frozen=True)
@@ -91,7 +110,7 @@ class Latest:
 class Committed:
     """The group's committed offsets; `reset` (kafka.auto.offset.reset) where there is none or it is out of range."""
 
-    reset: str = "latest"
+    reset: AutoOffsetReset = "latest"
 
     def resolve(self, partitions: list[TopicPartition], lookup: OffsetLookup) -> Positions:
         if not partitions:
@@ -115,11 +134,15 @@ class Committed:
 
 @dataclass(frozen=True)
 class SpecificOffsets:
-    """Explicit offsets per partition, -2 = earliest, -1 = latest; partitions not named use `default`."""
+    """Explicit offsets per partition, -2 = earliest, -1 = latest; partitions not named use `default`.
+
+    An offset outside the log follows `reset` (FOLLOW_RESET), or moves to the nearest end of the log.
+    """
 
     offsets: tuple[tuple[TopicPartition, int], ...]
-    default: object = Latest()
-    reset: str = "latest"
+    default: Earliest | Latest = Latest()
+    reset: AutoOffsetReset = "latest"
+    outside_log: OutsideLog = OutsideLog.FOLLOW_RESET
 
     def resolve(self, partitions: list[TopicPartition], lookup: OffsetLookup) -> Positions:
         given = dict(self.offsets)
@@ -130,7 +153,10 @@ class SpecificOffsets:
         out = Earliest().resolve(earliest, lookup)
         out.update(Latest().resolve(latest, lookup))
         out.update(self.default.resolve(unnamed, lookup))
-        out.update(within_log(explicit, lookup, self.reset, "offset"))
+        if self.outside_log is OutsideLog.NEAREST_BOUND:
+            out.update(nearest_in_log(explicit, lookup))
+        else:
+            out.update(within_log(explicit, lookup, self.reset, "offset"))
         return out
 
     def __str__(self) -> str:
@@ -163,3 +189,7 @@ class Timestamps:
 
     def __str__(self) -> str:
         return f"timestamp {self.everywhere}" if self.everywhere is not None else "timestamps per partition"
+
+
+# where a read starts or ends, as the options say; each resolves against an OffsetLookup
+OffsetSpec = Earliest | Latest | Committed | SpecificOffsets | Timestamps

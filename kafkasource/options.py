@@ -11,13 +11,14 @@ import difflib
 import json
 import logging
 import re
-from dataclasses import dataclass, field
-from typing import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Literal, Mapping, TypeVar, get_args
 
 from kafkasource import native
 from kafkasource.errors import OptionError
 from kafkasource.native import READ_PATHS
-from kafkasource.offsets import EARLIEST, Committed, Earliest, Latest, SpecificOffsets, Timestamps
+from kafkasource.offsets import (EARLIEST, LATEST, AutoOffsetReset, Committed, Earliest, Latest, OffsetSpec,
+                                 OutsideLog, SpecificOffsets, Timestamps)
 from kafkasource.partitions import TopicPartition, partition_name
 from kafkasource.subscription import Assign, Subscribe, SubscribePattern, Subscription
 
@@ -65,6 +66,9 @@ MAX_TIMEOUT_MS = 2**31 - 1  # about 24.8 days: what librdkafka's int timeouts ho
 
 SECRET_MARKERS = ("password", "passphrase", "secret", "jaas", "key.pem", "token")
 
+CommitMode = Literal["sync", "async", "none"]  # commitMode
+ReadPath = Literal["auto", "native", "python"]  # readPath: the values of native.READ_PATHS
+
 
 def is_secret(name: str) -> bool:
     return any(marker in name.lower() for marker in SECRET_MARKERS)
@@ -80,10 +84,10 @@ class SourceOptions:
     bootstrap_servers: str
     subscription: Subscription
     group_id: str | None
-    starting: object  # an offsets.* specification
-    ending: object | None  # batch reads only
-    auto_offset_reset: str
-    commit_mode: str
+    starting: OffsetSpec | None  # None: not given; for_stream() and for_batch() put in that read's default
+    ending: OffsetSpec | None  # batch reads only
+    auto_offset_reset: AutoOffsetReset
+    commit_mode: CommitMode
     commit_timeout_ms: int
     fail_on_data_loss: bool
     max_offsets_per_trigger: int | None
@@ -92,7 +96,7 @@ class SourceOptions:
     min_partitions: int | None
     pack_records_per_task: int | None
     include_headers: bool
-    read_path: str
+    read_path: ReadPath
     poll_timeout_ms: int
     read_committed: bool
     # librdkafka settings (prefix stripped), secrets included: never print this field
@@ -101,6 +105,21 @@ class SourceOptions:
     def client_config(self, **overrides: object) -> dict[str, object]:
         """librdkafka configuration for a client of ours: the user's kafka.* settings plus `overrides`."""
         return {**self.kafka_config, "bootstrap.servers": self.bootstrap_servers, **overrides}
+
+    def for_stream(self) -> SourceOptions:
+        """These options for a stream, which has no end; it starts, as the built-in source, at the group's commits
+        if there is a group, else at latest."""
+        if self.ending is not None:
+            raise OptionError("options endingOffsets, endingTimestamp and endingOffsetsByTimestamp are for batch "
+                              "reads (spark.read); a stream has no end")
+        if self.starting is not None:
+            return self
+        return replace(self, starting=Committed(self.auto_offset_reset) if self.group_id else Latest())
+
+    def for_batch(self) -> SourceOptions:
+        """These options for a batch read, which reads from earliest to latest unless told otherwise."""
+        return replace(self, starting=Earliest() if self.starting is None else self.starting,
+                       ending=Latest() if self.ending is None else self.ending)
 
 
 def _get(options: Mapping[str, str], name: str) -> str | None:
@@ -146,13 +165,16 @@ def _bool(options: Mapping[str, str], name: str, default: bool) -> bool:
     raise OptionError(f"option {name} must be true or false, got {_shown(raw)}")
 
 
-def _choice(options: Mapping[str, str], name: str, choices: tuple[str, ...], default: str) -> str:
+Choice = TypeVar("Choice", bound=str)
+
+
+def _choice(options: Mapping[str, str], name: str, choices: tuple[Choice, ...], default: Choice) -> Choice:
     raw = _get(options, name)
     if raw is None:
         return default
     if raw.lower() not in choices:
         raise OptionError(f"option {name} must be one of {', '.join(choices)}, got {_shown(raw)}")
-    return raw.lower()
+    return next(choice for choice in choices if choice == raw.lower())
 
 
 def _read_path(options: Mapping[str, str]) -> str:
@@ -248,55 +270,88 @@ def _subscription(options: Mapping[str, str]) -> Subscription:
     return Assign(tuple(sorted(set(parts))))
 
 
-def _offsets_spec(options: Mapping[str, str], prefix: str, group_id: str | None, reset: str):
-    """startingOffsets/endingOffsets and their timestamp forms -> an offsets.* specification (None: not given)."""
-    offsets_name = f"{prefix}Offsets"
-    by_ts_name = f"{prefix}OffsetsByTimestamp"
-    ts_name = f"{prefix}Timestamp"
-    given = [n for n in (ts_name, by_ts_name, offsets_name) if _get(options, n) is not None]
-    if len(given) > 1:
-        raise OptionError(f"options {' and '.join(given)} both say where to {prefix[:-3] or prefix}; set only one")
-    if _get(options, ts_name) is not None:
-        # Kafka reads the negative timestamps -1 and -2 as latest and earliest: never pass them on
-        return Timestamps(everywhere=_whole_number(ts_name, _get(options, ts_name), 0, MAX_LONG,
-                                                   "milliseconds since the epoch"))
-    if _get(options, by_ts_name) is not None:
-        example = '{"orders": {"0": 1700000000000}}'
-        per_partition = _per_partition(by_ts_name, _get(options, by_ts_name), example)
-        for (topic, partition), value in per_partition:
-            if value < 0:
-                raise OptionError(f"option {by_ts_name}: timestamp {value} for {partition_name(topic, partition)} is negative; give "
-                                  f"milliseconds since the epoch, like {example}")
-        return Timestamps(per_partition=per_partition)
-    raw = _get(options, offsets_name)
-    if raw is None:
+def _starting_spec(options: Mapping[str, str], group_id: str | None, reset: AutoOffsetReset) -> OffsetSpec | None:
+    """startingOffsets, startingTimestamp or startingOffsetsByTimestamp as a specification (None: not given)."""
+    given = _the_one_given(options, "start", ("startingTimestamp", "startingOffsetsByTimestamp", "startingOffsets"))
+    if given is None:
         return None
-    lowered = raw.lower()
-    if lowered == "earliest":
-        if prefix == "ending":
-            raise OptionError("option endingOffsets cannot be earliest; use latest or JSON offsets")
+    name, raw = given
+    if name == "startingTimestamp":
+        return _timestamp_everywhere(name, raw)
+    if name == "startingOffsetsByTimestamp":
+        return _timestamps_per_partition(name, raw)
+    keyword = raw.lower()
+    if keyword == "earliest":
         return Earliest()
-    if lowered == "latest":
+    if keyword == "latest":
         return Latest()
-    if lowered == "committed":
-        if prefix == "ending":
-            raise OptionError("option endingOffsets cannot be committed; use latest or JSON offsets")
+    if keyword == "committed":
         if group_id is None:
             raise OptionError("startingOffsets=committed needs kafka.group.id: the group whose committed offsets to "
                               "start from")
         return Committed(reset)
     if raw.startswith("{"):
-        offsets = _per_partition(offsets_name, raw, '{"orders": {"0": 23, "1": -2}}')
-        for (topic, partition), value in offsets:
-            if value < EARLIEST or (prefix == "ending" and value == EARLIEST):
-                allowed = "-1 (latest)" if prefix == "ending" else "-2 (earliest), -1 (latest)"
-                raise OptionError(f"option {offsets_name}: offset {value} for {partition_name(topic, partition)} is not valid; use "
-                                  f"an offset >= 0, {allowed}")
-        # a start outside the log follows kafka.auto.offset.reset, as Kafka does; an end is kept inside the log
-        return SpecificOffsets(offsets, default=Latest(), reset=reset if prefix == "starting" else "nearest")
-    values = "earliest, latest, committed" if prefix == "starting" else "latest"
-    raise OptionError(f"option {offsets_name} must be {values}, or JSON like {{\"orders\": {{\"0\": 23}}}}; "
+        # a start outside the log follows kafka.auto.offset.reset, as Kafka does
+        return SpecificOffsets(_json_offsets(name, raw, lowest=EARLIEST), reset=reset)
+    raise OptionError(f"option startingOffsets must be earliest, latest, committed, or JSON like "
+                      f"{{\"orders\": {{\"0\": 23}}}}; got {_shown(raw)}")
+
+
+def _ending_spec(options: Mapping[str, str]) -> OffsetSpec | None:
+    """endingOffsets, endingTimestamp or endingOffsetsByTimestamp as a specification (None: not given)."""
+    given = _the_one_given(options, "end", ("endingTimestamp", "endingOffsetsByTimestamp", "endingOffsets"))
+    if given is None:
+        return None
+    name, raw = given
+    if name == "endingTimestamp":
+        return _timestamp_everywhere(name, raw)
+    if name == "endingOffsetsByTimestamp":
+        return _timestamps_per_partition(name, raw)
+    keyword = raw.lower()
+    if keyword in ("earliest", "committed"):
+        raise OptionError(f"option endingOffsets cannot be {keyword}; use latest or JSON offsets")
+    if keyword == "latest":
+        return Latest()
+    if raw.startswith("{"):
+        # an end outside the log is kept inside it, whatever kafka.auto.offset.reset says
+        return SpecificOffsets(_json_offsets(name, raw, lowest=LATEST), outside_log=OutsideLog.NEAREST_BOUND)
+    raise OptionError(f"option endingOffsets must be latest, or JSON like {{\"orders\": {{\"0\": 23}}}}; "
                       f"got {_shown(raw)}")
+
+
+def _the_one_given(options: Mapping[str, str], verb: str, names: tuple[str, ...]) -> tuple[str, str] | None:
+    """The one of `names` that is set, with its value; an error if several say where to `verb`."""
+    given = [(name, raw) for name in names if (raw := _get(options, name)) is not None]
+    if len(given) > 1:
+        raise OptionError(f"options {' and '.join(name for name, _ in given)} both say where to {verb}; set only one")
+    return given[0] if given else None
+
+
+def _timestamp_everywhere(name: str, raw: str) -> Timestamps:
+    # Kafka reads the negative timestamps -1 and -2 as latest and earliest: never pass them on
+    return Timestamps(everywhere=_whole_number(name, raw, 0, MAX_LONG, "milliseconds since the epoch"))
+
+
+def _timestamps_per_partition(name: str, raw: str) -> Timestamps:
+    example = '{"orders": {"0": 1700000000000}}'
+    per_partition = _per_partition(name, raw, example)
+    for (topic, partition), value in per_partition:
+        if value < 0:
+            raise OptionError(f"option {name}: timestamp {value} for {partition_name(topic, partition)} is negative; "
+                              f"give milliseconds since the epoch, like {example}")
+    return Timestamps(per_partition=per_partition)
+
+
+def _json_offsets(name: str, raw: str, lowest: int) -> tuple[tuple[TopicPartition, int], ...]:
+    """Offsets per partition, each >= 0 or one of the markers down to `lowest` (-2 earliest, -1 latest)."""
+    offsets = _per_partition(name, raw, '{"orders": {"0": 23, "1": -2}}')
+    markers = ", ".join(f"{marker} ({word})" for marker, word in ((EARLIEST, "earliest"), (LATEST, "latest"))
+                        if marker >= lowest)
+    for (topic, partition), value in offsets:
+        if value < lowest:
+            raise OptionError(f"option {name}: offset {value} for {partition_name(topic, partition)} is not valid; "
+                              f"use an offset >= 0, {markers}")
+    return offsets
 
 
 def _kafka_config(options: Mapping[str, str]) -> dict[str, str]:
@@ -360,8 +415,12 @@ def _check_names(options: Mapping[str, str]) -> None:
                           "strategy); remove the option or set it to latest")
 
 
-def parse_options(raw_options: Mapping[str, str], streaming: bool = True) -> SourceOptions:
-    """Validate the option map; raise OptionError naming the first bad option."""
+def parse_options(raw_options: Mapping[str, str], streaming: bool | None = None) -> SourceOptions:
+    """Validate the option map; raise OptionError naming the first bad option.
+
+    The map means the same to a stream and a batch read; `streaming` (when the caller knows) also applies that
+    read's defaults and refusals, as for_stream() and for_batch() do.
+    """
     options = {str(k).lower(): v for k, v in raw_options.items()}
     _check_names(options)
     bootstrap = _get(options, "kafka.bootstrap.servers")
@@ -370,35 +429,17 @@ def parse_options(raw_options: Mapping[str, str], streaming: bool = True) -> Sou
                           "like host1:9092,host2:9092")
     subscription = _subscription(options)
     group_id = _get(options, "kafka.group.id")
-    reset = _choice(options, "kafka.auto.offset.reset", ("earliest", "latest", "none"), "latest")
+    reset = _choice(options, "kafka.auto.offset.reset", get_args(AutoOffsetReset), "latest")
     kafka_config = _kafka_config(options)
-
-    starting = _offsets_spec(options, "starting", group_id, reset)
-    if starting is None:
-        # as the built-in source: a batch read starts at earliest; a stream at the group's commits, else latest
-        starting = Earliest() if not streaming else (Committed(reset) if group_id else Latest())
-    ending = _offsets_spec(options, "ending", group_id, reset)
-    if ending is not None and streaming:
-        raise OptionError("options endingOffsets, endingTimestamp and endingOffsetsByTimestamp are for batch reads "
-                          "(spark.read); a stream has no end")
-    if ending is None and not streaming:
-        ending = Latest()
-
-    commit_mode = _choice(options, "commitMode", ("sync", "async", "none"), "sync" if group_id else "none")
-    if commit_mode != "none" and group_id is None:
-        raise OptionError(f"commitMode={commit_mode} needs kafka.group.id: the consumer group to commit offsets to; "
-                          "set kafka.group.id or use commitMode=none")
+    starting = _starting_spec(options, group_id, reset)
+    ending = _ending_spec(options)
+    commit_mode = _commit_mode(options, group_id)
     isolation = _choice(options, "kafka.isolation.level", ("read_committed", "read_uncommitted"), "read_uncommitted")
-
-    max_per_trigger = _positive_int(options, "maxOffsetsPerTrigger")
-    min_per_trigger = _positive_int(options, "minOffsetsPerTrigger")
-    if max_per_trigger is not None and min_per_trigger is not None and min_per_trigger > max_per_trigger:
-        raise OptionError(f"option minOffsetsPerTrigger ({min_per_trigger}) is above maxOffsetsPerTrigger "
-                          f"({max_per_trigger}); lower the minimum or raise the maximum")
+    max_per_trigger, min_per_trigger = _per_trigger_bounds(options)
     delay_raw = _get(options, "maxTriggerDelay")
     max_trigger_delay_ms = parse_duration_ms("maxTriggerDelay", delay_raw) if delay_raw else 15 * 60_000
 
-    return SourceOptions(
+    parsed = SourceOptions(
         bootstrap_servers=bootstrap,
         subscription=subscription,
         group_id=group_id,
@@ -419,3 +460,24 @@ def parse_options(raw_options: Mapping[str, str], streaming: bool = True) -> Sou
         read_committed=isolation == "read_committed",
         kafka_config=kafka_config,
     )
+    if streaming is None:
+        return parsed
+    return parsed.for_stream() if streaming else parsed.for_batch()
+
+
+def _commit_mode(options: Mapping[str, str], group_id: str | None) -> CommitMode:
+    commit_mode = _choice(options, "commitMode", get_args(CommitMode), "sync" if group_id else "none")
+    if commit_mode != "none" and group_id is None:
+        raise OptionError(f"commitMode={commit_mode} needs kafka.group.id: the consumer group to commit offsets to; "
+                          "set kafka.group.id or use commitMode=none")
+    return commit_mode
+
+
+def _per_trigger_bounds(options: Mapping[str, str]) -> tuple[int | None, int | None]:
+    """maxOffsetsPerTrigger and minOffsetsPerTrigger, the minimum no higher than the maximum."""
+    max_per_trigger = _positive_int(options, "maxOffsetsPerTrigger")
+    min_per_trigger = _positive_int(options, "minOffsetsPerTrigger")
+    if max_per_trigger is not None and min_per_trigger is not None and min_per_trigger > max_per_trigger:
+        raise OptionError(f"option minOffsetsPerTrigger ({min_per_trigger}) is above maxOffsetsPerTrigger "
+                          f"({max_per_trigger}); lower the minimum or raise the maximum")
+    return max_per_trigger, min_per_trigger

@@ -8,8 +8,9 @@ from typing import Mapping
 import pytest
 
 from kafkasource.errors import NoCommittedOffsetError, OptionError
-from kafkasource.offsets import (EARLIEST, LATEST, Committed, Earliest, Latest, SpecificOffsets, Timestamps,
-                                 TopicPartition, describe, from_json_dict, to_json_dict, within_log)
+from kafkasource.offsets import (EARLIEST, LATEST, Committed, Earliest, Latest, OutsideLog, SpecificOffsets,
+                                 Timestamps, TopicPartition, describe, from_json_dict, nearest_in_log, to_json_dict,
+                                 within_log)
 
 A0, A1, A2, B0 = ("a", 0), ("a", 1), ("a", 2), ("b", 0)
 
@@ -164,6 +165,12 @@ def test_specific_offsets_outside_the_log_with_reset_none():
                                       "kafka.auto.offset.reset=none")
 
 
+@pytest.mark.parametrize("reset", ["earliest", "latest", "none"])
+def test_specific_offsets_kept_inside_the_log_whatever_the_reset(reset):
+    spec = SpecificOffsets(((A0, 2), (A1, 4), (B0, 151)), reset=reset, outside_log=OutsideLog.NEAREST_BOUND)
+    assert spec.resolve([A0, A1, B0], lookup()) == {A0: 10, A1: 4, B0: 150}
+
+
 def test_specific_offsets_str_is_checkpoint_json():
     assert str(SpecificOffsets(((A1, 7), (A0, -2)))) == '{"a": {"0": -2, "1": 7}}'
 
@@ -237,6 +244,7 @@ def test_describe():
     assert describe([("b", 0), ("a", 3), ("a", 1)]) == "a-1, a-3, b-0"
 
 
-def test_within_log_nearest_moves_offsets_to_the_closest_bound():
+def test_nearest_in_log_moves_offsets_to_the_closest_bound():
     lookup = FakeLookup({A0: 5, A1: 5, A2: 5}, {A0: 10, A1: 10, A2: 10})
-    assert within_log({A0: 2, A1: 7, A2: 40}, lookup, "nearest", "offset") == {A0: 5, A1: 7, A2: 10}
+    assert nearest_in_log({A0: 2, A1: 7, A2: 40}, lookup) == {A0: 5, A1: 7, A2: 10}
+    assert nearest_in_log({}, lookup) == {} and lookup.calls == [("beginning", (A0, A1, A2)), ("end", (A0, A1, A2))]

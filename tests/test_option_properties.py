@@ -1,4 +1,4 @@
-"""Property: every bad option map is refused by parse_options (what load() and query start run) with an
+"""Property: every bad option map is refused by parse_options (what load() runs, once) with an
 OptionError naming the bad option, never a bare Python error.
 
 Each generated map is a valid base, a few valid extras in random letter case, and exactly one bad entry:
@@ -127,14 +127,14 @@ valid_extras = st.lists(st.sampled_from(sorted(VALID_EXTRAS)), unique=True, max_
 
 
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
-@given(bad=bad_entries, extras=valid_extras, streaming=st.booleans())
-def test_every_bad_option_map_is_refused_naming_the_option(bad, extras, streaming):
+@given(bad=bad_entries, extras=valid_extras)
+def test_every_bad_option_map_is_refused_naming_the_option(bad, extras):
     entry, named = bad
     options = {**BASE, **{name: value for name, value in extras if name.lower() not in {k.lower() for k in entry}}}
     options.update(entry)
     options = {k: v for k, v in options.items() if v is not None}  # None: drop the base's subscription
     try:
-        parse_options(options, streaming=streaming)
+        parse_options(options)
     except OptionError as error:
         message = str(error)
     except KafkaSourceError as error:  # pragma: no cover - a failure below shows which

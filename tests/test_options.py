@@ -5,24 +5,28 @@ from __future__ import annotations
 import pytest
 
 from kafkasource.errors import OptionError
-from kafkasource.offsets import Committed, Earliest, Latest, SpecificOffsets, Timestamps
+from kafkasource.offsets import Committed, Earliest, Latest, OutsideLog, SpecificOffsets, Timestamps
 from kafkasource.options import UNSUPPORTED_KAFKA_SETTINGS, SourceOptions, is_secret, parse_options, redact
 from kafkasource.subscription import Assign, Subscribe, SubscribePattern
 
 BASE = {"kafka.bootstrap.servers": "broker:9092", "subscribe": "orders"}
 
 
+def for_read(options: SourceOptions, streaming: bool) -> SourceOptions:
+    return options.for_stream() if streaming else options.for_batch()
+
+
 def parse(streaming: bool = True, **options: str) -> SourceOptions:
-    return parse_options({**BASE, **options}, streaming=streaming)
+    return for_read(parse_options({**BASE, **options}), streaming)
 
 
 def parse_raw(options: dict[str, str], streaming: bool = True) -> SourceOptions:
-    return parse_options({**BASE, **options}, streaming=streaming)
+    return for_read(parse_options({**BASE, **options}), streaming)
 
 
 def error_of(options: dict[str, str], streaming: bool = True, base: dict[str, str] | None = None) -> str:
     with pytest.raises(OptionError) as info:
-        parse_options({**(BASE if base is None else base), **options}, streaming=streaming)
+        for_read(parse_options({**(BASE if base is None else base), **options}), streaming)
     return str(info.value)
 
 
@@ -177,6 +181,21 @@ def test_batch_defaults_without_group():
     assert opts.starting == Earliest()
     assert opts.ending == Latest()
     assert opts.commit_mode == "none"
+
+
+def test_the_map_is_parsed_as_given_then_each_read_puts_in_its_defaults():
+    parsed = parse_options({**BASE, "kafka.group.id": "etl", "kafka.auto.offset.reset": "earliest"})
+    assert (parsed.starting, parsed.ending) == (None, None)
+    assert (parsed.for_stream().starting, parsed.for_stream().ending) == (Committed("earliest"), None)
+    assert (parsed.for_batch().starting, parsed.for_batch().ending) == (Earliest(), Latest())
+    given = parse_options({**BASE, "startingOffsets": "latest", "endingOffsets": '{"orders": {"0": 5}}'}).for_batch()
+    assert given.starting == Latest() and given.ending.offsets == ((("orders", 0), 5),)
+
+
+def test_streaming_argument_applies_that_reads_defaults():
+    for streaming in (True, False):
+        parsed = parse_options({**BASE, "kafka.group.id": "etl"})
+        assert parse_options({**BASE, "kafka.group.id": "etl"}, streaming=streaming) == for_read(parsed, streaming)
 
 
 def test_blank_group_id_counts_as_unset():
@@ -460,12 +479,11 @@ def test_starting_offsets_committed_without_group():
                        "start from")
 
 
-@pytest.mark.parametrize("streaming, values", [(True, "earliest, latest, committed"),
-                                               (False, "earliest, latest, committed")])
-def test_unknown_starting_offsets(streaming, values):
-    message = error_of({"startingOffsets": "newest"}, streaming=streaming)
-    assert message == (f"option startingOffsets must be {values}, or JSON like {{\"orders\": {{\"0\": 23}}}}; "
-                       "got 'newest'")
+def test_unknown_starting_offsets():
+    with pytest.raises(OptionError) as info:
+        parse_options({**BASE, "startingOffsets": "newest"})
+    assert str(info.value) == ("option startingOffsets must be earliest, latest, committed, or JSON like "
+                               "{\"orders\": {\"0\": 23}}; got 'newest'")
 
 
 def test_unknown_ending_offsets():
@@ -492,10 +510,10 @@ def test_ending_offsets_for_batch():
     assert parse(streaming=False, endingOffsets="latest").ending == Latest()
     opts = parse(streaming=False, endingOffsets='{"orders": {"0": 5, "1": -1}}')
     assert opts.ending == SpecificOffsets(((("orders", 0), 5), (("orders", 1), -1)), default=Latest(),
-                                          reset="nearest")
+                                          outside_log=OutsideLog.NEAREST_BOUND)
     # kafka.auto.offset.reset governs starts only: an end outside the log is moved to its nearest bound
     lenient = parse(streaming=False, endingOffsets='{"orders": {"0": 5}}', **{"kafka.auto.offset.reset": "earliest"})
-    assert lenient.ending.reset == "nearest"
+    assert lenient.ending.outside_log is OutsideLog.NEAREST_BOUND
 
 
 def test_json_starting_offsets():
@@ -503,7 +521,7 @@ def test_json_starting_offsets():
                  **{"kafka.auto.offset.reset": "earliest"})
     assert opts.starting == SpecificOffsets(
         ((("orders", 0), 23), (("orders", 1), -2), (("orders", 2), -1), (("refunds", 4), 0)),
-        default=Latest(), reset="earliest")
+        default=Latest(), reset="earliest", outside_log=OutsideLog.FOLLOW_RESET)
     assert str(opts.starting) == '{"orders": {"0": 23, "1": -2, "2": -1}, "refunds": {"4": 0}}'
 
 
@@ -593,3 +611,4 @@ def test_read_path_native_needs_the_extension(monkeypatch):
         "option readPath is native, but kafkasource's native extension is not built here: install kafkasource "
         "where a Rust toolchain is present (pip install builds it), or set readPath to auto")
     assert parse(readPath="auto").read_path == "auto"
+
