@@ -9,14 +9,14 @@ from kafkasource.errors import OptionError
 from kafkasource.packed import read_ranges
 from kafkasource.options import SourceOptions
 from kafkasource.partitions import partition_name
+from kafkasource.planning import KafkaInputPartition, fetch_config, plan_partitions
 from kafkasource.ranges import batch_ranges
-from kafkasource.stream import KafkaInputPartition, fetch_config, plan_partitions
 
 
 class KafkaBatchReader(DataSourceReader):
     def __init__(self, options: SourceOptions):
-        self.options = options
-        self.fetch_config = fetch_config(options)
+        self.options = options.for_batch()
+        self.fetch_config = fetch_config(self.options)
 
     def partitions(self) -> list[InputPartition]:
         client = KafkaClient(self.options)

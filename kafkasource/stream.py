@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import time
+from typing import Callable, Protocol
 
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import (ReadAllAvailable, ReadLimit, ReadMaxRows, ReadMinRows,
@@ -19,46 +20,51 @@ from pyspark.sql.streaming.datasource import (ReadAllAvailable, ReadLimit, ReadM
 from kafkasource.client import KafkaClient
 from kafkasource.commit import OffsetCommitter
 from kafkasource.dataloss import report_data_loss
-from kafkasource.fetch import FetchConfig
-from kafkasource.offsets import from_json_dict, to_json_dict
+from kafkasource.offsets import OffsetLookup, from_json_dict, to_json_dict
 from kafkasource.partitions import Positions, TopicPartition, describe, partition_name
 from kafkasource.options import SourceOptions
 from kafkasource.packed import read_ranges
-from kafkasource.ranges import OffsetRange, batch_ranges, pack_ranges, rate_limit, split_ranges
+from kafkasource.planning import KafkaInputPartition, fetch_config, plan_partitions
+from kafkasource.ranges import batch_ranges, rate_limit
 from kafkasource import shutdown
 
 log = logging.getLogger(__name__)
 
 
-class KafkaInputPartition(InputPartition):
-    """One Spark task: one offset range of one topic-partition, or several small ones (packRecordsPerTask)."""
+class Cluster(OffsetLookup, Protocol):
+    """What planning asks the brokers; client.KafkaClient answers for real."""
 
-    def __init__(self, ranges: tuple[OffsetRange, ...]):
-        super().__init__(ranges)
-        self.ranges = ranges
+    def topics(self) -> dict[str, int]: ...
 
-
-def fetch_config(options: SourceOptions) -> FetchConfig:
-    return FetchConfig(options.client_config(), options.include_headers, options.fail_on_data_loss,
-                       options.poll_timeout_ms, options.group_id, options.read_path)
+    def close(self) -> None: ...
 
 
-def plan_partitions(ranges: list[OffsetRange], options: SourceOptions) -> list[KafkaInputPartition]:
-    split = split_ranges(ranges, options.min_partitions)
-    return [KafkaInputPartition(task) for task in pack_ranges(split, options.pack_records_per_task)]
+class Committer(Protocol):
+    """Where the positions of completed batches go; commit.OffsetCommitter commits them to the group."""
+
+    def commit(self, positions: Positions) -> None: ...
+
+    def commit_final(self, positions: Positions) -> None: ...
+
+    def close(self) -> None: ...
 
 
 class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
-    def __init__(self, options: SourceOptions):
-        self.options = options
-        self.fetch_config = fetch_config(options)
-        self._client: KafkaClient | None = None
-        self._committer: OffsetCommitter | None = None
+    """Without `client` and `committer`, the reader builds the real ones on the driver when first needed; neither
+    travels to executors. `clock` (seconds) times maxTriggerDelay."""
+
+    def __init__(self, options: SourceOptions, client: Cluster | None = None, committer: Committer | None = None,
+                 clock: Callable[[], float] = time.monotonic):
+        self.options = options.for_stream()
+        self.fetch_config = fetch_config(self.options)
+        self._client = client
+        self._committer = committer
+        self._clock = clock
         self._initial: Positions | None = None  # what initialOffset() returned in this run: not yet read
         self._target: Positions | None = None  # Trigger.AvailableNow: the log ends when the run started
         self._latest_seen: Positions | None = None
         self._known: set[TopicPartition] = set()
-        self._last_batch_at = time.monotonic()
+        self._last_batch_at = clock()
         self._stopped = False
         if shutdown.in_stream_runner():  # Spark ends this process with SIGTERM instead of calling stop()
             shutdown.exit_on_sigterm()
@@ -71,13 +77,13 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return state
 
     @property
-    def client(self) -> KafkaClient:
+    def client(self) -> Cluster:
         if self._client is None:
             self._client = KafkaClient(self.options)
         return self._client
 
     @property
-    def committer(self) -> OffsetCommitter | None:
+    def committer(self) -> Committer | None:
         if self._committer is None and self.options.commit_mode != "none":
             asynchronous = self.options.commit_mode == "async"
             self._committer = OffsetCommitter(
@@ -85,15 +91,9 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 lambda on_commit: self.client.new_group_consumer(**({"on_commit": on_commit} if asynchronous else {})))
         return self._committer
 
-    def _current_partitions(self) -> list[TopicPartition]:
-        partitions = self.options.subscription.partitions(self.client.topics())
-        self._known = set(partitions)
-        return partitions
-
     # -- the DataSourceStreamReader protocol --------------------------------------------------------
     def initialOffset(self) -> dict:
-        partitions = self._current_partitions()
-        positions = self.options.starting.resolve(partitions, self.client)
+        positions = self.options.starting.resolve(self._current_partitions(), self.client)
         self._initial = positions
         log.info("new query over %s starts at %s (%s)", self.options.subscription.describe(),
                  to_json_dict(positions), self.options.starting)
@@ -113,59 +113,15 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
         start_positions = from_json_dict(start)
         self._commit_completed(start_positions, final=self._run_complete(start_positions))
-        current = self._current_partitions()
-        seen_before = self._latest_seen or {}
-        vanished = [tp for tp in start_positions if tp not in self._known]
-        if vanished:
-            one = len(vanished) == 1
-            self._data_loss(f"{describe(vanished)} no longer exist{'s' if one else ''} in the cluster (topic deleted?)"
-                            f"{_unread(vanished, start_positions, seen_before)}",
-                            then=f"the query stops reading {'it' if one else 'them'}")
-        new = [tp for tp in current if tp not in start_positions]
-        base = {tp: start_positions[tp] for tp in current if tp in start_positions}
-        if new:  # new partitions join at their earliest offset, as in the built-in source
-            base.update(self.client.beginning(new))
-            log.info("new partitions join the query: %s", describe(new))
-        latest = self.client.end(current)
-        self._latest_seen = latest
-        went_back = [tp for tp in current if latest[tp] < base[tp]]
-        if went_back:  # recreated or truncated: with failOnDataLoss=false, read the new log from its start
-            restart = self.client.beginning(went_back)
-            for tp in went_back:
-                self._data_loss(f"the log of {partition_name(*tp)} now ends at {latest[tp]}, below the query's position "
-                                f"{base[tp]} (topic recreated or truncated){_unread([tp], base, seen_before)}",
-                                then=f"reading it again from its log start {restart[tp]}")
-                base[tp] = restart[tp]
-        if self._target is not None:  # AvailableNow: nothing beyond the ends fixed at the start of the run
-            latest = {tp: min(latest[tp], max(base[tp], self._target.get(tp, base[tp]))) for tp in current}
-        end = self._apply_limit(base, latest, limit)
-        if end == start_positions:
-            return start
-        if any(end[tp] > base[tp] for tp in end):
-            self._last_batch_at = time.monotonic()
-        return to_json_dict(end)
-
-    def _apply_limit(self, base: Positions, latest: Positions, limit: ReadLimit) -> Positions:
-        if isinstance(limit, ReadAllAvailable):
-            return latest
-        if isinstance(limit, ReadMinRows) and self._target is None:
-            available = sum(latest[tp] - base[tp] for tp in latest)
-            waited_ms = (time.monotonic() - self._last_batch_at) * 1000
-            if available < limit.min_rows and waited_ms < self.options.max_trigger_delay_ms:
-                return base  # wait for more records or for maxTriggerDelay
-        max_rows = limit.max_rows if isinstance(limit, ReadMaxRows) else self.options.max_offsets_per_trigger
-        return rate_limit(base, latest, max_rows) if max_rows else latest
+        end = self._next_end(start_positions, limit)
+        return start if end == start_positions else to_json_dict(end)
 
     def reportLatestOffset(self) -> dict | None:
         return to_json_dict(self._latest_seen) if self._latest_seen is not None else None
 
     def partitions(self, start: dict, end: dict) -> list[InputPartition]:
-        start_positions, end_positions = from_json_dict(start), from_json_dict(end)
-        # partitions that joined, and partitions read again from their start after their log went back
-        new = [tp for tp in end_positions if start_positions.get(tp, end_positions[tp] + 1) > end_positions[tp]]
-        if new:
-            first = self.client.beginning(new)
-            start_positions.update({tp: min(first[tp], end_positions[tp]) for tp in new})
+        end_positions = from_json_dict(end)
+        start_positions = self._batch_starts(from_json_dict(start), end_positions)
         return plan_partitions(batch_ranges(start_positions, end_positions), self.options)
 
     def read(self, partition: KafkaInputPartition):
@@ -185,7 +141,89 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if self._client is not None:
             self._client.close()
 
-    # -- helpers -----------------------------------------------------------------------------------
+    # -- planning the next batch, in the order latestOffset takes the steps ------------------------------
+    def _next_end(self, start: Positions, limit: ReadLimit) -> Positions:
+        """Where the next batch ends: from the query's place in each partition that exists now, up to its log
+        end, within the AvailableNow run's target and the read limit."""
+        seen_before = self._latest_seen or {}
+        current = self._current_partitions()
+        self._report_vanished(start, current, seen_before)
+        base = self._join_new_partitions(start, current)
+        latest = self._look_up_log_ends(current)
+        base = self._restart_where_log_went_back(base, latest, seen_before)
+        end = self._apply_limit(base, self._cap_at_target(base, latest), limit)
+        if any(end[tp] > base[tp] for tp in end):
+            self._last_batch_at = self._clock()
+        return end
+
+    def _current_partitions(self) -> list[TopicPartition]:
+        partitions = self.options.subscription.partitions(self.client.topics())
+        self._known = set(partitions)
+        return partitions
+
+    def _report_vanished(self, start: Positions, current: list[TopicPartition], seen_before: Positions) -> None:
+        """Partitions the query was reading that no longer exist (topic deleted?): data loss."""
+        exist = set(current)
+        vanished = [tp for tp in start if tp not in exist]
+        if vanished:
+            one = len(vanished) == 1
+            self._data_loss(f"{describe(vanished)} no longer exist{'s' if one else ''} in the cluster (topic deleted?)"
+                            f"{_unread(vanished, start, seen_before)}",
+                            then=f"the query stops reading {'it' if one else 'them'}")
+
+    def _join_new_partitions(self, start: Positions, current: list[TopicPartition]) -> Positions:
+        """The query's place in each current partition; new ones join at their earliest offset, as in the built-in
+        source."""
+        new = [tp for tp in current if tp not in start]
+        first = self.client.beginning(new) if new else {}
+        if new:
+            log.info("new partitions join the query: %s", describe(new))
+        return {tp: start[tp] if tp in start else first[tp] for tp in current}
+
+    def _look_up_log_ends(self, current: list[TopicPartition]) -> Positions:
+        self._latest_seen = self.client.end(current)  # for reportLatestOffset, and to name lost records later
+        return self._latest_seen
+
+    def _restart_where_log_went_back(self, base: Positions, latest: Positions, seen_before: Positions) -> Positions:
+        """A log that now ends below the query's place was recreated or truncated: data loss; with
+        failOnDataLoss=false, the new log is read from its start."""
+        went_back = [tp for tp in base if latest[tp] < base[tp]]
+        if not went_back:
+            return base
+        restart = self.client.beginning(went_back)
+        for tp in went_back:
+            self._data_loss(f"the log of {partition_name(*tp)} now ends at {latest[tp]}, below the query's position "
+                            f"{base[tp]} (topic recreated or truncated){_unread([tp], base, seen_before)}",
+                            then=f"reading it again from its log start {restart[tp]}")
+        return {**base, **{tp: restart[tp] for tp in went_back}}
+
+    def _cap_at_target(self, base: Positions, latest: Positions) -> Positions:
+        """Under AvailableNow, nothing beyond the log ends fixed at the start of the run."""
+        if self._target is None:
+            return latest
+        return {tp: min(latest[tp], max(base[tp], self._target.get(tp, base[tp]))) for tp in base}
+
+    def _apply_limit(self, base: Positions, latest: Positions, limit: ReadLimit) -> Positions:
+        if isinstance(limit, ReadAllAvailable):
+            return latest
+        if isinstance(limit, ReadMinRows) and self._target is None:
+            available = sum(latest[tp] - base[tp] for tp in latest)
+            waited_ms = (self._clock() - self._last_batch_at) * 1000
+            if available < limit.min_rows and waited_ms < self.options.max_trigger_delay_ms:
+                return base  # wait for more records or for maxTriggerDelay
+        max_rows = limit.max_rows if isinstance(limit, ReadMaxRows) else self.options.max_offsets_per_trigger
+        return rate_limit(base, latest, max_rows) if max_rows else latest
+
+    def _batch_starts(self, start: Positions, end: Positions) -> Positions:
+        """Where each partition's batch begins: at `start`, or at its log start for a partition that joined the
+        query (no start) or whose log went back (a start beyond the end), as latestOffset planned it."""
+        from_log_start = [tp for tp in end if start.get(tp, end[tp] + 1) > end[tp]]
+        if not from_log_start:
+            return start
+        first = self.client.beginning(from_log_start)
+        return {**start, **{tp: min(first[tp], end[tp]) for tp in from_log_start}}
+
+    # -- committing ----------------------------------------------------------------------------------
     def _run_complete(self, start: Positions) -> bool:
         """Under AvailableNow: has the run read up to the ends it fixed at its start?"""
         return self._target is not None and all(start.get(tp, -1) >= end for tp, end in self._target.items()

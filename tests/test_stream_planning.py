@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import logging
 import pickle
+import time
+from typing import Callable
 
 import pytest
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows, ReadMinRows
@@ -55,13 +57,20 @@ class FakeCommitter:
         self.closed += 1
 
 
-def reader(client, **options) -> tuple[KafkaStreamReader, FakeCommitter]:
+class FakeClock:
+    """Seconds that pass only when a test says so."""
+
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def reader(client, clock: Callable[[], float] = time.monotonic, **options) -> tuple[KafkaStreamReader, FakeCommitter]:
     opts = {"kafka.bootstrap.servers": "127.0.0.1:9", "subscribe": "t", **options}
-    stream = KafkaStreamReader(parse_options(opts, streaming=True))
-    stream._client = client
     committer = FakeCommitter()
-    stream._committer = committer
-    return stream, committer
+    return KafkaStreamReader(parse_options(opts), client=client, committer=committer, clock=clock), committer
 
 
 def test_first_start_is_not_committed_then_each_completed_end_is():
@@ -144,6 +153,25 @@ def test_max_rows_limit_and_min_rows_wait():
     assert stream.latestOffset(start, ReadMinRows(50)) == {"t": {"0": 54, "1": 6}}  # enough; capped by max 60
 
 
+def test_min_rows_wait_ends_once_max_trigger_delay_has_passed_since_the_last_batch():
+    clock = FakeClock()
+    client = FakeClient({"t": [(0, 30)]})
+    stream, _ = reader(client, clock, startingOffsets="earliest", minOffsetsPerTrigger="50", maxTriggerDelay="10s")
+    start = stream.initialOffset()
+
+    assert stream.latestOffset(start, ReadMinRows(50)) == start  # 30 < 50 records: wait
+    clock.now = 9.5
+    assert stream.latestOffset(start, ReadMinRows(50)) == start  # still within maxTriggerDelay
+    clock.now = 10.0
+    end = stream.latestOffset(start, ReadMinRows(50))
+    assert end == {"t": {"0": 30}}  # the delay has passed: the records there are
+
+    client.logs = {"t": [(0, 40)]}
+    assert stream.latestOffset(end, ReadMinRows(50)) == end  # the delay counts again from that batch
+    clock.now = 20.0
+    assert stream.latestOffset(end, ReadMinRows(50)) == {"t": {"0": 40}}
+
+
 def test_vanished_topic_is_reported():
     client = FakeClient({"t": [(0, 5)]})
     stream, _ = reader(client, startingOffsets="earliest")
@@ -196,6 +224,7 @@ def test_recreated_topic_is_read_again_from_its_new_start_or_fails(caplog):
 
 def test_reader_pickles_without_its_clients():
     stream, _ = reader(FakeClient({"t": [(0, 5)]}), **{"kafka.group.id": "g", "kafka.sasl.password": "hunter2"})
-    shipped = pickle.loads(pickle.dumps(stream))
-    assert shipped._client is None and shipped._committer is None
-    assert "hunter2" not in repr(shipped.options)
+    stream.initialOffset()  # the client and committer are in use
+    shipped = pickle.dumps(stream)
+    assert b"FakeClient" not in shipped and b"FakeCommitter" not in shipped
+    assert "hunter2" not in repr(pickle.loads(shipped).options)
