@@ -14,8 +14,9 @@ class KafkaDataSource(DataSource):
 
     def __init__(self, options):
         super().__init__(options)
-        # validate at load(): whether this is a stream or a batch read is only known later
-        self._options = parse_options(options, streaming=False)
+        # validated once, at load(); whether a stream or a batch read follows is only known later, and each reader
+        # puts its own defaults into these same options (the parse builds a librdkafka client to check kafka.*)
+        self._options = parse_options(options)
 
     @classmethod
     def name(cls) -> str:
@@ -27,7 +28,7 @@ class KafkaDataSource(DataSource):
     def streamReader(self, schema: StructType):
         from kafkasource.stream import KafkaStreamReader
 
-        return KafkaStreamReader(parse_options(self.options, streaming=True))
+        return KafkaStreamReader(self._options)
 
     def reader(self, schema: StructType):
         from kafkasource.batch import KafkaBatchReader

@@ -612,3 +612,40 @@ def test_read_path_native_needs_the_extension(monkeypatch):
         "where a Rust toolchain is present (pip install builds it), or set readPath to auto")
     assert parse(readPath="auto").read_path == "auto"
 
+
+# --- one parse per load() -------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("make_reader", ["streamReader", "reader"])
+def test_a_load_checks_the_options_with_librdkafka_once(monkeypatch, make_reader):
+    """Spark builds the DataSource once per load() and pickles it to where a reader is made; neither reader
+    parses the options again (a parse builds a throwaway librdkafka client)."""
+    import pickle
+
+    from pyspark.sql.types import StructType
+
+    from kafkasource import options as options_module
+    from kafkasource.source import KafkaDataSource
+
+    checked = []
+    check = options_module._check_librdkafka_accepts
+    monkeypatch.setattr(options_module, "_check_librdkafka_accepts", lambda config: checked.append(check(config)))
+
+    source = KafkaDataSource({**BASE, "kafka.group.id": "etl", "kafka.client.id": "c"})
+    source.schema()
+    shipped = pickle.loads(pickle.dumps(source))
+    made = getattr(shipped, make_reader)(StructType())
+
+    assert len(checked) == 1
+    assert made.options.starting == (Committed("latest") if make_reader == "streamReader" else Earliest())
+
+
+def test_a_stream_refuses_an_end_when_its_reader_is_made():
+    from pyspark.sql.types import StructType
+
+    from kafkasource.source import KafkaDataSource
+
+    source = KafkaDataSource({**BASE, "endingOffsets": "latest"})
+    assert source.reader(StructType()).options.ending == Latest()
+    with pytest.raises(OptionError, match=r"^options endingOffsets, endingTimestamp and endingOffsetsByTimestamp "
+                                          r"are for batch reads \(spark.read\); a stream has no end$"):
+        source.streamReader(StructType())
