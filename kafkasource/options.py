@@ -272,14 +272,9 @@ def _subscription(options: Mapping[str, str]) -> Subscription:
 
 def _starting_spec(options: Mapping[str, str], group_id: str | None, reset: AutoOffsetReset) -> OffsetSpec | None:
     """startingOffsets, startingTimestamp or startingOffsetsByTimestamp as a specification (None: not given)."""
-    given = _the_one_given(options, "start", ("startingTimestamp", "startingOffsetsByTimestamp", "startingOffsets"))
-    if given is None:
-        return None
-    name, raw = given
-    if name == "startingTimestamp":
-        return _timestamp_everywhere(name, raw)
-    if name == "startingOffsetsByTimestamp":
-        return _timestamps_per_partition(name, raw)
+    raw = _timestamps_or_offsets(options, "start", "startingTimestamp", "startingOffsetsByTimestamp", "startingOffsets")
+    if not isinstance(raw, str):  # by timestamp, or not given
+        return raw
     keyword = raw.lower()
     if keyword == "earliest":
         return Earliest()
@@ -292,21 +287,16 @@ def _starting_spec(options: Mapping[str, str], group_id: str | None, reset: Auto
         return Committed(reset)
     if raw.startswith("{"):
         # a start outside the log follows kafka.auto.offset.reset, as Kafka does
-        return SpecificOffsets(_json_offsets(name, raw, lowest=EARLIEST), reset=reset)
+        return SpecificOffsets(_json_offsets("startingOffsets", raw, lowest=EARLIEST), reset=reset)
     raise OptionError(f"option startingOffsets must be earliest, latest, committed, or JSON like "
                       f"{{\"orders\": {{\"0\": 23}}}}; got {_shown(raw)}")
 
 
 def _ending_spec(options: Mapping[str, str]) -> OffsetSpec | None:
     """endingOffsets, endingTimestamp or endingOffsetsByTimestamp as a specification (None: not given)."""
-    given = _the_one_given(options, "end", ("endingTimestamp", "endingOffsetsByTimestamp", "endingOffsets"))
-    if given is None:
-        return None
-    name, raw = given
-    if name == "endingTimestamp":
-        return _timestamp_everywhere(name, raw)
-    if name == "endingOffsetsByTimestamp":
-        return _timestamps_per_partition(name, raw)
+    raw = _timestamps_or_offsets(options, "end", "endingTimestamp", "endingOffsetsByTimestamp", "endingOffsets")
+    if not isinstance(raw, str):  # by timestamp, or not given
+        return raw
     keyword = raw.lower()
     if keyword in ("earliest", "committed"):
         raise OptionError(f"option endingOffsets cannot be {keyword}; use latest or JSON offsets")
@@ -314,17 +304,24 @@ def _ending_spec(options: Mapping[str, str]) -> OffsetSpec | None:
         return Latest()
     if raw.startswith("{"):
         # an end outside the log is kept inside it, whatever kafka.auto.offset.reset says
-        return SpecificOffsets(_json_offsets(name, raw, lowest=LATEST), outside_log=OutsideLog.NEAREST_BOUND)
+        return SpecificOffsets(_json_offsets("endingOffsets", raw, lowest=LATEST),
+                               outside_log=OutsideLog.NEAREST_BOUND)
     raise OptionError(f"option endingOffsets must be latest, or JSON like {{\"orders\": {{\"0\": 23}}}}; "
                       f"got {_shown(raw)}")
 
 
-def _the_one_given(options: Mapping[str, str], verb: str, names: tuple[str, ...]) -> tuple[str, str] | None:
-    """The one of `names` that is set, with its value; an error if several say where to `verb`."""
-    given = [(name, raw) for name in names if (raw := _get(options, name)) is not None]
+def _timestamps_or_offsets(options: Mapping[str, str], verb: str, timestamp: str, by_timestamp: str,
+                           offsets: str) -> Timestamps | str | None:
+    """Where to start or end as given: by timestamp, or the raw value of the offsets option (None: not given);
+    an error if more than one of the three options is set."""
+    given = {name: raw for name in (timestamp, by_timestamp, offsets) if (raw := _get(options, name)) is not None}
     if len(given) > 1:
-        raise OptionError(f"options {' and '.join(name for name, _ in given)} both say where to {verb}; set only one")
-    return given[0] if given else None
+        raise OptionError(f"options {' and '.join(given)} both say where to {verb}; set only one")
+    if timestamp in given:
+        return _timestamp_everywhere(timestamp, given[timestamp])
+    if by_timestamp in given:
+        return _timestamps_per_partition(by_timestamp, given[by_timestamp])
+    return given.get(offsets)
 
 
 def _timestamp_everywhere(name: str, raw: str) -> Timestamps:

@@ -247,4 +247,9 @@ def test_describe():
 def test_nearest_in_log_moves_offsets_to_the_closest_bound():
     lookup = FakeLookup({A0: 5, A1: 5, A2: 5}, {A0: 10, A1: 10, A2: 10})
     assert nearest_in_log({A0: 2, A1: 7, A2: 40}, lookup) == {A0: 5, A1: 7, A2: 10}
-    assert nearest_in_log({}, lookup) == {} and lookup.calls == [("beginning", (A0, A1, A2)), ("end", (A0, A1, A2))]
+
+
+def test_nearest_in_log_of_nothing_asks_nothing():
+    fake = lookup()
+    assert nearest_in_log({}, fake) == {}
+    assert fake.calls == []
