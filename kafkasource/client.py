@@ -17,6 +17,7 @@ from confluent_kafka.admin import AdminClient, OffsetSpec
 
 from kafkasource.errors import AccessError, BrokerUnavailableError, KafkaSourceError
 from kafkasource.partitions import Positions, TopicPartition, describe
+from kafkasource.shutdown import close_within
 from kafkasource.options import SourceOptions
 
 log = logging.getLogger(__name__)
@@ -68,7 +69,7 @@ class KafkaClient:
 
     def close(self) -> None:
         if self._group_consumer is not None:
-            self._group_consumer.close()
+            close_within(self._group_consumer, f"offset client of group {self.options.group_id}")
         self._group_consumer = None
         self._admin = None
 

@@ -18,6 +18,7 @@ from confluent_kafka import TopicPartition as KafkaTopicPartition
 from kafkasource.client import COORDINATOR_RETRIABLE
 from kafkasource.errors import CommitError
 from kafkasource.partitions import Positions, describe, partition_name
+from kafkasource.shutdown import close_within, signal_deferred
 
 log = logging.getLogger(__name__)
 
@@ -74,9 +75,10 @@ class OffsetCommitter:
             self._commit_sync(forward)
             self._sent.update(forward)
         else:
-            self._sent.update(forward)
-            self._queued = {**(self._queued or {}), **forward}
-            self._send_next_async()
+            with signal_deferred():  # marked sent and queued together, or neither
+                self._sent.update(forward)
+                self._queued = {**(self._queued or {}), **forward}
+                self._send_next_async()
 
     def commit_final(self, positions: Positions) -> None:
         """The last commit of a run: nothing can overlap it, so wait for the broker's answer (commitTimeoutMs).
@@ -112,7 +114,7 @@ class OffsetCommitter:
         if self._in_flight or self._queued:
             log.warning("stopped with async commits of group %s unanswered for %s", self.group_id,
                         describe({**(self._in_flight or {}), **(self._queued or {})}))
-        self._consumer.close()
+        close_within(self._consumer, f"commit client of group {self.group_id}")
         self._consumer = None
 
     # -- sync -------------------------------------------------------------------------------------
@@ -148,11 +150,12 @@ class OffsetCommitter:
         """One commit in flight at a time, so an older commit can never land after a newer one."""
         if self._in_flight is not None or not self._queued:
             return
-        self._in_flight, self._queued = self._queued, None
-        try:
-            self.consumer.commit(offsets=_to_kafka(self._in_flight), asynchronous=True)
-        except KafkaException as exc:
-            self._on_commit(exc.args[0], None)
+        with signal_deferred():  # in flight means handed to the client
+            self._in_flight, self._queued = self._queued, None
+            try:
+                self.consumer.commit(offsets=_to_kafka(self._in_flight), asynchronous=True)
+            except KafkaException as exc:
+                self._on_commit(exc.args[0], None)
 
     def _await_answers(self, deadline: float) -> None:
         while (self._in_flight or self._queued) and time.monotonic() < deadline:
@@ -168,6 +171,10 @@ class OffsetCommitter:
             return
         if error is None and partitions:
             error = next((tp.error for tp in partitions if tp.error is not None), None)
+        with signal_deferred():  # an answer is taken whole: a failed commit's positions become sendable again
+            self._record_answer(error)
+
+    def _record_answer(self, error: KafkaError | None) -> None:
         positions, self._in_flight = self._in_flight, None
         if error is None:
             self._confirmed.update(positions)

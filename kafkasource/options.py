@@ -16,6 +16,7 @@ from typing import Literal, Mapping, TypeVar, get_args
 
 from kafkasource import native
 from kafkasource.errors import OptionError
+from kafkasource.librdkafka_settings import SETTINGS
 from kafkasource.native import READ_PATHS
 from kafkasource.offsets import (EARLIEST, LATEST, AutoOffsetReset, Committed, Earliest, Latest, OffsetSpec,
                                  OutsideLog, SpecificOffsets, Timestamps)
@@ -378,7 +379,11 @@ def _kafka_config(options: Mapping[str, str]) -> dict[str, str]:
 
 
 def _check_librdkafka_accepts(config: Mapping[str, str]) -> None:
-    """librdkafka itself validates names and values; turn its complaint into an error naming the option."""
+    """librdkafka itself validates names and values; turn its complaint into an error naming the option.
+
+    A setting librdkafka does not know never has its value shown: a misspelled secret setting
+    (kafka.sasl.pasword) is not caught by the secret markers, and a typo is when a secret most likely sits
+    under a wrong name."""
     from confluent_kafka import Consumer, KafkaException
 
     try:
@@ -386,10 +391,26 @@ def _check_librdkafka_accepts(config: Mapping[str, str]) -> None:
         Consumer({**config, "group.id": "kafkasource-option-check", "log_level": 0}).close()
     except (KafkaException, ValueError, TypeError) as exc:  # ValueError: a NUL character in a name or value
         message = str(exc.args[0].str() if exc.args and hasattr(exc.args[0], "str") else exc)
-        names = [n for n in config if n in message] or ["a kafka.* setting"]
-        shown = ", ".join(f"kafka.{n}" + ("" if is_secret(n) else f"={config[n]!r}") for n in names if n in config)
-        raise OptionError(f"librdkafka rejected {shown or names[0]}: {message}. Options prefixed with kafka. "
-                          "are passed to librdkafka; see its CONFIGURATION.md for the names it accepts") from None
+        quoted = re.search(r'property:? "([^"]+)"', message)
+        mentioned = sorted((n for n in config if n in message), key=len, reverse=True)
+        name = quoted.group(1) if quoted and quoted.group(1) in config else next(iter(mentioned), None)
+        unknown = "No such configuration property" in message
+        # the refused name itself may hold what looks like its value (a value of "sasl" for kafka.sasl.pasword)
+        hidden = [v for n, v in config.items() if v and (is_secret(n) or (unknown and n == name and v not in n))]
+        for value in sorted(hidden, key=len, reverse=True):
+            message = message.replace(value, "*****")
+        if name is None:
+            raise OptionError(f"librdkafka rejected a kafka.* setting: {message}. {_LIBRDKAFKA_NAMES}") from None
+        shown = f"kafka.{name}" + ("" if is_secret(name) or unknown else f"={config[name]!r}")
+        hint = ""
+        if unknown:
+            close = difflib.get_close_matches(name, sorted(SETTINGS), n=1, cutoff=0.75)
+            hint = f" Did you mean kafka.{close[0]}?" if close else ""
+        raise OptionError(f"librdkafka rejected {shown}: {message}.{hint} {_LIBRDKAFKA_NAMES}") from None
+
+
+_LIBRDKAFKA_NAMES = ("Options prefixed with kafka. are passed to librdkafka; see its CONFIGURATION.md for the names "
+                     "it accepts")
 
 
 def _check_names(options: Mapping[str, str]) -> None:

@@ -16,8 +16,10 @@ milliseconds apart. So in that process only, on the first SIGTERM:
 Further SIGTERMs within a second of the first are Spark's duplicate; a later one is never
 swallowed: it goes to the handler that was there before (by default, the process ends at once).
 The handler does no Kafka work itself: it may interrupt a client call, and work done on the way
-out of the stack is safer than work done inside it. Executor Python workers (which only call
-read()) are left alone.
+out of the stack is safer than work done inside it. Code that changes state in several steps (the
+committer marking positions sent and queueing them) runs inside `signal_deferred()`, which holds
+the SystemExit back until the block is done, so the flush never sees half of a change. Executor
+Python workers (which only call read()) are left alone.
 """
 
 from __future__ import annotations
@@ -27,15 +29,20 @@ import signal
 import sys
 import threading
 import time
+from contextlib import contextmanager
+from typing import Iterator
 
 log = logging.getLogger(__name__)
 
 RUNNER_MODULE = "pyspark.sql.streaming.python_streaming_source_runner"
 SIGTERM_EXIT_CODE = 128 + signal.SIGTERM
 DUPLICATE_WINDOW_S = 1.0  # Spark's second SIGTERM follows its first within milliseconds
+CLOSE_SECONDS = 5.0  # long enough for a broker that answers; a shutdown never hangs on one that went away
 
 _installed = False
 _stopping = False
+_deferring = 0  # how many signal_deferred() blocks the main thread is in
+_deferred = False  # a SIGTERM arrived inside such a block: exit when it ends
 
 
 def in_stream_runner() -> bool:
@@ -69,8 +76,11 @@ def exit_on_sigterm() -> bool:
         if _stopping:
             log.info("SIGTERM while stopping: finishing the bounded flush")
             return
-        log.info("SIGTERM: flushing pending commits and closing Kafka clients before exit")
-        raise SystemExit(SIGTERM_EXIT_CODE)
+        if _deferring:
+            global _deferred
+            _deferred = True
+            return
+        _exit()
 
     signal.signal(signal.SIGTERM, on_sigterm)
     _installed = True
@@ -81,3 +91,32 @@ def stopping() -> None:
     """Say that stop() has begun: a SIGTERM from now on lets it finish instead of interrupting it."""
     global _stopping
     _stopping = True
+
+
+def _exit() -> None:
+    log.info("SIGTERM: flushing pending commits and closing Kafka clients before exit")
+    raise SystemExit(SIGTERM_EXIT_CODE)
+
+
+@contextmanager
+def signal_deferred() -> Iterator[None]:
+    """Run a block whole: a SIGTERM arriving inside it ends the process only once the block is done."""
+    global _deferring, _deferred
+    _deferring += 1
+    try:
+        yield
+    finally:
+        _deferring -= 1
+        if not _deferring and _deferred and not _stopping:
+            _deferred = False
+            _exit()
+
+
+def close_within(client, what: str, seconds: float = CLOSE_SECONDS) -> None:
+    """client.close(), waiting at most `seconds`: librdkafka's close waits for outstanding requests, which a
+    broker that went away can hold up long after the process was told to end."""
+    closer = threading.Thread(target=client.close, name=f"kafkasource-close-{what}", daemon=True)
+    closer.start()
+    closer.join(seconds)
+    if closer.is_alive():
+        log.warning("closing the %s did not finish within %.1f s; leaving it to end with the process", what, seconds)

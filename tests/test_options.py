@@ -392,11 +392,44 @@ def test_managed_settings_are_rejected(setting):
     assert error_of({f"kafka.{setting}": "true"}) == f"option kafka.{setting} is managed by the source; remove it"
 
 
-def test_unknown_kafka_setting_rejected_by_librdkafka():
-    message = error_of({"kafka.no.such.setting": "x"})
-    assert message.startswith("librdkafka rejected kafka.no.such.setting='x': ")
-    assert 'No such configuration property: "no.such.setting"' in message
-    assert "Options prefixed with kafka. are passed to librdkafka; see its CONFIGURATION.md" in message
+def test_unknown_kafka_setting_rejected_by_librdkafka_without_its_value():
+    message = error_of({"kafka.no.such.setting": "some-value"})
+    assert message.startswith('librdkafka rejected kafka.no.such.setting: No such configuration property: '
+                              '"no.such.setting". Options prefixed with kafka. are passed to librdkafka; see its '
+                              'CONFIGURATION.md')
+    assert "some-value" not in message
+
+
+@pytest.mark.parametrize("typo, meant", [("sasl.pasword", "sasl.password"), ("ssl.key.pasword", "ssl.key.password"),
+                                         ("sasl.oauthbearer.client.secrett", "sasl.oauthbearer.client.secret"),
+                                         ("fetch.max.byte", "fetch.max.bytes")])
+def test_a_misspelled_setting_names_the_closest_real_one_and_never_echoes_its_value(typo, meant):
+    secret = "Tr0ub4dor&3-horse"
+    message = error_of({f"kafka.{typo}": secret})
+    assert message == (f'librdkafka rejected kafka.{typo}: No such configuration property: "{typo}". Did you mean '
+                       f"kafka.{meant}? Options prefixed with kafka. are passed to librdkafka; see its "
+                       "CONFIGURATION.md for the names it accepts")
+    assert secret not in message
+    # the same search finds the value where librdkafka knows the setting and the value is no secret
+    assert secret in error_of({"kafka.security.protocol": secret})
+
+
+def test_every_setting_name_kafkasource_suggests_is_known_to_the_installed_librdkafka():
+    from confluent_kafka import Consumer, KafkaException
+
+    from kafkasource.librdkafka_settings import SETTINGS
+
+    unknown = []
+    for name in sorted(SETTINGS):
+        try:
+            Consumer({"group.id": "g", "log_level": 0, name: "\x01"}).close()
+        except KafkaException as exc:
+            if "No such configuration property" in exc.args[0].str():
+                unknown.append(name)
+        except (TypeError, ValueError):  # a known setting that wants another kind of value
+            pass
+    assert len(SETTINGS) > 150 and "sasl.password" in SETTINGS
+    assert unknown == []
 
 
 def test_bad_enum_value_rejected_by_librdkafka():
