@@ -11,7 +11,7 @@ import logging
 import time
 from typing import Mapping
 
-from confluent_kafka import OFFSET_INVALID, Consumer, IsolationLevel, KafkaError, KafkaException
+from confluent_kafka import OFFSET_INVALID, Consumer, IsolationLevel, KafkaError, KafkaException, TopicCollection
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
@@ -124,6 +124,22 @@ class KafkaClient:
                     raise self._fail("list topics", exc) from None
         self._refusal = None  # the brokers let us in now
         return {name: len(topic.partitions) for name, topic in metadata.topics.items() if topic.error is None}
+
+    def topic_ids(self, topics: list[str]) -> dict[str, str]:
+        """Each topic's id, from one DescribeTopics request: a topic deleted and created again under the same name
+        gets a new id, which is how a recreated topic refilled past the query's position is told from one that
+        grew. Topics the brokers do not describe (gone meanwhile, or no DESCRIBE permission) are left out: the id
+        is a check on top of the log-end one, never a reason to stop reading."""
+        if not topics:
+            return {}
+        futures = self.admin.describe_topics(TopicCollection(sorted(topics)), request_timeout=self._timeout_s)
+        ids = {}
+        for name, future in futures.items():
+            try:
+                ids[name] = str(future.result().topic_id)
+            except KafkaException as exc:
+                log.info("no topic id for %s: %s", name, exc.args[0].str() if exc.args else exc)
+        return ids
 
     def _list_offsets(self, request: Mapping[TopicPartition, OffsetSpec], what: str) -> Positions:
         """One ListOffsets request for every partition, asked again until kafkaConsumer.pollTimeoutMs has passed.

@@ -17,7 +17,7 @@ from confluent_kafka import TopicPartition as KafkaTopicPartition
 
 from kafkasource.client import COORDINATOR_RETRIABLE
 from kafkasource.errors import CommitError
-from kafkasource.partitions import Positions, describe, partition_name
+from kafkasource.partitions import Positions, TopicPartition, describe, partition_name
 from kafkasource.shutdown import close_within, signal_deferred
 
 log = logging.getLogger(__name__)
@@ -79,6 +79,16 @@ class OffsetCommitter:
                 self._sent.update(forward)
                 self._queued = {**(self._queued or {}), **forward}
                 self._send_next_async()
+
+    def restart(self, partitions: list[TopicPartition]) -> None:
+        """Forget what was sent for partitions whose log was replaced (topic recreated or truncated): positions
+        in the new log may be lower than the old ones, and they are the ones to commit from now on."""
+        with signal_deferred():
+            for tp in partitions:
+                self._sent.pop(tp, None)
+                self._confirmed.pop(tp, None)
+                if self._queued:
+                    self._queued.pop(tp, None)
 
     def commit_final(self, positions: Positions) -> None:
         """The last commit of a run: nothing can overlap it, so wait for the broker's answer (commitTimeoutMs).

@@ -5,6 +5,11 @@ every trigger, idle or not, and once more at the end of an AvailableNow run), wh
 arrives one batch late, and not at all for the last batch of an AvailableNow run. Both signals
 commit; the committer only moves forward. That final latestOffset of an AvailableNow run is the
 last chance to commit: Spark ends the run right after it, so that commit waits for its answer.
+
+latestOffset plans before it commits `start`: a partition whose log was replaced (topic recreated,
+or truncated) must not get the old log's position committed into the new one. Such a partition is
+restarted: the committer forgets what it sent for it, so the new log's lower positions are committed,
+and positions of the old log that arrive afterwards (commit(end), one batch late) are left out.
 """
 
 from __future__ import annotations
@@ -36,6 +41,8 @@ class Cluster(OffsetLookup, Protocol):
 
     def topics(self) -> dict[str, int]: ...
 
+    def topic_ids(self, topics: list[str]) -> dict[str, str]: ...
+
     def close(self) -> None: ...
 
 
@@ -43,6 +50,8 @@ class Committer(Protocol):
     """Where the positions of completed batches go; commit.OffsetCommitter commits them to the group."""
 
     def commit(self, positions: Positions) -> None: ...
+
+    def restart(self, partitions: list[TopicPartition]) -> None: ...
 
     def commit_final(self, positions: Positions) -> None: ...
 
@@ -64,6 +73,8 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._target: Positions | None = None  # Trigger.AvailableNow: the log ends when the run started
         self._latest_seen: Positions | None = None
         self._known: set[TopicPartition] = set()
+        self._topic_ids: dict[str, str] = {}  # as the last look found them: a new id is a recreated topic
+        self._superseded: Positions = {}  # positions in logs since replaced: never to be committed
         self._last_batch_at = clock()
         self._stopped = False
         if shutdown.in_stream_runner():  # Spark ends this process with SIGTERM instead of calling stop()
@@ -93,7 +104,9 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     # -- the DataSourceStreamReader protocol --------------------------------------------------------
     def initialOffset(self) -> dict:
-        positions = self.options.starting.resolve(self._current_partitions(), self.client)
+        current = self._current_partitions()
+        self._topic_ids = self.client.topic_ids(sorted({t for t, _ in current}))
+        positions = self.options.starting.resolve(current, self.client)
         self._initial = positions
         log.info("new query over %s starts at %s (%s)", self.options.subscription.describe(),
                  to_json_dict(positions), self.options.starting)
@@ -112,8 +125,8 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
         start_positions = from_json_dict(start)
-        self._commit_completed(start_positions, final=self._run_complete(start_positions))
         end = self._next_end(start_positions, limit)
+        self._commit_completed(start_positions, final=self._run_complete(start_positions))
         return start if end == start_positions else to_json_dict(end)
 
     def reportLatestOffset(self) -> dict | None:
@@ -149,6 +162,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         current = self._current_partitions()
         self._report_vanished(start, current, seen_before)
         base = self._join_new_partitions(start, current)
+        base = self._restart_recreated_topics(base, current, seen_before)
         latest = self._look_up_log_ends(current)
         base = self._restart_where_log_went_back(base, latest, seen_before)
         end = self._apply_limit(base, self._cap_at_target(base, latest), limit)
@@ -170,6 +184,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             self._data_loss(f"{describe(vanished)} no longer exist{'s' if one else ''} in the cluster (topic deleted?)"
                             f"{_unread(vanished, start, seen_before)}",
                             then=f"the query stops reading {'it' if one else 'them'}")
+            self._restarted(start, vanished)  # should the topic come back, its new log is read from its start
 
     def _join_new_partitions(self, start: Positions, current: list[TopicPartition]) -> Positions:
         """The query's place in each current partition; new ones join at their earliest offset, as in the built-in
@@ -179,6 +194,31 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if new:
             log.info("new partitions join the query: %s", describe(new))
         return {tp: start[tp] if tp in start else first[tp] for tp in current}
+
+    def _restart_recreated_topics(self, base: Positions, current: list[TopicPartition],
+                                  seen_before: Positions) -> Positions:
+        """A topic whose id changed since the last look was deleted and created again, even if its new log already
+        reaches past the query's place: data loss; with failOnDataLoss=false, the new log is read from its start."""
+        ids = self.client.topic_ids(sorted({t for t, _ in current}))
+        recreated = {t: (self._topic_ids[t], i) for t, i in ids.items() if self._topic_ids.get(t, i) != i}
+        self._topic_ids.update(ids)
+        replaced = [tp for tp in base if tp[0] in recreated]
+        if not replaced:
+            return base
+        restart = self.client.beginning(replaced)
+        for topic, (old, new) in sorted(recreated.items()):
+            parts = [tp for tp in replaced if tp[0] == topic]
+            self._data_loss(f"topic {topic} was deleted and created again (its topic id changed from {old} to {new})"
+                            f"{_unread(parts, base, seen_before)}",
+                            then="reading it again from its log start")
+        self._restarted(base, replaced)
+        return {**base, **{tp: restart[tp] for tp in replaced}}
+
+    def _restarted(self, base: Positions, partitions: list[TopicPartition]) -> None:
+        """The query reads these partitions from a new log: their old positions are never committed again."""
+        self._superseded.update({tp: base[tp] for tp in partitions})
+        if self.committer is not None:
+            self.committer.restart(partitions)
 
     def _look_up_log_ends(self, current: list[TopicPartition]) -> Positions:
         self._latest_seen = self.client.end(current)  # for reportLatestOffset, and to name lost records later
@@ -195,6 +235,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             self._data_loss(f"the log of {partition_name(*tp)} now ends at {latest[tp]}, below the query's position "
                             f"{base[tp]} (topic recreated or truncated){_unread([tp], base, seen_before)}",
                             then=f"reading it again from its log start {restart[tp]}")
+        self._restarted(base, went_back)
         return {**base, **{tp: restart[tp] for tp in went_back}}
 
     def _cap_at_target(self, base: Positions, latest: Positions) -> Positions:
@@ -216,8 +257,10 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def _batch_starts(self, start: Positions, end: Positions) -> Positions:
         """Where each partition's batch begins: at `start`, or at its log start for a partition that joined the
-        query (no start) or whose log went back (a start beyond the end), as latestOffset planned it."""
-        from_log_start = [tp for tp in end if start.get(tp, end[tp] + 1) > end[tp]]
+        query (no start), whose log went back (a start beyond the end) or whose topic was recreated (`start` is
+        a position in the old log), as latestOffset planned it."""
+        from_log_start = [tp for tp in end if start.get(tp, end[tp] + 1) > end[tp]
+                          or self._superseded.get(tp) == start[tp]]
         if not from_log_start:
             return start
         first = self.client.beginning(from_log_start)
@@ -235,10 +278,24 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             return
         if self._known:  # leave alone partitions that no longer exist: the broker would refuse them
             positions = {tp: o for tp, o in positions.items() if tp in self._known}
+        positions = self._without_superseded(positions)
+        if not positions:
+            return
         if final:
             self.committer.commit_final(positions)
         else:
             self.committer.commit(positions)
+
+    def _without_superseded(self, positions: Positions) -> Positions:
+        """`positions` without those of logs since replaced. A partition's first position from its new log ends
+        the watch: the old one can come only from the batch that ended there, whose commit arrives first."""
+        kept = {}
+        for tp, offset in positions.items():
+            if self._superseded.get(tp) == offset:
+                continue
+            self._superseded.pop(tp, None)
+            kept[tp] = offset
+        return kept
 
     def _data_loss(self, what: str, then: str) -> None:
         report_data_loss(what, self.options.fail_on_data_loss, then)

@@ -134,38 +134,48 @@ def recreate_topic(kafka: KafkaHarness, topic: str, partitions: int) -> None:
     await_condition(f"{topic} to be created again", created, timeout=60)
 
 
+@pytest.mark.parametrize("refill", [3, 10], ids=["smaller", "past-the-old-position"])
 @pytest.mark.parametrize("fail_on_data_loss", ["true", "false"])
-def test_topic_deleted_and_recreated_mid_stream(spark, kafka, tmp_path, fail_on_data_loss, capsys):
+def test_topic_deleted_and_recreated_mid_stream(spark, kafka, tmp_path, fail_on_data_loss, refill, capsys):
+    """A topic replaced while the query reads it: under failOnDataLoss=true the query fails naming it; under
+    false every record of the new topic is read once from its offset 0, and the group's committed offset follows
+    the new log, whether it is shorter than the old one or already longer (told by the topic's new id)."""
     topic = kafka.create_topic(kafka.unique_name("recreated"), partitions=1)
+    group = kafka.unique_name("recreated-group")
     kafka.produce_values(topic, 6)
     collector = Collector(hold=True)
-    options = base_options(kafka, subscribe=topic, startingOffsets="earliest", failOnDataLoss=fail_on_data_loss)
+    options = base_options(kafka, subscribe=topic, startingOffsets="earliest", failOnDataLoss=fail_on_data_loss,
+                           **{"kafka.group.id": group})
 
     with running_stream(spark, tmp_path / "cp", options, collector) as query:
         await_condition("the first batch to be held", collector.holding.is_set, query)
         # the query sits in its first batch (offsets 0..5): the topic is replaced before it plans again
         recreate_topic(kafka, topic, partitions=1)
-        renewed = kafka.produce_values(topic, 3, prefix="new")
+        renewed = kafka.produce_values(topic, refill, prefix="new")
         collector.release()
         if fail_on_data_loss == "true":
             await_condition("the query to fail", lambda: query.exception() is not None, timeout=120)
             message = str(query.exception())
         else:
-            rows = await_rows(collector, 9, query)
+            rows = await_rows(collector, 6 + refill, query)
+            await_condition(f"the group's commit to reach {refill} in the new log",
+                            lambda: kafka.committed(group, topic, 1) == {0: refill}, query)
 
     if fail_on_data_loss == "true":
-        # depending on the moment it looks, the query sees the topic gone or its log gone back below offset 6
+        # depending on the moment it looks, the query sees the topic gone, its log gone back or its new id
         assert (f"{topic}-0 no longer exists in the cluster" in message
-                or f"the log of {topic}-0 now ends at 3, below the query's position 6" in message), message
+                or f"the log of {topic}-0 now ends at {refill}, below the query's position 6" in message
+                or f"topic {topic} was deleted and created again (its topic id changed from " in message), message
         assert "failOnDataLoss=false" in message
-        report(capsys, "topic deleted and recreated, failOnDataLoss=true: the query failed naming the partition")
+        report(capsys, f"topic deleted and recreated with {refill} records, failOnDataLoss=true: the query failed "
+                       "naming the topic")
     else:
-        assert positions(rows) == sorted([(0, o) for o in range(6)] + [(0, o) for o in range(3)])
+        assert positions(rows) == sorted([(0, o) for o in range(6)] + [(0, o) for o in range(refill)])
         # the new topic's records, each once, read from its offset 0
         assert sorted((row[2], row[4]) for row in rows if row[4].startswith(b"new")) == [(r.offset, r.value)
                                                                                         for r in renewed]
-        report(capsys, "topic deleted and recreated, failOnDataLoss=false: the new topic was read from offset 0, "
-                       "3 of 3 records, 0 lost")
+        report(capsys, f"topic deleted and recreated with {refill} records, failOnDataLoss=false: the new topic was "
+                       f"read from offset 0, {refill} of {refill} records, 0 lost; the group committed {refill}")
 
 
 # -- leader failover: a 3-node cluster --------------------------------------------------------------

@@ -21,9 +21,13 @@ class FakeClient:
     def __init__(self, logs: dict[str, list[tuple[int, int]]], committed=None):
         self.logs = logs
         self.committed_offsets = committed or {}
+        self.ids = {t: f"{t}-id-1" for t in logs}
 
     def topics(self):
         return {t: len(parts) for t, parts in self.logs.items()}
+
+    def topic_ids(self, topics):
+        return {t: self.ids[t] for t in topics}
 
     def beginning(self, partitions):
         return {(t, p): self.logs[t][p][0] for t, p in partitions}
@@ -45,10 +49,14 @@ class FakeCommitter:
     def __init__(self):
         self.commits = []
         self.final_commits = []
+        self.restarts = []
         self.closed = 0
 
     def commit(self, positions):
         self.commits.append(dict(positions))
+
+    def restart(self, partitions):
+        self.restarts.append(sorted(partitions))
 
     def commit_final(self, positions):
         self.final_commits.append(dict(positions))
@@ -220,6 +228,48 @@ def test_recreated_topic_is_read_again_from_its_new_start_or_fails(caplog):
     strict, _ = reader(client, startingOffsets="earliest")
     with pytest.raises(DataLossError, match=r"the log of t-0 now ends at 4, below the query's position 11 "):
         strict.latestOffset({"t": {"0": 11}}, ReadAllAvailable())
+
+
+def test_a_log_that_went_back_is_committed_from_the_new_log_and_never_at_the_old_position():
+    client = FakeClient({"t": [(0, 100)]})
+    stream, committer = reader(client, startingOffsets="earliest", failOnDataLoss="false",
+                               **{"kafka.group.id": "g"})
+    first = stream.latestOffset(stream.initialOffset(), ReadAllAvailable())  # the batch 0..100
+    client.logs = {"t": [(0, 30)]}  # recreated and refilled with 30 records while that batch ran
+
+    second = stream.latestOffset(first, ReadAllAvailable())
+    stream.commit(first)  # Spark's commit of the first batch, one batch late
+    third = stream.latestOffset(second, ReadAllAvailable())
+
+    assert (second, third) == ({"t": {"0": 30}}, {"t": {"0": 30}})
+    assert committer.restarts == [[("t", 0)]]
+    assert committer.commits == [{("t", 0): 30}]  # never 100 into the new log; 30 although it is lower
+
+
+def test_a_topic_recreated_past_the_query_position_is_told_by_its_id(caplog):
+    client = FakeClient({"t": [(0, 10)]})
+    stream, committer = reader(client, startingOffsets="earliest", failOnDataLoss="false",
+                               **{"kafka.group.id": "g"})
+    first = stream.latestOffset(stream.initialOffset(), ReadAllAvailable())  # the batch 0..10
+    client.logs, client.ids = {"t": [(0, 25)]}, {"t": "t-id-2"}  # recreated with 25 records: its log only grew
+
+    with caplog.at_level(logging.WARNING, logger="kafkasource.stream"):
+        second = stream.latestOffset(first, ReadAllAvailable())
+    assert second == {"t": {"0": 25}}
+    assert [(r.start, r.until) for p in stream.partitions(first, second) for r in p.ranges] == [(0, 25)]
+    assert [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING] == [
+        "topic t was deleted and created again (its topic id changed from t-id-1 to t-id-2); it held no record the "
+        "query had seen and not read (failOnDataLoss=false: reading it again from its log start)"]
+    assert (committer.restarts, committer.commits) == ([[("t", 0)]], [])
+    stream.latestOffset(second, ReadAllAvailable())
+    assert committer.commits == [{("t", 0): 25}]
+
+    strict, _ = reader(client, startingOffsets="earliest")
+    start = strict.initialOffset()  # sees t-id-2
+    client.ids = {"t": "t-id-3"}
+    with pytest.raises(DataLossError, match=r"^topic t was deleted and created again \(its topic id changed from "
+                                            r"t-id-2 to t-id-3\); .* set failOnDataLoss=false"):
+        strict.latestOffset(start, ReadAllAvailable())
 
 
 def test_reader_pickles_without_its_clients():
