@@ -61,6 +61,14 @@ impl BinaryColumn {
         self.data.reserve(previous.data.len());
     }
 
+    fn into_buffers(self, py: Python<'_>) -> PyResult<Py<BinaryBuffers>> {
+        Py::new(py, BinaryBuffers {
+            validity: buffer(py, BufferData::Bytes(self.validity))?,
+            offsets: buffer(py, BufferData::I32(self.offsets))?,
+            data: buffer(py, BufferData::Bytes(self.data))?,
+        })
+    }
+
     fn truncate(&mut self, rows: usize) {
         self.offsets.truncate(rows + 1);
         self.data.truncate(self.offsets[rows] as usize);
@@ -219,11 +227,11 @@ enum BufferData {
     I64(Vec<i64>),
 }
 
-impl Buffer {
-    fn new(data: BufferData) -> Buffer {
-        Buffer { data }
-    }
+fn buffer(py: Python<'_>, data: BufferData) -> PyResult<Py<Buffer>> {
+    Py::new(py, Buffer { data })
+}
 
+impl Buffer {
     fn raw(&self) -> (*const u8, usize) {
         match &self.data {
             BufferData::Bytes(v) => (v.as_ptr(), v.len()),
@@ -248,6 +256,35 @@ impl Buffer {
     fn __len__(&self) -> usize {
         self.raw().1
     }
+}
+
+/// An Arrow binary (or string) column's buffers: validity bits, i32 offsets, bytes.
+#[pyclass(frozen, get_all)]
+struct BinaryBuffers {
+    validity: Py<Buffer>,
+    offsets: Py<Buffer>,
+    data: Py<Buffer>,
+}
+
+/// The headers column's buffers: the lists' validity bits and i32 offsets, and their entries' keys and values.
+#[pyclass(frozen, get_all)]
+struct HeaderBuffers {
+    validity: Py<Buffer>,
+    offsets: Py<Buffer>,
+    keys: Py<BinaryBuffers>,
+    values: Py<BinaryBuffers>,
+}
+
+/// The rows `Consumer.take` hands over, column by column as Arrow buffers; `headers` is None without headers.
+#[pyclass(frozen, get_all)]
+struct TakenRows {
+    rows: usize,
+    keys: Py<BinaryBuffers>,
+    values: Py<BinaryBuffers>,
+    offsets: Py<Buffer>,
+    timestamps_us: Py<Buffer>,
+    timestamp_types: Py<Buffer>,
+    headers: Option<Py<HeaderBuffers>>,
 }
 
 /// Properties for a librdkafka client, destroyed on drop unless a client took them over.
@@ -387,7 +424,7 @@ impl Consumer {
         let c_topic = c_string(&topic, "a topic name")?;
         let (err, low, high) = py.allow_threads(|| {
             let (mut low, mut high) = (0i64, 0i64);
-            // SAFETY: the handle lives while the Consumer is borrowed, past this call; the topic is NUL-terminated.
+            // SAFETY: the handle outlives the call (the Consumer stays borrowed); the topic is NUL-terminated.
             let err = unsafe {
                 rd::rd_kafka_query_watermark_offsets(handle.kafka, c_topic.as_ptr(), partition, &mut low, &mut high,
                                                      timeout_ms)
@@ -413,7 +450,7 @@ impl Consumer {
         let columns = &mut self.columns;
         let result = py.allow_threads(move || {
             let mut messages: Vec<*mut rd::rd_kafka_message_t> = vec![ptr::null_mut(); max_messages.max(1)];
-            // SAFETY: the queue lives while the Consumer is borrowed, past this call; `messages` has room for its length.
+            // SAFETY: the queue outlives the call (the Consumer stays borrowed); `messages` has room for its length.
             let count = unsafe {
                 rd::rd_kafka_consume_batch_queue(handle.queue, timeout_ms, messages.as_mut_ptr(), messages.len())
             };
@@ -461,42 +498,29 @@ impl Consumer {
         self.columns.truncate(rows);
     }
 
-    /// Hands the appended rows over as Arrow buffers and starts empty: (rows, key validity, key offsets, key
-    /// bytes, value validity, value offsets, value bytes, offsets, timestamps in µs, timestamp types, headers)
-    /// where headers is None or (list validity, list offsets, key offsets, key bytes, value validity,
-    /// value offsets, value bytes).
-    fn take(&mut self, py: Python<'_>, with_headers: bool) -> PyResult<PyObject> {
+    /// Hands the appended rows over as Arrow buffers (the headers' only `with_headers`) and starts empty.
+    fn take(&mut self, py: Python<'_>, with_headers: bool) -> PyResult<TakenRows> {
         let next = Columns::like(&self.columns);
         let c = std::mem::replace(&mut self.columns, next);
-        let rows = c.rows();
-        let buf = |data| Buffer::new(data);
         let headers = if with_headers {
-            Some((
-                buf(BufferData::Bytes(c.header_validity)),
-                buf(BufferData::I32(c.header_offsets)),
-                buf(BufferData::I32(c.header_keys.offsets)),
-                buf(BufferData::Bytes(c.header_keys.data)),
-                buf(BufferData::Bytes(c.header_values.validity)),
-                buf(BufferData::I32(c.header_values.offsets)),
-                buf(BufferData::Bytes(c.header_values.data)),
-            ))
+            Some(Py::new(py, HeaderBuffers {
+                validity: buffer(py, BufferData::Bytes(c.header_validity))?,
+                offsets: buffer(py, BufferData::I32(c.header_offsets))?,
+                keys: c.header_keys.into_buffers(py)?,
+                values: c.header_values.into_buffers(py)?,
+            })?)
         } else {
             None
         };
-        let parts = (
-            rows,
-            buf(BufferData::Bytes(c.keys.validity)),
-            buf(BufferData::I32(c.keys.offsets)),
-            buf(BufferData::Bytes(c.keys.data)),
-            buf(BufferData::Bytes(c.values.validity)),
-            buf(BufferData::I32(c.values.offsets)),
-            buf(BufferData::Bytes(c.values.data)),
-            buf(BufferData::I64(c.offsets)),
-            buf(BufferData::I64(c.timestamps_us)),
-            buf(BufferData::I32(c.timestamp_types)),
+        Ok(TakenRows {
+            rows: c.offsets.len(),
+            keys: c.keys.into_buffers(py)?,
+            values: c.values.into_buffers(py)?,
+            offsets: buffer(py, BufferData::I64(c.offsets))?,
+            timestamps_us: buffer(py, BufferData::I64(c.timestamps_us))?,
+            timestamp_types: buffer(py, BufferData::I32(c.timestamp_types))?,
             headers,
-        );
-        Ok(parts.into_pyobject(py)?.into_any().unbind())
+        })
     }
 
     /// Leaves without committing (assign-only) and frees librdkafka's handle; later calls fail.
@@ -608,6 +632,9 @@ fn librdkafka_version() -> String {
 fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<Consumer>()?;
     module.add_class::<Buffer>()?;
+    module.add_class::<TakenRows>()?;
+    module.add_class::<HeaderBuffers>()?;
+    module.add_class::<BinaryBuffers>()?;
     module.add_function(wrap_pyfunction!(librdkafka_version, module)?)?;
     Ok(())
 }
