@@ -6,11 +6,8 @@
 //! path. librdkafka is linked statically from the `rdkafka-sys` crate; the extension exports only its
 //! Python entry point, so this copy never clashes with confluent-kafka's own librdkafka in the same process.
 //!
-//! The system allocator serves librdkafka, which allocates one operation per record on its fetch thread that the
-//! reading thread frees. In a process that only reads (4 partitions of 1M records of 100 B), glibc's arena lock
-//! made that a third of the CPU, and routing the extension's malloc and free to mimalloc halved it (1.7 to 0.8
-//! CPU-s). Through Spark, where a worker's threads share the cores with the JVM and the broker, the same build
-//! read no faster and used no less CPU (alternating sessions, 100 B and 1 KB records), so it was left out.
+//! The system allocator serves librdkafka: a faster one saved CPU only in a process that did nothing but read,
+//! not through Spark (bench/TUNING.md).
 
 use std::ffi::{c_char, c_int, c_void, CStr, CString};
 use std::ptr;
@@ -116,8 +113,8 @@ impl Columns {
         }
     }
 
-    /// Empty columns with room for a batch like `previous`: a range's batches are alike, and growing 16 MiB of
-    /// values by doubling copies them once more on the way.
+    /// Empty columns with room for a batch like `previous`: a range's batches are alike, and growing a batch's
+    /// values by doubling would copy them again on the way.
     fn like(previous: &Columns) -> Self {
         let mut next = Columns::new();
         next.keys.reserve_like(&previous.keys);
