@@ -385,13 +385,13 @@ impl Consumer {
         let kafka = self.handle()?.kafka;
         let list = PartitionList::new(&partitions)?;
         // SAFETY: the handle and the list are live for the call.
-        unsafe { check(rd::rd_kafka_assign(kafka, list.0), "assign") }
+        check(unsafe { rd::rd_kafka_assign(kafka, list.0) }, "assign")
     }
 
     fn unassign(&self) -> PyResult<()> {
         let kafka = self.handle()?.kafka;
         // SAFETY: the handle is live; a null list means no partitions.
-        unsafe { check(rd::rd_kafka_assign(kafka, ptr::null()), "unassign") }
+        check(unsafe { rd::rd_kafka_assign(kafka, ptr::null()) }, "unassign")
     }
 
     /// The partitions assigned, as (topic, partition).
