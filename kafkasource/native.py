@@ -103,26 +103,31 @@ class NativeRows:
                             self.include_headers)
 
 
-def record_batch(parts: tuple, topic: str, partition: int, include_headers: bool) -> pa.RecordBatch:
-    """A RecordBatch over the native consumer's buffers, wrapped without copying."""
-    rows, key_valid, key_offsets, keys, value_valid, value_offsets, values, offsets, stamps, types, headers = parts
-    buf = pa.py_buffer
+def record_batch(taken, topic: str, partition: int, include_headers: bool) -> pa.RecordBatch:
+    """A RecordBatch over the buffers the native consumer's take() hands over, wrapped without copying."""
+    rows, buf = taken.rows, pa.py_buffer
     columns = [
-        pa.Array.from_buffers(pa.binary(), rows, [buf(key_valid), buf(key_offsets), buf(keys)]),
-        pa.Array.from_buffers(pa.binary(), rows, [buf(value_valid), buf(value_offsets), buf(values)]),
+        _binary_array(rows, taken.keys),
+        _binary_array(rows, taken.values),
         repeated_string(topic, rows),
         repeated_int32(partition, rows),
-        pa.Array.from_buffers(pa.int64(), rows, [None, buf(offsets)]),
-        pa.Array.from_buffers(TIMESTAMP_TYPE, rows, [None, buf(stamps)]),
-        pa.Array.from_buffers(pa.int32(), rows, [None, buf(types)]),
+        pa.Array.from_buffers(pa.int64(), rows, [None, buf(taken.offsets)]),
+        pa.Array.from_buffers(TIMESTAMP_TYPE, rows, [None, buf(taken.timestamps_us)]),
+        pa.Array.from_buffers(pa.int32(), rows, [None, buf(taken.timestamp_types)]),
     ]
     if include_headers:
-        list_valid, list_offsets, key_offsets, keys, value_valid, value_offsets, values = headers
-        entries = len(key_offsets) // 4 - 1
+        headers = taken.headers
+        keys = headers.keys
+        entries = len(keys.offsets) // 4 - 1
         entry = pa.Array.from_buffers(HEADER_TYPE.value_type, entries, [None], children=[
-            pa.Array.from_buffers(pa.string(), entries, [None, buf(key_offsets), buf(keys)]),
-            pa.Array.from_buffers(pa.binary(), entries, [buf(value_valid), buf(value_offsets), buf(values)]),
+            pa.Array.from_buffers(pa.string(), entries, [None, buf(keys.offsets), buf(keys.data)]),  # never null
+            _binary_array(entries, headers.values),
         ])
-        columns.append(pa.Array.from_buffers(HEADER_TYPE, rows, [buf(list_valid), buf(list_offsets)],
+        columns.append(pa.Array.from_buffers(HEADER_TYPE, rows, [buf(headers.validity), buf(headers.offsets)],
                                              children=[entry]))
     return pa.RecordBatch.from_arrays(columns, schema=arrow_schema(include_headers))
+
+
+def _binary_array(length: int, buffers) -> pa.Array:
+    buf = pa.py_buffer
+    return pa.Array.from_buffers(pa.binary(), length, [buf(buffers.validity), buf(buffers.offsets), buf(buffers.data)])

@@ -64,15 +64,19 @@ def test_building_batches_never_imports_pandas():
     """Converting a Python object makes pyarrow import pandas, which Spark's workers otherwise never load."""
     script = textwrap.dedent("""
         import sys
+        from types import SimpleNamespace
         from confluent_kafka import Message
         from kafkasource.arrow import to_record_batch
         from kafkasource.native import record_batch
 
         messages = [Message(topic="t", partition=0, offset=o, value=b"v", timestamp=(1, 1000 + o)) for o in range(3)]
         python_path = to_record_batch(messages, "t", 0, include_headers=False)
-        parts = (2, b"\\x00", bytes(12), b"", b"\\x03", (0).to_bytes(4, "little") + (1).to_bytes(4, "little") * 2,
-                 b"v", bytes(16), bytes(16), bytes(8), None)
-        native_path = record_batch(parts, "t", 0, include_headers=False)
+        taken = SimpleNamespace(  # what the native consumer's take() hands over: 2 null keys, values "v" and ""
+            rows=2, keys=SimpleNamespace(validity=b"\\x00", offsets=bytes(12), data=b""),
+            values=SimpleNamespace(validity=b"\\x03", offsets=(0).to_bytes(4, "little") + (1).to_bytes(4, "little") * 2,
+                                   data=b"v"),
+            offsets=bytes(16), timestamps_us=bytes(16), timestamp_types=bytes(8), headers=None)
+        native_path = record_batch(taken, "t", 0, include_headers=False)
         assert python_path.num_rows == 3 and native_path.num_rows == 2, (python_path, native_path)
         print("pandas" in sys.modules)
     """)

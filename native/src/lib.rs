@@ -6,11 +6,8 @@
 //! path. librdkafka is linked statically from the `rdkafka-sys` crate; the extension exports only its
 //! Python entry point, so this copy never clashes with confluent-kafka's own librdkafka in the same process.
 //!
-//! The system allocator serves librdkafka, which allocates one operation per record on its fetch thread that the
-//! reading thread frees. In a process that only reads (4 partitions of 1M records of 100 B), glibc's arena lock
-//! made that a third of the CPU, and routing the extension's malloc and free to mimalloc halved it (1.7 to 0.8
-//! CPU-s). Through Spark, where a worker's threads share the cores with the JVM and the broker, the same build
-//! read no faster and used no less CPU (alternating sessions, 100 B and 1 KB records), so it was left out.
+//! The system allocator serves librdkafka: a faster one saved CPU only in a process that did nothing but read,
+//! not through Spark (bench/TUNING.md).
 
 use std::ffi::{c_char, c_int, c_void, CStr, CString};
 use std::ptr;
@@ -22,8 +19,10 @@ use rdkafka_sys as rd;
 
 const ERRSTR_SIZE: usize = 512;
 
+/// librdkafka's "no offset": what `position` sends, to be overwritten with the partition's position.
+const OFFSET_INVALID: i64 = rd::RD_KAFKA_OFFSET_INVALID as i64;
+
 /// One Arrow binary (or string) column being built: validity bits, i32 offsets, bytes.
-#[derive(Default)]
 struct BinaryColumn {
     validity: Vec<u8>,
     offsets: Vec<i32>,
@@ -31,6 +30,7 @@ struct BinaryColumn {
 }
 
 impl BinaryColumn {
+    /// No rows: Arrow's offsets of an empty column are the one 0.
     fn new() -> Self {
         BinaryColumn { validity: Vec::new(), offsets: vec![0], data: Vec::new() }
     }
@@ -58,6 +58,14 @@ impl BinaryColumn {
         self.data.reserve(previous.data.len());
     }
 
+    fn into_buffers(self, py: Python<'_>) -> PyResult<Py<BinaryBuffers>> {
+        Py::new(py, BinaryBuffers {
+            validity: buffer(py, BufferData::Bytes(self.validity))?,
+            offsets: buffer(py, BufferData::I32(self.offsets))?,
+            data: buffer(py, BufferData::Bytes(self.data))?,
+        })
+    }
+
     fn truncate(&mut self, rows: usize) {
         self.offsets.truncate(rows + 1);
         self.data.truncate(self.offsets[rows] as usize);
@@ -77,7 +85,6 @@ fn set_bit(bits: &mut Vec<u8>, index: usize, value: bool) {
 }
 
 /// The rows consumed so far, column by column, in the layout Arrow expects.
-#[derive(Default)]
 struct Columns {
     keys: BinaryColumn,
     values: BinaryColumn,
@@ -96,15 +103,18 @@ impl Columns {
         Columns {
             keys: BinaryColumn::new(),
             values: BinaryColumn::new(),
+            offsets: Vec::new(),
+            timestamps_us: Vec::new(),
+            timestamp_types: Vec::new(),
+            header_validity: Vec::new(),
             header_offsets: vec![0],
             header_keys: BinaryColumn::new(),
             header_values: BinaryColumn::new(),
-            ..Default::default()
         }
     }
 
-    /// Empty columns with room for a batch like `previous`: a range's batches are alike, and growing 16 MiB of
-    /// values by doubling copies them once more on the way.
+    /// Empty columns with room for a batch like `previous`: a range's batches are alike, and growing a batch's
+    /// values by doubling would copy them again on the way.
     fn like(previous: &Columns) -> Self {
         let mut next = Columns::new();
         next.keys.reserve_like(&previous.keys);
@@ -123,7 +133,10 @@ impl Columns {
         self.keys.data.len() + self.values.data.len() + self.header_keys.data.len() + self.header_values.data.len()
     }
 
-    /// Appends one record. Safety: `message` is a valid message without error from librdkafka.
+    /// Appends one record.
+    ///
+    /// # Safety
+    /// `message` is a live message without error from librdkafka.
     unsafe fn push(&mut self, message: *mut rd::rd_kafka_message_t, with_headers: bool) -> Result<(), String> {
         let m = &*message;
         self.keys.push(bytes_or_null(m.key, m.key_len))?;
@@ -140,6 +153,8 @@ impl Columns {
         Ok(())
     }
 
+    /// # Safety
+    /// As for `push`.
     unsafe fn push_headers(&mut self, message: *mut rd::rd_kafka_message_t) -> Result<(), String> {
         let row = self.offsets.len() - 1;
         let mut headers: *mut rd::rd_kafka_headers_t = ptr::null_mut();
@@ -187,6 +202,8 @@ impl Columns {
     }
 }
 
+/// # Safety
+/// A non-null `data` points at `len` bytes that outlive `'a`.
 unsafe fn bytes_or_null<'a>(data: *mut c_void, len: usize) -> Option<&'a [u8]> {
     if data.is_null() {
         None // librdkafka's null key or value (a tombstone); an empty one has a pointer and length 0
@@ -207,11 +224,11 @@ enum BufferData {
     I64(Vec<i64>),
 }
 
-impl Buffer {
-    fn new(data: BufferData) -> Buffer {
-        Buffer { data }
-    }
+fn buffer(py: Python<'_>, data: BufferData) -> PyResult<Py<Buffer>> {
+    Py::new(py, Buffer { data })
+}
 
+impl Buffer {
     fn raw(&self) -> (*const u8, usize) {
         match &self.data {
             BufferData::Bytes(v) => (v.as_ptr(), v.len()),
@@ -225,7 +242,8 @@ impl Buffer {
 impl Buffer {
     unsafe fn __getbuffer__(slf: Bound<'_, Self>, view: *mut ffi::Py_buffer, flags: c_int) -> PyResult<()> {
         let (data, len) = slf.get().raw();
-        // read-only: PyBuffer_FillInfo refuses writable requests and keeps `slf` alive while the view lives
+        // SAFETY: `view` is Python's to fill; the view is read-only (PyBuffer_FillInfo refuses writable requests) and
+        // keeps `slf` alive, whose data never moves (the class is frozen).
         if ffi::PyBuffer_FillInfo(view, slf.as_ptr(), data as *mut c_void, len as ffi::Py_ssize_t, 1, flags) == -1 {
             return Err(PyErr::fetch(slf.py()));
         }
@@ -237,13 +255,110 @@ impl Buffer {
     }
 }
 
+/// An Arrow binary (or string) column's buffers: validity bits, i32 offsets, bytes.
+#[pyclass(frozen, get_all)]
+struct BinaryBuffers {
+    validity: Py<Buffer>,
+    offsets: Py<Buffer>,
+    data: Py<Buffer>,
+}
+
+/// The headers column's buffers: the lists' validity bits and i32 offsets, and their entries' keys and values.
+#[pyclass(frozen, get_all)]
+struct HeaderBuffers {
+    validity: Py<Buffer>,
+    offsets: Py<Buffer>,
+    keys: Py<BinaryBuffers>,
+    values: Py<BinaryBuffers>,
+}
+
+/// The rows `Consumer.take` hands over, column by column as Arrow buffers; `headers` is None without headers.
+#[pyclass(frozen, get_all)]
+struct TakenRows {
+    rows: usize,
+    keys: Py<BinaryBuffers>,
+    values: Py<BinaryBuffers>,
+    offsets: Py<Buffer>,
+    timestamps_us: Py<Buffer>,
+    timestamp_types: Py<Buffer>,
+    headers: Option<Py<HeaderBuffers>>,
+}
+
+/// Properties for a librdkafka client, destroyed on drop unless a client took them over.
+struct KafkaConfig(*mut rd::rd_kafka_conf_t);
+
+impl KafkaConfig {
+    fn new(properties: &[(String, String)]) -> PyResult<Self> {
+        // SAFETY: rd_kafka_conf_new has no preconditions; the guard owns what it returns.
+        let config = KafkaConfig(unsafe { rd::rd_kafka_conf_new() });
+        for (name, value) in properties {
+            config.set(name, value)?;
+        }
+        Ok(config)
+    }
+
+    fn set(&self, name: &str, value: &str) -> PyResult<()> {
+        let c_name = c_string(name, "a Kafka property name")?;
+        let c_value = c_string(value, &format!("the value of {name}"))?;
+        let mut errstr = [0 as c_char; ERRSTR_SIZE];
+        // SAFETY: the configuration is live, both strings are NUL-terminated and errstr holds ERRSTR_SIZE bytes.
+        let result = unsafe {
+            rd::rd_kafka_conf_set(self.0, c_name.as_ptr(), c_value.as_ptr(), errstr.as_mut_ptr(), ERRSTR_SIZE)
+        };
+        if result != rd::rd_kafka_conf_res_t::RD_KAFKA_CONF_OK {
+            // the value may be a secret: name the property only
+            return Err(PyValueError::new_err(format!("{name}: {}", error_text(&errstr))));
+        }
+        Ok(())
+    }
+}
+
+impl Drop for KafkaConfig {
+    fn drop(&mut self) {
+        // SAFETY: the guard still owns the configuration (Handle::new forgets the guard once librdkafka took it).
+        unsafe { rd::rd_kafka_conf_destroy(self.0) }
+    }
+}
+
+/// A librdkafka consumer and its consumer queue, closed (without committing) and freed on drop.
 struct Handle {
     kafka: *mut rd::rd_kafka_t,
     queue: *mut rd::rd_kafka_queue_t,
 }
 
-// librdkafka handles may be used from any thread; Python serialises calls on one consumer anyway
+impl Handle {
+    fn new(config: KafkaConfig) -> PyResult<Self> {
+        let mut errstr = [0 as c_char; ERRSTR_SIZE];
+        let consumer = rd::rd_kafka_type_t::RD_KAFKA_CONSUMER;
+        // SAFETY: the configuration is live and errstr holds ERRSTR_SIZE bytes.
+        let kafka = unsafe { rd::rd_kafka_new(consumer, config.0, errstr.as_mut_ptr(), ERRSTR_SIZE) };
+        if kafka.is_null() {
+            return Err(PyValueError::new_err(error_text(&errstr))); // dropping the guard destroys the configuration
+        }
+        std::mem::forget(config); // librdkafka took the configuration over and frees it
+        // SAFETY: `kafka` is a live consumer handle.
+        unsafe {
+            rd::rd_kafka_poll_set_consumer(kafka);
+            Ok(Handle { kafka, queue: rd::rd_kafka_queue_get_consumer(kafka) })
+        }
+    }
+}
+
+impl Drop for Handle {
+    fn drop(&mut self) {
+        // SAFETY: the Handle owns both; librdkafka wants the queue destroyed before the consumer is closed.
+        unsafe {
+            rd::rd_kafka_queue_destroy(self.queue);
+            rd::rd_kafka_consumer_close(self.kafka);
+            rd::rd_kafka_destroy(self.kafka);
+        }
+    }
+}
+
+// SAFETY: librdkafka's API is thread-safe, any call from any thread at any time, on a client and its queues; its
+// one exception, concurrent batch consumes, cannot happen: `consume` borrows the Consumer mutably.
 unsafe impl Send for Handle {}
+// SAFETY: as for Send.
 unsafe impl Sync for Handle {}
 
 /// An error event librdkafka delivered among the records: (row it came before, topic, partition, code, text).
@@ -261,83 +376,59 @@ impl Consumer {
     /// `config`: librdkafka properties, already validated by the caller.
     #[new]
     fn new(config: Vec<(String, String)>) -> PyResult<Self> {
-        unsafe {
-            let conf = rd::rd_kafka_conf_new();
-            let mut errstr = [0 as c_char; ERRSTR_SIZE];
-            for (name, value) in &config {
-                let (c_name, c_value) = (c_string(name)?, c_string(value)?);
-                if rd::rd_kafka_conf_set(conf, c_name.as_ptr(), c_value.as_ptr(), errstr.as_mut_ptr(), ERRSTR_SIZE)
-                    != rd::rd_kafka_conf_res_t::RD_KAFKA_CONF_OK
-                {
-                    rd::rd_kafka_conf_destroy(conf);
-                    // the value may be a secret: name the property only
-                    return Err(PyValueError::new_err(format!("{name}: {}", cstr(errstr.as_ptr()))));
-                }
-            }
-            let kafka = rd::rd_kafka_new(rd::rd_kafka_type_t::RD_KAFKA_CONSUMER, conf, errstr.as_mut_ptr(), ERRSTR_SIZE);
-            if kafka.is_null() {
-                rd::rd_kafka_conf_destroy(conf);
-                return Err(PyValueError::new_err(cstr(errstr.as_ptr())));
-            }
-            rd::rd_kafka_poll_set_consumer(kafka);
-            let queue = rd::rd_kafka_queue_get_consumer(kafka);
-            Ok(Consumer { handle: Some(Handle { kafka, queue }), columns: Columns::new() })
-        }
+        let handle = Handle::new(KafkaConfig::new(&config)?)?;
+        Ok(Consumer { handle: Some(handle), columns: Columns::new() })
     }
 
     /// Reads `(topic, partition, offset)` from now on, and nothing else.
     fn assign(&self, partitions: Vec<(String, i32, i64)>) -> PyResult<()> {
-        let kafka = self.kafka()?;
+        let kafka = self.handle()?.kafka;
         let list = PartitionList::new(&partitions)?;
-        unsafe { check(rd::rd_kafka_assign(kafka, list.0), "assign") }
+        // SAFETY: the handle and the list are live for the call.
+        check(unsafe { rd::rd_kafka_assign(kafka, list.0) }, "assign")
     }
 
     fn unassign(&self) -> PyResult<()> {
-        unsafe { check(rd::rd_kafka_assign(self.kafka()?, ptr::null()), "unassign") }
+        let kafka = self.handle()?.kafka;
+        // SAFETY: the handle is live; a null list means no partitions.
+        check(unsafe { rd::rd_kafka_assign(kafka, ptr::null()) }, "unassign")
     }
 
     /// The partitions assigned, as (topic, partition).
     fn assignment(&self) -> PyResult<Vec<(String, i32)>> {
+        let kafka = self.handle()?.kafka;
         let mut list: *mut rd::rd_kafka_topic_partition_list_t = ptr::null_mut();
-        unsafe {
-            check(rd::rd_kafka_assignment(self.kafka()?, &mut list), "assignment")?;
-            let list = PartitionList(list);
-            let entries = std::slice::from_raw_parts((*list.0).elems, (*list.0).cnt as usize);
-            Ok(entries.iter().map(|e| (cstr(e.topic), e.partition)).collect())
-        }
-    }
-
-    fn pause(&self, partitions: Vec<(String, i32)>) -> PyResult<()> {
-        let list = PartitionList::new(&with_offsets(partitions))?;
-        unsafe { check(rd::rd_kafka_pause_partitions(self.kafka()?, list.0), "pause") }
-    }
-
-    fn resume(&self, partitions: Vec<(String, i32)>) -> PyResult<()> {
-        let list = PartitionList::new(&with_offsets(partitions))?;
-        unsafe { check(rd::rd_kafka_resume_partitions(self.kafka()?, list.0), "resume") }
+        // SAFETY: the handle is live; a list librdkafka hands over, even with an error, is ours to destroy.
+        let err = unsafe { rd::rd_kafka_assignment(kafka, &mut list) };
+        let list = PartitionList(list);
+        check(err, "assignment")?;
+        // SAFETY: a list's topics are NUL-terminated strings.
+        Ok(list.entries().iter().map(|e| (unsafe { cstr(e.topic) }, e.partition)).collect())
     }
 
     /// The offset this consumer will fetch next for the partition (negative when it has none yet).
     fn position(&self, topic: String, partition: i32) -> PyResult<i64> {
-        let list = PartitionList::new(&[(topic, partition, -1001)])?;
-        unsafe {
-            check(rd::rd_kafka_position(self.kafka()?, list.0), "position")?;
-            Ok((*(*list.0).elems).offset)
-        }
+        let kafka = self.handle()?.kafka;
+        let list = PartitionList::new(&[(topic, partition, OFFSET_INVALID)])?;
+        // SAFETY: the handle and the list are live for the call.
+        check(unsafe { rd::rd_kafka_position(kafka, list.0) }, "position")?;
+        Ok(list.entries()[0].offset)
     }
 
     /// (low, high) watermarks of the partition, asked of its leader.
     fn watermarks(&self, py: Python<'_>, topic: String, partition: i32, timeout_ms: i32) -> PyResult<(i64, i64)> {
-        let kafka = SendPtr(self.kafka()?);
-        let c_topic = c_string(&topic)?;
-        let (err, low, high) = py.allow_threads(move || unsafe {
-            let kafka = kafka;
+        let handle = self.handle()?;
+        let c_topic = c_string(&topic, "a topic name")?;
+        let (err, low, high) = py.allow_threads(|| {
             let (mut low, mut high) = (0i64, 0i64);
-            let err = rd::rd_kafka_query_watermark_offsets(kafka.0, c_topic.as_ptr(), partition, &mut low, &mut high,
-                                                           timeout_ms);
+            // SAFETY: the handle outlives the call (the Consumer stays borrowed); the topic is NUL-terminated.
+            let err = unsafe {
+                rd::rd_kafka_query_watermark_offsets(handle.kafka, c_topic.as_ptr(), partition, &mut low, &mut high,
+                                                     timeout_ms)
+            };
             (err, low, high)
         });
-        unsafe { check(err, "query watermark offsets") }?;
+        check(err, "query watermark offsets")?;
         Ok((low, high))
     }
 
@@ -352,32 +443,39 @@ impl Consumer {
         until: i64,
         with_headers: bool,
     ) -> PyResult<(usize, i64, Vec<ErrorEvent>)> {
-        let queue = SendPtr(self.handle.as_ref().ok_or_else(closed)?.queue);
+        let handle = self.handle.as_ref().ok_or_else(closed)?;
         let columns = &mut self.columns;
-        let result = py.allow_threads(move || unsafe {
-            let queue = queue;
+        let result = py.allow_threads(move || {
             let mut messages: Vec<*mut rd::rd_kafka_message_t> = vec![ptr::null_mut(); max_messages.max(1)];
-            let count = rd::rd_kafka_consume_batch_queue(queue.0, timeout_ms, messages.as_mut_ptr(), messages.len());
+            // SAFETY: the queue outlives the call (the Consumer stays borrowed); `messages` has room for its length.
+            let count = unsafe {
+                rd::rd_kafka_consume_batch_queue(handle.queue, timeout_ms, messages.as_mut_ptr(), messages.len())
+            };
             if count < 0 {
-                return Err(format!("consume failed: {}", cstr(rd::rd_kafka_err2str(rd::rd_kafka_last_error()))));
+                // SAFETY: rd_kafka_last_error reads this thread's last error and has no preconditions.
+                let err = unsafe { rd::rd_kafka_last_error() };
+                return Err(format!("consume failed: {}", error_name(err)));
             }
             let (mut appended, mut last, mut events, mut failure) = (0usize, -1i64, Vec::new(), None);
             for &message in &messages[..count as usize] {
-                let m = &*message;
-                if failure.is_none() {
-                    if m.err != rd::rd_kafka_resp_err_t::RD_KAFKA_RESP_ERR_NO_ERROR {
-                        events.push(error_event(message, columns.rows()));
-                    } else if m.offset < until {
-                        match columns.push(message, with_headers) {
-                            Ok(()) => {
-                                appended += 1;
-                                last = m.offset;
+                // SAFETY: librdkafka filled the first `count` slots with live messages; each is destroyed once, last.
+                unsafe {
+                    let m = &*message;
+                    if failure.is_none() {
+                        if m.err != rd::rd_kafka_resp_err_t::RD_KAFKA_RESP_ERR_NO_ERROR {
+                            events.push(error_event(message, columns.rows()));
+                        } else if m.offset < until {
+                            match columns.push(message, with_headers) {
+                                Ok(()) => {
+                                    appended += 1;
+                                    last = m.offset;
+                                }
+                                Err(e) => failure = Some(e),
                             }
-                            Err(e) => failure = Some(e),
                         }
                     }
+                    rd::rd_kafka_message_destroy(message);
                 }
-                rd::rd_kafka_message_destroy(message);
             }
             match failure {
                 Some(e) => Err(e),
@@ -397,118 +495,112 @@ impl Consumer {
         self.columns.truncate(rows);
     }
 
-    /// Hands the appended rows over as Arrow buffers and starts empty: (rows, key validity, key offsets, key
-    /// bytes, value validity, value offsets, value bytes, offsets, timestamps in µs, timestamp types, headers)
-    /// where headers is None or (list validity, list offsets, key offsets, key bytes, value validity,
-    /// value offsets, value bytes).
-    fn take(&mut self, py: Python<'_>, with_headers: bool) -> PyResult<PyObject> {
+    /// Hands the appended rows over as Arrow buffers (the headers' only `with_headers`) and starts empty.
+    fn take(&mut self, py: Python<'_>, with_headers: bool) -> PyResult<TakenRows> {
         let next = Columns::like(&self.columns);
         let c = std::mem::replace(&mut self.columns, next);
-        let rows = c.rows();
-        let buf = |data| Buffer::new(data);
         let headers = if with_headers {
-            Some((
-                buf(BufferData::Bytes(c.header_validity)),
-                buf(BufferData::I32(c.header_offsets)),
-                buf(BufferData::I32(c.header_keys.offsets)),
-                buf(BufferData::Bytes(c.header_keys.data)),
-                buf(BufferData::Bytes(c.header_values.validity)),
-                buf(BufferData::I32(c.header_values.offsets)),
-                buf(BufferData::Bytes(c.header_values.data)),
-            ))
+            Some(Py::new(py, HeaderBuffers {
+                validity: buffer(py, BufferData::Bytes(c.header_validity))?,
+                offsets: buffer(py, BufferData::I32(c.header_offsets))?,
+                keys: c.header_keys.into_buffers(py)?,
+                values: c.header_values.into_buffers(py)?,
+            })?)
         } else {
             None
         };
-        let parts = (
-            rows,
-            buf(BufferData::Bytes(c.keys.validity)),
-            buf(BufferData::I32(c.keys.offsets)),
-            buf(BufferData::Bytes(c.keys.data)),
-            buf(BufferData::Bytes(c.values.validity)),
-            buf(BufferData::I32(c.values.offsets)),
-            buf(BufferData::Bytes(c.values.data)),
-            buf(BufferData::I64(c.offsets)),
-            buf(BufferData::I64(c.timestamps_us)),
-            buf(BufferData::I32(c.timestamp_types)),
+        Ok(TakenRows {
+            rows: c.offsets.len(),
+            keys: c.keys.into_buffers(py)?,
+            values: c.values.into_buffers(py)?,
+            offsets: buffer(py, BufferData::I64(c.offsets))?,
+            timestamps_us: buffer(py, BufferData::I64(c.timestamps_us))?,
+            timestamp_types: buffer(py, BufferData::I32(c.timestamp_types))?,
             headers,
-        );
-        Ok(parts.into_pyobject(py)?.into_any().unbind())
+        })
     }
 
     /// Leaves without committing (assign-only) and frees librdkafka's handle; later calls fail.
     fn close(&mut self, py: Python<'_>) {
         if let Some(handle) = self.handle.take() {
-            py.allow_threads(move || unsafe {
-                let handle = handle;
-                rd::rd_kafka_queue_destroy(handle.queue);
-                rd::rd_kafka_consumer_close(handle.kafka);
-                rd::rd_kafka_destroy(handle.kafka);
-            });
+            py.allow_threads(move || drop(handle)); // closing waits on librdkafka's threads: let Python's run meanwhile
         }
     }
 }
 
 impl Consumer {
-    fn kafka(&self) -> PyResult<*mut rd::rd_kafka_t> {
-        Ok(self.handle.as_ref().ok_or_else(closed)?.kafka)
+    fn handle(&self) -> PyResult<&Handle> {
+        self.handle.as_ref().ok_or_else(closed)
     }
 }
 
-impl Drop for Consumer {
-    fn drop(&mut self) {
-        if let Some(handle) = self.handle.take() {
-            unsafe {
-                rd::rd_kafka_queue_destroy(handle.queue);
-                rd::rd_kafka_consumer_close(handle.kafka);
-                rd::rd_kafka_destroy(handle.kafka);
-            }
-        }
-    }
-}
-
-#[derive(Clone, Copy)]
-struct SendPtr<T>(*mut T);
-unsafe impl<T> Send for SendPtr<T> {}
-
+/// A topic partition list, destroyed on drop.
 struct PartitionList(*mut rd::rd_kafka_topic_partition_list_t);
 
 impl PartitionList {
     fn new(partitions: &[(String, i32, i64)]) -> PyResult<Self> {
+        // SAFETY: rd_kafka_topic_partition_list_new has no preconditions; the guard owns what it returns.
+        let list = PartitionList(unsafe { rd::rd_kafka_topic_partition_list_new(partitions.len() as c_int) });
+        for (topic, partition, offset) in partitions {
+            let c_topic = c_string(topic, "a topic name")?;
+            // SAFETY: the list is live and the topic NUL-terminated (librdkafka copies it); `add` returns the entry.
+            unsafe { (*rd::rd_kafka_topic_partition_list_add(list.0, c_topic.as_ptr(), *partition)).offset = *offset };
+        }
+        Ok(list)
+    }
+
+    fn entries(&self) -> &[rd::rd_kafka_topic_partition_t] {
+        // SAFETY: a live list holds `cnt` entries at `elems`, which is null when the list was made empty.
         unsafe {
-            let list = PartitionList(rd::rd_kafka_topic_partition_list_new(partitions.len() as c_int));
-            for (topic, partition, offset) in partitions {
-                let entry = rd::rd_kafka_topic_partition_list_add(list.0, c_string(topic)?.as_ptr(), *partition);
-                (*entry).offset = *offset;
+            let list = &*self.0;
+            if list.elems.is_null() {
+                &[]
+            } else {
+                std::slice::from_raw_parts(list.elems, list.cnt as usize)
             }
-            Ok(list)
         }
     }
 }
 
 impl Drop for PartitionList {
     fn drop(&mut self) {
-        unsafe { rd::rd_kafka_topic_partition_list_destroy(self.0) }
+        if !self.0.is_null() {
+            // SAFETY: the guard owns the list.
+            unsafe { rd::rd_kafka_topic_partition_list_destroy(self.0) }
+        }
     }
 }
 
-fn with_offsets(partitions: Vec<(String, i32)>) -> Vec<(String, i32, i64)> {
-    partitions.into_iter().map(|(t, p)| (t, p, -1001)).collect()
-}
-
+/// # Safety
+/// `message` is a live message with an error.
 unsafe fn error_event(message: *mut rd::rd_kafka_message_t, row: usize) -> ErrorEvent {
     let m = &*message;
     let topic = if m.rkt.is_null() { None } else { Some(cstr(rd::rd_kafka_topic_name(m.rkt))) };
     (row, topic, m.partition, m.err as i32, cstr(rd::rd_kafka_message_errstr(message)))
 }
 
-unsafe fn check(err: rd::rd_kafka_resp_err_t, what: &str) -> PyResult<()> {
+fn check(err: rd::rd_kafka_resp_err_t, what: &str) -> PyResult<()> {
     if err == rd::rd_kafka_resp_err_t::RD_KAFKA_RESP_ERR_NO_ERROR {
         Ok(())
     } else {
-        Err(PyOSError::new_err(format!("{what} failed: {}", cstr(rd::rd_kafka_err2str(err)))))
+        Err(PyOSError::new_err(format!("{what} failed: {}", error_name(err))))
     }
 }
 
+/// librdkafka's description of an error code.
+fn error_name(err: rd::rd_kafka_resp_err_t) -> String {
+    // SAFETY: rd_kafka_err2str returns a static NUL-terminated string for any code.
+    unsafe { cstr(rd::rd_kafka_err2str(err)) }
+}
+
+/// The text librdkafka wrote into an error buffer.
+fn error_text(errstr: &[c_char; ERRSTR_SIZE]) -> String {
+    // SAFETY: the buffer starts zeroed and librdkafka writes a NUL-terminated message into it.
+    unsafe { cstr(errstr.as_ptr()) }
+}
+
+/// # Safety
+/// A non-null `text` is a NUL-terminated string.
 unsafe fn cstr(text: *const c_char) -> String {
     if text.is_null() {
         String::new()
@@ -517,8 +609,9 @@ unsafe fn cstr(text: *const c_char) -> String {
     }
 }
 
-fn c_string(text: &str) -> PyResult<CString> {
-    CString::new(text).map_err(|_| PyValueError::new_err("a NUL character in a Kafka property, topic or value"))
+/// `text` as a C string; `what` names it in the error when it holds a NUL, where C would cut it short.
+fn c_string(text: &str, what: &str) -> PyResult<CString> {
+    CString::new(text).map_err(|_| PyValueError::new_err(format!("{what} holds a NUL character (\\x00)")))
 }
 
 fn closed() -> PyErr {
@@ -528,6 +621,7 @@ fn closed() -> PyErr {
 /// librdkafka's version, as "2.12.1".
 #[pyfunction]
 fn librdkafka_version() -> String {
+    // SAFETY: rd_kafka_version_str returns a static NUL-terminated string.
     unsafe { cstr(rd::rd_kafka_version_str()) }
 }
 
@@ -535,6 +629,9 @@ fn librdkafka_version() -> String {
 fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<Consumer>()?;
     module.add_class::<Buffer>()?;
+    module.add_class::<TakenRows>()?;
+    module.add_class::<HeaderBuffers>()?;
+    module.add_class::<BinaryBuffers>()?;
     module.add_function(wrap_pyfunction!(librdkafka_version, module)?)?;
     Ok(())
 }
