@@ -445,6 +445,8 @@ def parse_options(raw_options: Mapping[str, str], streaming: bool | None = None)
     if bootstrap is None:
         raise OptionError("option kafka.bootstrap.servers is required: the brokers to connect to, "
                           "like host1:9092,host2:9092")
+    if "\x00" in bootstrap:  # librdkafka's C strings would silently end there
+        raise OptionError("option kafka.bootstrap.servers holds a NUL character (\\x00); remove it")
     subscription = _subscription(options)
     group_id = _get(options, "kafka.group.id")
     reset = _choice(options, "kafka.auto.offset.reset", get_args(AutoOffsetReset), "latest")

@@ -682,3 +682,8 @@ def test_a_stream_refuses_an_end_when_its_reader_is_made():
     with pytest.raises(OptionError, match=r"^options endingOffsets, endingTimestamp and endingOffsetsByTimestamp "
                                           r"are for batch reads \(spark.read\); a stream has no end$"):
         source.streamReader(StructType())
+
+
+def test_a_nul_in_the_bootstrap_servers_is_refused_naming_the_option():
+    assert error_of({"kafka.bootstrap.servers": "127.0.0.1:9\x00092"}) == (
+        "option kafka.bootstrap.servers holds a NUL character (\\x00); remove it")
