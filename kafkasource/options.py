@@ -16,9 +16,9 @@ from typing import Mapping
 
 from kafkasource import native
 from kafkasource.errors import OptionError
-from kafkasource.native import READ_PATHS
 from kafkasource.offsets import EARLIEST, Committed, Earliest, Latest, SpecificOffsets, Timestamps
 from kafkasource.partitions import TopicPartition, partition_name
+from kafkasource.read_settings import READ_PATHS
 from kafkasource.subscription import Assign, Subscribe, SubscribePattern, Subscription
 
 log = logging.getLogger(__name__)
