@@ -179,6 +179,7 @@ class MessageRows:
         return after_last
 
     def _routed(self, messages: list) -> dict[TopicPartition, list]:
+        """The chunk's records by range, for the ranges still being read."""
         by_range: dict[TopicPartition, list] = {}
         for key, group in groupby(messages, key=_partition_of):
             if key in self.reader.active:
