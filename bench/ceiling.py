@@ -17,8 +17,7 @@ from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPart
 from pyspark.sql.streaming.datasource import SupportsTriggerAvailableNow
 
 from kafkasource.arrow import arrow_schema, schema_ddl
-from kafkasource.fetch import BATCH_ROWS
-from kafkasource.native import BATCH_BYTES
+from kafkasource.read_settings import BATCH_BYTES, BATCH_ROWS
 
 NAME = "kafkasource-bench-ceiling"
 VALUE_POOL = 4096  # distinct random values, as in the Kafka data sets

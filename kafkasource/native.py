@@ -2,36 +2,27 @@
 appends records straight into Arrow buffers, so a range is read without one Python object per record.
 
 setup.py builds the extension when a Rust toolchain is present; without it, or with readPath=python, the
-pure-Python path (confluent-kafka Message objects, arrow.to_record_batch) reads instead. Both share
-everything but the hot loop: RangeReader in fetch.py decides what an error event means, where the position
-is and when a range is done, for either.
+pure-Python path (confluent-kafka Message objects, fetch.MessageRows) reads instead. Both share everything
+but the hot loop: packed.TaskReader decides what an error event means, where the position is and when a
+range is done, for either.
 """
 
 from __future__ import annotations
 
-import logging
+from typing import Iterator
 
 import pyarrow as pa
 from confluent_kafka import KafkaError
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 
+from kafkasource import read_settings
 from kafkasource.arrow import HEADER_TYPE, TIMESTAMP_TYPE, arrow_schema, repeated_int32, repeated_string
+from kafkasource.partitions import TopicPartition
 
 try:
     from kafkasource import _native
 except ImportError:  # not built: no Rust toolchain when it was installed
     _native = None
-
-log = logging.getLogger(__name__)
-
-# A batch also ends at this many key/value/header bytes (the Python path counts values), checked after
-# each consumed chunk. Spark's JVM turns one batch into rows while the worker reads the next, so moderate
-# batches overlap the two: 4 partitions of 150,000 records of 1 KB read in 1.5 s with 16 MiB against 1.9 s
-# with 64 MiB (medians of 8). Through Spark, 4 partitions of 300,000 such records read alike with 4, 8 and
-# 16 MiB (native 1.6-2.0 s) and a quarter to a half slower with 32. Records of 100 B end at BATCH_ROWS first.
-BATCH_BYTES = 16 * 1024 * 1024
-READ_PATHS = ("auto", "native", "python")
-
 
 def available() -> bool:
     return _native is not None
@@ -42,7 +33,7 @@ def librdkafka_version() -> str | None:
 
 
 class NativeConsumer:
-    """The calls RangeReader and the pool make on a confluent-kafka Consumer, over the native consumer."""
+    """The calls TaskReader and the pool make on a confluent-kafka Consumer, over the native consumer."""
 
     def __init__(self, config: dict[str, object]):
         self.native = _native.Consumer([(name, _property(value)) for name, value in config.items()])
@@ -72,34 +63,39 @@ def _property(value: object) -> str:
 
 
 class NativeRows:
-    """A range's records as the native consumer appends them, handed over as Arrow record batches."""
+    """A range's records as the native consumer appends them (only those below the range's end), handed over
+    as Arrow record batches. The native consumer reads one range at a time."""
 
     def __init__(self, reader):
-        self.reader = reader  # fetch.RangeReader: error handling and positions
+        self.reader = reader  # packed.TaskReader: error events and positions
+        (self.key, state), = reader.ranges.items()
+        self.range = state.range
         self.native = reader.consumer.native
         self.include_headers = reader.config.include_headers
 
-    def consume(self, count: int, timeout_s: float, until: int) -> tuple[int, bool]:
-        """As MessageRows.consume: (the offset after the last record appended, or -1; whether an error event
-        moved the read position, in which case the records after that event are dropped)."""
-        appended, last, events = self.native.consume(count, int(timeout_s * 1000), until, self.include_headers)
+    def consume(self, count: int, timeout_s: float) -> dict[TopicPartition, int]:
+        """As fetch.MessageRows.consume: the offset after the last record appended, unless an error event moved
+        the read position, in which case the records appended after that event are dropped."""
+        appended, last, events = self.native.consume(count, int(timeout_s * 1000), self.range.until,
+                                                     self.include_headers)
         for row, topic, partition, code, text in events:
             error = KafkaError(code, text, fatal=code == KafkaError._FATAL)
-            if self.reader.concerns(topic, partition) and self.reader.on_error(error):
+            if self.reader.on_error_event(topic, partition, error):
                 self.native.truncate(row)
-                return -1, True
-        return (last + 1 if appended else -1), False
+                return {}
+        return {self.key: last + 1} if appended else {}
 
-    def full(self, batch_rows: int) -> bool:
+    def full_batches(self) -> Iterator[pa.RecordBatch]:
         rows, size = self.native.pending()
-        return rows >= batch_rows or size >= BATCH_BYTES
+        if rows >= read_settings.BATCH_ROWS or size >= read_settings.BATCH_BYTES:
+            yield self.take()
 
-    def __len__(self) -> int:
-        return self.native.pending()[0]
+    def flush(self, key: TopicPartition) -> Iterator[pa.RecordBatch]:
+        if self.native.pending()[0]:
+            yield self.take()
 
     def take(self) -> pa.RecordBatch:
-        reader = self.reader
-        return record_batch(self.native.take(self.include_headers), reader.range.topic, reader.range.partition,
+        return record_batch(self.native.take(self.include_headers), self.range.topic, self.range.partition,
                             self.include_headers)
 
 

@@ -17,10 +17,10 @@ from typing import Literal, Mapping, TypeVar, get_args
 from kafkasource import native
 from kafkasource.errors import OptionError
 from kafkasource.librdkafka_settings import SETTINGS
-from kafkasource.native import READ_PATHS
 from kafkasource.offsets import (EARLIEST, LATEST, AutoOffsetReset, Committed, Earliest, Latest, OffsetSpec,
                                  OutsideLog, SpecificOffsets, Timestamps)
 from kafkasource.partitions import TopicPartition, partition_name
+from kafkasource.read_settings import READ_PATHS
 from kafkasource.subscription import Assign, Subscribe, SubscribePattern, Subscription
 
 log = logging.getLogger(__name__)

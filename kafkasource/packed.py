@@ -1,46 +1,115 @@
-"""Executor side: read several small ranges (one Spark task, packRecordsPerTask) with one consumer at once.
+"""Executor side: read one Spark task's offset ranges with one pooled consumer, into Arrow record batches.
 
-All the task's partitions are assigned together, so one fetch round brings records of many of them:
-on a wide topic of thin ranges, reading them one after another would wait out a fetch round trip per
-partition. Each range keeps its own position, data-loss handling and errors (those of fetch.py's range
-reader); a range that reaches its end is paused, so the consumer stops fetching past it.
+A task reads one range, or several small ones packed together (packRecordsPerTask): the consumer is assigned
+all of them at once, so one fetch round brings records of many partitions instead of a round trip each, and
+a range that reaches its end is paused so the consumer stops fetching past it. Only the hot loop differs
+between the read paths (fetch.MessageRows, native.NativeRows); TaskReader decides for both what an error
+event means, where each range's position is, when a range is done and when the task has stalled.
 """
 
 from __future__ import annotations
 
+import logging
 import time
-from itertools import groupby
 from typing import Iterator
 
-from confluent_kafka import Consumer, Message
+from confluent_kafka import Consumer, KafkaError
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 
-from kafkasource.errors import KafkaSourceError
-from kafkasource.fetch import (CONSUME_CHUNK, POOL, ConsumerPool, FetchConfig, PendingMessages, RangeReader,
-                               collector_paused, pooled, read_range)
-from kafkasource.partitions import TopicPartition
+from kafkasource import read_settings
+from kafkasource.dataloss import report_data_loss
+from kafkasource.errors import AccessError, KafkaSourceError
+from kafkasource.fetch import POOL, ConsumerPool, FetchConfig, MessageRows, pooled
+from kafkasource.native import NativeConsumer, NativeRows
+from kafkasource.partitions import TopicPartition, partition_name
 from kafkasource.ranges import OffsetRange
+
+log = logging.getLogger(__name__)
+
+GONE = {KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_PARTITION, KafkaError._UNKNOWN_TOPIC}
+STALLED_NAMED = 5  # partitions a stall error names, so that a wide task's error stays readable
 
 
 def read_ranges(ranges: tuple[OffsetRange, ...], config: FetchConfig, pool: ConsumerPool = POOL) -> Iterator:
-    """The record batches of one Spark task: one range, or several read together by one consumer."""
-    if len(ranges) == 1:
-        return read_range(ranges[0], config, pool)
-    # the native consumer reads one range at a time: several partitions at once go through confluent-kafka
-    return pooled(lambda consumer: PackedReader(consumer, ranges, config).batches(), config, pool, native_ok=False)
+    """Yield pyarrow.RecordBatch objects holding exactly the records of each range's [start, until) that exist."""
+    # the native consumer reads one range at a time: several at once go through confluent-kafka
+    return pooled(lambda consumer: TaskReader(consumer, ranges, config).batches(), config, pool,
+                  native_ok=len(ranges) == 1)
 
 
-class PackedReader:
-    def __init__(self, consumer: Consumer, ranges: tuple[OffsetRange, ...], config: FetchConfig):
+class RangeState:
+    """One range's read position, and what an error event about its partition does to it."""
+
+    def __init__(self, consumer: Consumer | NativeConsumer, offset_range: OffsetRange, config: FetchConfig):
+        self.consumer = consumer
+        self.range = offset_range
+        self.config = config
+        self.name = partition_name(offset_range.topic, offset_range.partition)
+        self.position = offset_range.start
+        self.moved = False  # an error event set the position: the consumer must be assigned there again
+
+    @property
+    def done(self) -> bool:
+        return self.position >= self.range.until
+
+    def where(self) -> str:
+        return f"(range {self.range.start}..{self.range.until})"
+
+    def on_error(self, error: KafkaError) -> bool:
+        """Raise, or skip lost records (True: the position moved), or log a transient error (False)."""
+        code = error.code()
+        if code == KafkaError._AUTO_OFFSET_RESET or code == KafkaError.OFFSET_OUT_OF_RANGE:
+            self._out_of_range()
+            return True
+        if code in GONE:
+            self._data_loss(f"{self.name} no longer exists ({error.str()}); records {self.position}.."
+                            f"{self.range.until - 1} ({_count(self.range.until - self.position)}) cannot be read",
+                            skip_to=self.range.until)
+            return True
+        if code == KafkaError.TOPIC_AUTHORIZATION_FAILED:
+            raise AccessError(f"not authorized to read topic {self.range.topic} ({error.str()}): the principal this "
+                              f"query authenticates as needs the READ permission on topic {self.range.topic} "
+                              f"(kafka-acls --add --allow-principal User:<name> --operation Read "
+                              f"--topic {self.range.topic})")
+        if error.fatal():
+            raise KafkaSourceError(f"reading {self.name} failed: {error.str()}")
+        log.warning("reading %s: %s (retrying)", self.name, error.str())  # librdkafka retries transient errors
+        return False
+
+    def _out_of_range(self) -> None:
+        low, high = self.consumer.get_watermark_offsets(
+            KafkaTopicPartition(self.range.topic, self.range.partition), timeout=self.config.poll_timeout_ms / 1000)
+        if self.position < low:
+            lost_until = min(low, self.range.until)
+            self._data_loss(f"records {self.position}..{lost_until - 1} of {self.name} are gone "
+                            f"({_count(lost_until - self.position)}): the log now starts at {low} "
+                            "(retention or deleted records)", skip_to=low)
+        else:
+            self._data_loss(f"offset {self.position} of {self.name} is beyond the log end {high} (the partition was "
+                            "truncated or recreated)", skip_to=self.range.until)
+
+    def _data_loss(self, what: str, skip_to: int) -> None:
+        report_data_loss(what, self.config.fail_on_data_loss, then="skipping them")
+        self.position = min(skip_to, self.range.until)
+        self.moved = True
+
+
+class TaskReader:
+    """Reads a task's ranges with one consumer, through the read path's rows: `rows.consume()` keeps each
+    range's records below its end and hands error events to `on_error_event`; TaskReader moves the positions,
+    assigns, pauses, hands out batches and gives up when nothing arrives."""
+
+    def __init__(self, consumer: Consumer | NativeConsumer, ranges: tuple[OffsetRange, ...], config: FetchConfig):
         self.consumer = consumer
         self.config = config
-        self.readers = {(r.topic, r.partition): RangeReader(consumer, r, config, shared=True) for r in ranges}
-        self.pending = {key: PendingMessages() for key in self.readers}
+        self.ranges = {(r.topic, r.partition): RangeState(consumer, r, config) for r in ranges}
+        self.active = {key: state for key, state in self.ranges.items() if not state.done}
+        self.rows = NativeRows(self) if isinstance(consumer, NativeConsumer) else MessageRows(self)
+        self.paused: list[KafkaTopicPartition] = []
 
     def batches(self) -> Iterator:
         # librdkafka keeps a partition paused across unassign and assign: resume what this task paused, or the
         # pooled consumer's next task on that partition would wait for records forever
-        self.paused: list[KafkaTopicPartition] = []
         try:
             yield from self._read()
         finally:
@@ -49,83 +118,80 @@ class PackedReader:
 
     def _read(self) -> Iterator:
         timeout_s = self.config.poll_timeout_ms / 1000
-        active = dict(self.readers)
-        self.consumer.assign([KafkaTopicPartition(t, p, r.position) for (t, p), r in active.items()])
+        active = self.active
+        if active:
+            self._assign()
         last_progress = time.monotonic()
         while active:
-            before = {key: r.position for key, r in active.items()}
-            remaining = sum(r.range.until - r.position for r in active.values())
-            with collector_paused():
-                messages = self.consumer.consume(min(CONSUME_CHUNK, remaining), timeout=min(1.0, timeout_s))
-                records, moved = self._route(messages, active)
-            for key, batch in records.items():
-                reader = active[key]
-                if batch[-1].offset() >= reader.range.until:
-                    batch = [m for m in batch if m.offset() < reader.range.until]
-                self.pending[key].add(batch)
-                if key not in moved and batch:
-                    reader.position = max(reader.position, batch[-1].offset() + 1)
-            # the position moves past control records and aborted transactions too, so gaps never stall us
-            steady = [KafkaTopicPartition(t, p) for (t, p) in active if (t, p) not in moved]
-            for tp in self.consumer.position(steady) if steady else []:
-                reader = active[(tp.topic, tp.partition)]
-                reader.position = max(reader.position, tp.offset)
-            yield from self._full_batches()
-            done = [key for key, r in active.items() if r.position >= r.range.until]
+            before = [state.position for state in active.values()]
+            remaining = sum(state.range.until - state.position for state in active.values())
+            after_last = self.rows.consume(min(read_settings.CONSUME_CHUNK, remaining), min(1.0, timeout_s))
+            self._advance(after_last)
+            yield from self.rows.full_batches()
+            done = [key for key, state in active.items() if state.done]
             for key in done:
                 del active[key]
-                yield from self._flush(key)
-            if any(r.moved for r in active.values()):
-                # a range skipped lost records: assign again at every position (exact, since all the records
-                # delivered so far are accounted for); a partition in error cannot be sought
-                self.consumer.assign([KafkaTopicPartition(t, p, r.position) for (t, p), r in active.items()])
-                for r in active.values():
-                    r.moved = False
-            elif done:
-                finished = [KafkaTopicPartition(t, p) for (t, p) in done]
-                self.consumer.pause(finished)
-                self.paused.extend(finished)
-            if done or any(r.position != before[key] for key, r in active.items()):
+                yield from self.rows.flush(key)
+            if any(state.moved for state in active.values()):
+                self._assign()
+            elif done and active:
+                self._pause(done)
+            if done or [state.position for state in active.values()] != before:
                 last_progress = time.monotonic()
             elif time.monotonic() - last_progress > timeout_s:
-                stalled = ", ".join(f"{r.name} at {r.position} (range {r.range.start}..{r.range.until})"
-                                    for r in list(active.values())[:5])
-                raise KafkaSourceError(
-                    f"reading {len(active)} partitions stalled: {stalled}: nothing arrived within "
-                    f"{self.config.poll_timeout_ms} ms (kafkaConsumer.pollTimeoutMs). Check that the brokers are "
-                    "reachable from the executors")
+                raise stall_error(list(active.values()), self.config.poll_timeout_ms)
 
-    def _route(self, messages: list, active: dict[TopicPartition, RangeReader]) -> tuple[dict[TopicPartition, list], set[TopicPartition]]:
-        """The chunk's records by partition, and the partitions whose position an error event moved (their
-        records after the event are dropped: they are read again, or were skipped, from the new position)."""
-        if not any(map(Message.error, messages)):
-            grouped = groupby(messages, key=lambda m: (m.topic(), m.partition()))
-            records: dict[TopicPartition, list] = {}
-            for key, group in grouped:
-                if key in active:
-                    records.setdefault(key, []).extend(group)
-            return records, set()
-        records, moved = {}, set()
-        for message in messages:
-            error = message.error()
-            if error is None:
-                key = (message.topic(), message.partition())
-                if key in active and key not in moved:
-                    records.setdefault(key, []).append(message)
-                continue
-            # about one partition, a whole topic (partition -1), or the client (no topic: told once)
-            concerned = [key for key in active if message.topic() in (None, key[0])
-                         and message.partition() in (None, -1, key[1])]
-            for key in concerned[:1] if message.topic() is None else concerned:
-                if key not in moved and active[key].on_error(error):
-                    moved.add(key)
-        return records, moved
+    def on_error_event(self, topic: str | None, partition: int | None, error: KafkaError) -> bool:
+        """Hand an error event to the ranges it concerns; whether it moved the position of one."""
+        moved = False
+        for state in self.concerned(topic, partition):
+            if not state.moved and state.on_error(error):
+                moved = True
+        return moved
 
-    def _full_batches(self) -> Iterator:
-        for key, pending in self.pending.items():
-            if pending.full():
-                yield from self._flush(key)
+    def concerned(self, topic: str | None, partition: int | None) -> list[RangeState]:
+        """The ranges still being read that an error event is about: one partition's, a whole topic's
+        (partition -1 or none), or the client's (no topic: told once, to the first range). Events about other
+        partitions are late news for a pooled consumer."""
+        ranges = [state for state in self.active.values() if topic in (None, state.range.topic)
+                  and partition in (None, -1, state.range.partition)]
+        return ranges[:1] if topic is None else ranges
 
-    def _flush(self, key: TopicPartition) -> Iterator:
-        if self.pending[key]:
-            yield self.pending[key].take(key[0], key[1], self.config.include_headers)
+    def _advance(self, after_last: dict[TopicPartition, int]) -> None:
+        """Move each range past the records kept, and to the consumer's position, which also moves past control
+        records and aborted transactions, so gaps never stall a range. A range an error event moved stays where
+        the event put it."""
+        steady = {key: state for key, state in self.active.items() if not state.moved}
+        if not steady:
+            return
+        for tp in self.consumer.position([KafkaTopicPartition(t, p) for t, p in steady]):
+            key = (tp.topic, tp.partition)
+            state = steady[key]
+            state.position = max(state.position, tp.offset, after_last.get(key, -1))
+
+    def _assign(self) -> None:
+        """Assign every range still being read at its position (exact: every record delivered so far is
+        accounted for; a partition in error cannot be sought)."""
+        self.consumer.assign([KafkaTopicPartition(t, p, state.position) for (t, p), state in self.active.items()])
+        for state in self.active.values():
+            state.moved = False
+
+    def _pause(self, done: list[TopicPartition]) -> None:
+        finished = [KafkaTopicPartition(t, p) for t, p in done]
+        self.consumer.pause(finished)
+        self.paused.extend(finished)
+
+
+def stall_error(stalled: list[RangeState], poll_timeout_ms: int) -> KafkaSourceError:
+    """The error of a task whose ranges saw no progress within kafkaConsumer.pollTimeoutMs."""
+    if len(stalled) == 1:
+        what = f"{stalled[0].name} stalled at offset {stalled[0].position} {stalled[0].where()}"
+    else:
+        named = ", ".join(f"{state.name} at {state.position} {state.where()}" for state in stalled[:STALLED_NAMED])
+        what = f"{len(stalled)} partitions stalled: {named}"
+    return KafkaSourceError(f"reading {what}: nothing arrived within {poll_timeout_ms} ms "
+                            "(kafkaConsumer.pollTimeoutMs). Check that the brokers are reachable from the executors")
+
+
+def _count(records: int) -> str:
+    return f"{records} record{'' if records == 1 else 's'}"

@@ -9,11 +9,11 @@ import pyarrow as pa
 import pytest
 
 from kafkasource.arrow import arrow_schema
-from kafkasource import fetch, native
+from kafkasource import native, read_settings
 from kafkasource.errors import DataLossError, KafkaSourceError
-from kafkasource.fetch import ConsumerPool, FetchConfig, read_range
+from kafkasource.fetch import ConsumerPool, FetchConfig
 from kafkasource.native import NativeConsumer
-from kafkasource.packed import read_ranges
+from kafkasource.packed import RangeState, TaskReader, read_ranges, stall_error
 from kafkasource.ranges import OffsetRange
 from tests.kafka_helpers import Record
 
@@ -24,7 +24,7 @@ def fetch_config(kafka, fail_on_data_loss=True, read_path="python") -> FetchConf
 
 
 def read(offset_range, config, pool) -> pa.Table:
-    return pa.Table.from_batches(list(read_range(offset_range, config, pool)), schema=arrow_schema(False))
+    return pa.Table.from_batches(list(read_ranges((offset_range,), config, pool)), schema=arrow_schema(False))
 
 
 def read_packed(ranges, config, pool) -> pa.Table:
@@ -137,10 +137,11 @@ def test_a_batch_ends_at_the_byte_cap_on_either_path(kafka, topic, read_path, mo
     # large records must not pile up in a worker until BATCH_ROWS: a batch also ends at BATCH_BYTES of values,
     # checked after each consumed chunk (here at most 2 records of 1,000 B)
     kafka.produce(topic, [Record(0, None, bytes([i]) * 1000) for i in range(12)])
-    monkeypatch.setattr(native, "BATCH_BYTES", 3000)
-    monkeypatch.setattr(fetch, "CONSUME_CHUNK", 2)
+    monkeypatch.setattr(read_settings, "BATCH_BYTES", 3000)
+    monkeypatch.setattr(read_settings, "CONSUME_CHUNK", 2)
 
-    batches = list(read_range(OffsetRange(topic, 0, 0, 12), fetch_config(kafka, read_path=read_path), ConsumerPool()))
+    batches = list(read_ranges((OffsetRange(topic, 0, 0, 12),), fetch_config(kafka, read_path=read_path),
+                               ConsumerPool()))
 
     sizes = [batch.num_rows for batch in batches]
     assert sum(sizes) == 12 and len(sizes) >= 3
@@ -201,3 +202,32 @@ def test_partitions_a_packed_task_paused_are_read_again_by_its_pooled_consumer(k
     assert by_partition(first) == {0: [0], 1: list(range(10))}
     assert by_partition(again) == {0: [1, 2], 2: [0, 1]}
     assert by_partition(single) == {1: [5, 6]}
+
+
+UNREACHABLE = FetchConfig({"bootstrap.servers": "127.0.0.1:9"}, False, True, 1000)
+
+
+def test_a_stall_error_names_a_single_range_or_up_to_five_ranges_of_a_packed_task():
+    ranges = [RangeState(None, OffsetRange("orders", partition, 10, 20), UNREACHABLE) for partition in range(7)]
+    for state in ranges:
+        state.position = 12
+    advice = "nothing arrived within 1000 ms (kafkaConsumer.pollTimeoutMs). Check that the brokers are reachable " \
+             "from the executors"
+
+    assert str(stall_error(ranges[:1], 1000)) == f"reading orders-0 stalled at offset 12 (range 10..20): {advice}"
+    assert str(stall_error(ranges, 1000)) == (
+        "reading 7 partitions stalled: orders-0 at 12 (range 10..20), orders-1 at 12 (range 10..20), orders-2 at 12 "
+        f"(range 10..20), orders-3 at 12 (range 10..20), orders-4 at 12 (range 10..20): {advice}")
+
+
+def test_an_error_event_concerns_its_partition_its_whole_topic_or_once_the_client_and_only_ranges_being_read():
+    reader = TaskReader(None, (OffsetRange("a", 0, 0, 5), OffsetRange("a", 1, 0, 5), OffsetRange("b", 0, 0, 5),
+                               OffsetRange("b", 1, 5, 5)), UNREACHABLE)  # b-1: empty, done before it starts
+
+    def concerned(topic, partition):
+        return [state.name for state in reader.concerned(topic, partition)]
+
+    assert concerned("a", 1) == ["a-1"]
+    assert concerned("a", -1) == concerned("a", None) == ["a-0", "a-1"]
+    assert concerned(None, None) == ["a-0"]
+    assert concerned("b", 1) == concerned("c", 0) == []
