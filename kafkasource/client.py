@@ -15,6 +15,7 @@ from confluent_kafka import OFFSET_INVALID, Consumer, IsolationLevel, KafkaError
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
+from kafkasource.commit_metadata import committed_topic_id
 from kafkasource.errors import AccessError, BrokerUnavailableError, KafkaSourceError
 from kafkasource.partitions import Positions, TopicPartition, describe
 from kafkasource.shutdown import close_within
@@ -198,6 +199,18 @@ class KafkaClient:
 
     def committed(self, partitions: list[TopicPartition]) -> dict[TopicPartition, int | None]:
         """The group's committed offsets (OffsetFetch); None where the group has none."""
+        return {(tp.topic, tp.partition): (tp.offset if tp.offset >= 0 else None) for tp in self._offset_fetch(partitions)}
+
+    def committed_topic_ids(self, partitions: list[TopicPartition]) -> dict[str, str]:
+        """Per topic, the id our group's last commits were made against (from their metadata), where known."""
+        found = {}
+        for tp in self._offset_fetch(partitions):
+            topic_id = committed_topic_id(tp.metadata) if tp.offset >= 0 else None
+            if topic_id is not None:
+                found[tp.topic] = topic_id
+        return found
+
+    def _offset_fetch(self, partitions: list[TopicPartition]) -> list[KafkaTopicPartition]:
         deadline = time.monotonic() + self._timeout_s
         while True:
             try:
@@ -210,4 +223,4 @@ class KafkaClient:
                     time.sleep(0.2)
                     continue
                 raise self._fail(f"fetch the committed offsets of group {self.options.group_id}", exc) from None
-        return {(tp.topic, tp.partition): (tp.offset if tp.offset >= 0 else None) for tp in result}
+        return result

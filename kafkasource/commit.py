@@ -10,19 +10,19 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Callable
+from typing import Callable, Mapping
 
 from confluent_kafka import Consumer, KafkaError, KafkaException
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 
 from kafkasource.client import COORDINATOR_RETRIABLE
+from kafkasource.commit_metadata import commit_metadata
 from kafkasource.errors import CommitError
 from kafkasource.partitions import Positions, TopicPartition, describe, partition_name
 from kafkasource.shutdown import close_within, signal_deferred
 
 log = logging.getLogger(__name__)
 
-COMMIT_METADATA = "kafkasource"
 RETRIABLE = COORDINATOR_RETRIABLE | {KafkaError.REQUEST_TIMED_OUT, KafkaError.NETWORK_EXCEPTION, KafkaError._TIMED_OUT,
                                      KafkaError._TRANSPORT, KafkaError.REBALANCE_IN_PROGRESS}
 GROUP_IN_USE = {KafkaError.UNKNOWN_MEMBER_ID, KafkaError.ILLEGAL_GENERATION,
@@ -46,11 +46,12 @@ class OffsetCommitter:
     """Commits positions for one query. `consumer_factory(on_commit)` makes the group's client."""
 
     def __init__(self, group_id: str, mode: str, timeout_ms: int,
-                 consumer_factory: Callable[[Callable], Consumer]):
+                 consumer_factory: Callable[[Callable], Consumer], topic_ids: Mapping[str, str] | None = None):
         self.group_id = group_id
         self.mode = mode
         self.timeout_s = timeout_ms / 1000
         self._factory = consumer_factory
+        self.topic_ids = topic_ids if topic_ids is not None else {}  # topic -> id, for each commit's metadata
         self._consumer: Consumer | None = None
         self._sent: Positions = {}  # newest positions handed to the broker, per partition
         self._in_flight: Positions | None = None  # async: the one commit awaiting its answer
@@ -149,7 +150,7 @@ class OffsetCommitter:
 
     def _try_commit_sync(self, positions: Positions) -> KafkaError | None:
         try:
-            result = self.consumer.commit(offsets=_to_kafka(positions), asynchronous=False)
+            result = self.consumer.commit(offsets=_to_kafka(positions, self.topic_ids), asynchronous=False)
         except KafkaException as exc:
             return exc.args[0]
         errors = [tp.error for tp in result or [] if tp.error is not None]
@@ -163,7 +164,7 @@ class OffsetCommitter:
         with signal_deferred():  # in flight means handed to the client
             self._in_flight, self._queued = self._queued, None
             try:
-                self.consumer.commit(offsets=_to_kafka(self._in_flight), asynchronous=True)
+                self.consumer.commit(offsets=_to_kafka(self._in_flight, self.topic_ids), asynchronous=True)
             except KafkaException as exc:
                 self._on_commit(exc.args[0], None)
 
@@ -198,8 +199,9 @@ class OffsetCommitter:
         log.warning("async %s (%d failed so far)", explain(self.group_id, positions, error), self.failed_async_commits)
 
 
-def _to_kafka(positions: Positions) -> list[KafkaTopicPartition]:
-    return [KafkaTopicPartition(t, p, o, metadata=COMMIT_METADATA) for (t, p), o in sorted(positions.items())]
+def _to_kafka(positions: Positions, topic_ids: Mapping[str, str]) -> list[KafkaTopicPartition]:
+    return [KafkaTopicPartition(t, p, o, metadata=commit_metadata(topic_ids.get(t)))
+            for (t, p), o in sorted(positions.items())]
 
 
 def _show(positions: Positions) -> str:

@@ -25,7 +25,7 @@ from pyspark.sql.streaming.datasource import (ReadAllAvailable, ReadLimit, ReadM
 from kafkasource.client import KafkaClient
 from kafkasource.commit import OffsetCommitter
 from kafkasource.dataloss import report_data_loss
-from kafkasource.offsets import OffsetLookup, from_json_dict, to_json_dict
+from kafkasource.offsets import Committed, OffsetLookup, from_json_dict, to_json_dict
 from kafkasource.partitions import Positions, TopicPartition, describe, partition_name
 from kafkasource.options import SourceOptions
 from kafkasource.packed import read_ranges
@@ -42,6 +42,8 @@ class Cluster(OffsetLookup, Protocol):
     def topics(self) -> dict[str, int]: ...
 
     def topic_ids(self, topics: list[str]) -> dict[str, str]: ...
+
+    def committed_topic_ids(self, partitions: list[TopicPartition]) -> dict[str, str]: ...
 
     def close(self) -> None: ...
 
@@ -74,6 +76,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._latest_seen: Positions | None = None
         self._known: set[TopicPartition] = set()
         self._topic_ids: dict[str, str] = {}  # as the last look found them: a new id is a recreated topic
+        self._ids_known = False  # whether this process has looked: before, the group's commits tell the ids
         self._superseded: Positions = {}  # positions in logs since replaced: never to be committed
         self._last_batch_at = clock()
         self._stopped = False
@@ -99,14 +102,17 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             asynchronous = self.options.commit_mode == "async"
             self._committer = OffsetCommitter(
                 self.options.group_id, self.options.commit_mode, self.options.commit_timeout_ms,
-                lambda on_commit: self.client.new_group_consumer(**({"on_commit": on_commit} if asynchronous else {})))
+                lambda on_commit: self.client.new_group_consumer(**({"on_commit": on_commit} if asynchronous else {})),
+                topic_ids=self._topic_ids)
         return self._committer
 
     # -- the DataSourceStreamReader protocol --------------------------------------------------------
     def initialOffset(self) -> dict:
         current = self._current_partitions()
-        self._topic_ids = self.client.topic_ids(sorted({t for t, _ in current}))
         positions = self.options.starting.resolve(current, self.client)
+        if not isinstance(self.options.starting, Committed):
+            self._ids_known = True  # positions found now: what the group's commits were made against does not matter
+        positions = self._restart_recreated_topics(positions, current, {})
         self._initial = positions
         log.info("new query over %s starts at %s (%s)", self.options.subscription.describe(),
                  to_json_dict(positions), self.options.starting)
@@ -198,8 +204,14 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def _restart_recreated_topics(self, base: Positions, current: list[TopicPartition],
                                   seen_before: Positions) -> Positions:
         """A topic whose id changed since the last look was deleted and created again, even if its new log already
-        reaches past the query's place: data loss; with failOnDataLoss=false, the new log is read from its start."""
+        reaches past the query's place: data loss; with failOnDataLoss=false, the new log is read from its start.
+        A process's first look compares with the ids the group's last commits carry: a query restarted from its
+        checkpoint, or started from the group's offsets, learns so of a topic recreated while it was not running."""
         ids = self.client.topic_ids(sorted({t for t, _ in current}))
+        if not self._ids_known:
+            self._ids_known = True
+            if self.options.group_id:
+                self._topic_ids.update(self.client.committed_topic_ids(sorted(base)))
         recreated = {t: (self._topic_ids[t], i) for t, i in ids.items() if self._topic_ids.get(t, i) != i}
         self._topic_ids.update(ids)
         replaced = [tp for tp in base if tp[0] in recreated]
