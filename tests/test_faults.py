@@ -83,6 +83,7 @@ def test_broker_restart_shorter_than_poll_timeout_is_survived(spark, own_broker,
                         query, timeout=60)
         assert query.isActive and query.exception() is None
 
+    assert outage < 90, f"the broker was down {outage:.1f} s: not shorter than kafkaConsumer.pollTimeoutMs"
     assert positions(rows) == produced_positions(before + after)  # each record once: 0 lost, 0 duplicated
     report(capsys, f"broker restart: down {outage:.1f} s with kafkaConsumer.pollTimeoutMs=90000: query kept "
                    f"running; 40 records produced, 0 lost, 0 duplicated; committed = log end")
@@ -116,6 +117,8 @@ def test_broker_outage_longer_than_poll_timeout_fails_naming_brokers_then_resume
         await_rows(second, 10, query)
 
     assert sorted(positions(first.rows) + positions(second.rows)) == produced_positions(before + after)
+    # three times the pollTimeoutMs of 8 s: slack for a busy machine, far below the 120 s the await allows
+    assert failed_after < 3 * 8, f"failing took {failed_after:.1f} s with kafkaConsumer.pollTimeoutMs=8000"
     report(capsys, f"broker outage past kafkaConsumer.pollTimeoutMs=8000: query failed after {failed_after:.1f} s "
                    "naming the brokers; restarted from its checkpoint: 20 records produced, 0 lost, 0 duplicated")
 
@@ -276,6 +279,9 @@ def test_offsets_are_asked_again_when_a_partition_leader_dies(cluster, capsys):
         client.close()
         cluster.restart(victim)
     assert ends == {(topic, 0): 10, (topic, 1): 10}
+    # three times what README's "What we test" reports, and far below the 120 s a request left to its whole
+    # timeout takes: the short attempts (1, 2, 4 s ...) reach the new leader within a few of them
+    assert took < 23, f"the log ends took {took:.1f} s after the leader was killed"
     report(capsys, f"latest offsets listed right after the partition leader (node {victim}) was killed: the exact "
                    f"log ends after {took:.1f} s (kafkaConsumer.pollTimeoutMs 120 s)")
 

@@ -445,25 +445,37 @@ def test_bad_number_rejected_by_librdkafka():
 
 # --- secrets ------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("bad", [{"kafka.no.such.setting": "x"}, {"kafka.security.protocol": "bogus"},
-                                 {"maxOffsetsPerTrigger": "0"}, {"startingOffsets": "soonest"},
-                                 {"kafka.sasl.jaas.config": "x"}, {"commitMode": "sync"}])
-def test_secret_is_not_shown_when_another_option_is_bad(bad):
-    message = error_of({"kafka.sasl.username": "alice", "kafka.sasl.password": "hunter2",
-                        "kafka.sasl.mechanism": "PLAIN", **bad})
-    assert "hunter2" not in message
-
-
-@pytest.mark.parametrize("options, named", [
-    # an unknown setting whose name says it holds a secret
-    ({"kafka.my.secret.password": "hunter2"}, "librdkafka rejected kafka.my.secret.password: "),
-    # a PEM key librdkafka cannot parse
-    ({"kafka.security.protocol": "ssl", "kafka.ssl.key.pem": "hunter2"}, "librdkafka rejected kafka.ssl.key.pem"),
+@pytest.mark.parametrize("bad, named", [
+    ({"kafka.no.such.setting": "x"}, "librdkafka rejected kafka.no.such.setting: "),
+    ({"kafka.security.protocol": "bogus"}, "librdkafka rejected kafka.security.protocol='bogus': "),
+    ({"maxOffsetsPerTrigger": "0"}, "option maxOffsetsPerTrigger must be a positive number, got 0"),
+    ({"startingOffsets": "soonest"}, "got 'soonest'"),
+    ({"kafka.sasl.jaas.config": "x"}, "option kafka.sasl.jaas.config is a Java client setting"),
+    ({"commitMode": "sync"}, "commitMode=sync needs kafka.group.id"),
 ])
-def test_invalid_secret_value_is_not_echoed(options, named):
+def test_secret_is_not_shown_when_another_option_is_bad(bad, named):
+    options = {"kafka.sasl.username": "alice", "kafka.sasl.password": "hunter2", "kafka.sasl.mechanism": "PLAIN", **bad}
+    message = error_of(options)
+    assert named in message  # the bad option's own error, values shown where it shows them
+    assert "hunter2" not in message
+    # nothing of the password is in it, not even transformed: another password gives the same message
+    assert error_of({**options, "kafka.sasl.password": "correct-horse"}) == message
+
+
+@pytest.mark.parametrize("options, named, shown", [
+    # an unknown setting whose name says it holds a secret; a known setting that is none shows a value it rejects
+    ({"kafka.my.secret.password": "hunter2"}, "librdkafka rejected kafka.my.secret.password: ",
+     {"kafka.fetch.min.bytes": "hunter2"}),
+    # a PEM key librdkafka cannot parse; a certificate (no secret) it cannot parse is shown
+    ({"kafka.security.protocol": "ssl", "kafka.ssl.key.pem": "hunter2"}, "librdkafka rejected kafka.ssl.key.pem",
+     {"kafka.security.protocol": "ssl", "kafka.ssl.certificate.pem": "hunter2"}),
+])
+def test_invalid_secret_value_is_not_echoed(options, named, shown):
     message = error_of(options)
     assert named in message
     assert "hunter2" not in message
+    # the same search finds the same value in the same kind of error when the setting holds no secret
+    assert "='hunter2': " in error_of(shown)
 
 
 @pytest.mark.parametrize("name", ["sasl.password", "ssl.key.password", "ssl.keystore.password", "ssl.key.pem",

@@ -16,6 +16,7 @@ import secrets
 import tempfile
 from pathlib import Path
 
+import pyarrow.parquet as pq
 import pytest
 from confluent_kafka import Consumer, Producer
 from confluent_kafka import TopicPartition as KafkaTopicPartition
@@ -93,7 +94,18 @@ def run_to_end(spark, checkpoint: Path, options: dict[str, str]):
 
 
 def files_under(directory: Path) -> dict[Path, bytes]:
-    return {path: path.read_bytes() for path in directory.rglob("*") if path.is_file()}
+    """Every file's bytes; a Parquet file's decoded rows follow its bytes, as its pages are compressed (snappy)."""
+    contents = {}
+    for path in directory.rglob("*"):
+        if path.is_file():
+            decoded = str(pq.read_table(path).to_pylist()).encode() if path.suffix == ".parquet" else b""
+            contents[path] = path.read_bytes() + decoded
+    return contents
+
+
+def holding(text: str, contents: dict) -> set:
+    """The keys of `contents` whose bytes hold `text`."""
+    return {where for where, content in contents.items() if text.encode() in content}
 
 
 def test_right_credentials_read_and_commit_and_the_password_shows_nowhere(spark, sasl, tmp_path, capsys):
@@ -113,12 +125,14 @@ def test_right_credentials_read_and_commit_and_the_password_shows_nowhere(spark,
     assert rows(collector) == sorted(expected)
     assert committed(sasl, group, topic, 2) == {0: 10, 1: 10}
     assert plan.count("== Physical Plan ==") == 2 and "kafkasource" in plan, plan
+    assert "kafka.sasl.username=alice" in plan  # the plan shows the source's options: the password's place
     progress = "\n".join(p.json for p in query.recentProgress)
     assert topic in progress
     for where, text in [("the query plan", plan), ("the query progress", progress)]:
         assert PASSWORDS["alice"] not in text, where
-    for path, content in files_under(tmp_path / "ck").items():
-        assert PASSWORDS["alice"].encode() not in content, path
+    checkpoint = files_under(tmp_path / "ck")
+    assert tmp_path / "ck" / "offsets" / "0" in holding(topic, checkpoint)  # the search finds what is there
+    assert holding(PASSWORDS["alice"], checkpoint) == set()
 
 
 def test_without_a_group_id_every_record_is_read_although_the_executor_group_is_denied(spark, sasl, tmp_path):
@@ -145,7 +159,8 @@ def ingest_config(sasl, tmp_path: Path, topic: str, group: str) -> Path:
 
 def test_wrong_password_fails_naming_the_mechanism_and_brokers_and_no_log_holds_a_password(sasl, tmp_path):
     """The ingest job under spark-submit, once with the right password and once with a wrong one, with Spark's
-    event log on: the password is in neither run's driver and executor output, event log, checkpoint or sink."""
+    event log on: the password is in neither run's driver and executor output, event log, checkpoint or sink,
+    where the same search finds a marker conf, the topic and the broker address."""
     topic, group = f"secure-job-{secrets.token_hex(4)}", f"secure-job-group-{secrets.token_hex(4)}"
     topic_with_records(sasl, topic)
     sasl.grant("alice", "TOPIC", topic, "READ")
@@ -153,7 +168,10 @@ def test_wrong_password_fails_naming_the_mechanism_and_brokers_and_no_log_holds_
     config = ingest_config(sasl, tmp_path, topic, group)
     events = tmp_path / "events"
     events.mkdir()
-    event_log = ("--conf", "spark.eventLog.enabled=true", "--conf", f"spark.eventLog.dir=file://{events}")
+    marker = f"marker-{secrets.token_hex(10)}"
+    # plain JSON lines: Spark compresses event logs (zstd) by default, and no byte search finds a string in those
+    event_log = ("--conf", "spark.eventLog.enabled=true", "--conf", f"spark.eventLog.dir=file://{events}",
+                 "--conf", "spark.eventLog.compress=false", "--conf", f"spark.kafkasource.marker={marker}")
 
     right = run_job("ingest", "--config", str(config), extra=event_log, env={"KAFKA_SASL_PASSWORD": PASSWORDS["alice"]})
     assert right.returncode == 0, right.stdout[-3000:] + right.stderr[-3000:]
@@ -168,11 +186,18 @@ def test_wrong_password_fails_naming_the_mechanism_and_brokers_and_no_log_holds_
     assert "Check kafka.sasl.username and kafka.sasl.password" in output
 
     logs = {"right run output": (right.stdout + right.stderr).encode(), "wrong run output": output.encode()}
-    assert len(list(events.glob("eventlog_v2_*"))) == 2, "one event log per run"
     for directory in (events, tmp_path / "ck", tmp_path / "out"):
-        logs.update({str(path): content for path, content in files_under(directory).items()})
+        logs.update(files_under(directory))
+    event_logs = set(events.glob("eventlog_v2_*/events_*"))
+    assert len(event_logs) == 2, "one event log per run"
+    # the search finds what is known to be there, in every kind of place it searches
+    assert event_logs <= holding(marker, logs)
+    sink_files = set((tmp_path / "out").rglob("*.parquet"))
+    assert len(sink_files) == 2 and {"right run output", tmp_path / "ck" / "offsets" / "0", *sink_files} <= holding(
+        topic, logs)
+    assert "wrong run output" in holding(sasl.bootstrap_servers, logs)
     for password in (PASSWORDS["alice"], WRONG_PASSWORD):
-        assert [where for where, content in logs.items() if password.encode() in content] == []
+        assert holding(password, logs) == set()
 
 
 def test_a_principal_without_read_on_the_topic_is_told_so(spark, sasl, tmp_path):

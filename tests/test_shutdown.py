@@ -6,16 +6,27 @@ import json
 import logging
 import os
 import signal
+import socket
 import subprocess
 import sys
+import tempfile
 import textwrap
 import threading
 import time
 from pathlib import Path
 
+from confluent_kafka import KafkaException
+from pyspark.serializers import SpecialLengths, UTF8Deserializer, read_int, write_int, write_with_length
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
+from pyspark.sql.pandas.types import from_arrow_schema
+from pyspark.sql.streaming.python_streaming_source_runner import COMMIT_FUNC_ID
+from pyspark.worker_util import pickleSer
 
-from kafkasource.shutdown import DUPLICATE_WINDOW_S, close_within, exit_on_sigterm, in_stream_runner, stopping
+from kafkasource.arrow import arrow_schema
+from kafkasource.client import COORDINATOR_RETRIABLE
+from kafkasource.shutdown import (DUPLICATE_WINDOW_S, RUNNER_MODULE, SIGTERM_EXIT_CODE, close_within,
+                                  exit_on_sigterm, in_stream_runner, stopping)
+from kafkasource.source import KafkaDataSource
 from tests.kafka_helpers import await_condition
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -93,17 +104,18 @@ def test_query_stop_reaches_stop_through_sigterm_in_the_runner_process_only(spar
 
 # A stand-in for Spark's runner loop: the reader, a request in progress, `finally: reader.stop()`.
 RUNNER_STAND_IN = textwrap.dedent("""
-    import sys, time
+    import json, sys, time
     from kafkasource.options import parse_options
     from kafkasource.shutdown import exit_on_sigterm
     from kafkasource.stream import KafkaStreamReader
 
-    servers, topic, group = sys.argv[1:4]
+    servers, topic, group, first, second = sys.argv[1:6]
     reader = KafkaStreamReader(parse_options({"kafka.bootstrap.servers": servers, "subscribe": topic,
                                               "kafka.group.id": group, "commitMode": "async"}, streaming=True))
     assert exit_on_sigterm()
     try:
-        reader.commit({topic: {"0": 7, "1": 3}})  # an async commit: sent, its answer not yet awaited
+        reader.commit(json.loads(first))  # an async commit: sent, its answer not yet served
+        reader.commit(json.loads(second))  # queued behind the first: only a later poll() sends it
         print("committed", flush=True)
         time.sleep(120)  # waiting for Spark's next request when SIGTERM comes
     finally:
@@ -112,23 +124,111 @@ RUNNER_STAND_IN = textwrap.dedent("""
         if "--hang-in-stop" in sys.argv:
             time.sleep(120)
 """)
+FIRST_COMMIT, SECOND_COMMIT = {"0": 7, "1": 3}, {"0": 9, "1": 5}  # per partition, as Spark's offset JSON holds them
+
+
+def as_committed(offsets: dict[str, int]) -> dict[int, int]:
+    return {int(partition): offset for partition, offset in offsets.items()}
 
 
 def start_stand_in(kafka, topic, group, *extra):
-    return subprocess.Popen([sys.executable, "-c", RUNNER_STAND_IN, kafka.bootstrap_servers, topic, group, *extra],
-                            cwd=REPO_ROOT, stdout=subprocess.PIPE, text=True)
+    commits = [json.dumps({topic: offsets}) for offsets in (FIRST_COMMIT, SECOND_COMMIT)]
+    return subprocess.Popen([sys.executable, "-c", RUNNER_STAND_IN, kafka.bootstrap_servers, topic, group, *commits,
+                             *extra], cwd=REPO_ROOT, stdout=subprocess.PIPE, text=True)
 
 
-def test_sigterm_flushes_pending_async_commits_then_exits(kafka, topic):
+def committed_when_the_coordinator_answers(kafka, group: str, topic: str) -> dict[int, int] | None:
+    """The group's offsets; None while its coordinator is still loading (a broker that has just started)."""
+    try:
+        return kafka.committed(group, topic, 3)
+    except KafkaException as exc:
+        if exc.args[0].code() in COORDINATOR_RETRIABLE:
+            return None
+        raise
+
+
+def only_the_first_commit_landed(kafka, group: str, topic: str) -> None:
+    """The group holds the first of two back-to-back async commits, and still does a second later: the second
+    waits in the committer, which sends it only from a poll(), and nothing polls between Spark's requests."""
+    first = as_committed(FIRST_COMMIT)
+    await_condition("the first async commit on the broker",
+                    lambda: committed_when_the_coordinator_answers(kafka, group, topic) == first, timeout=30)
+    time.sleep(1)  # ample for a sent commit to land on a local broker
+    assert kafka.committed(group, topic, 3) == first
+
+
+def test_sigterm_flushes_the_queued_async_commit_then_exits(kafka, topic):
     group = kafka.unique_name("sigterm-flush")
     child = start_stand_in(kafka, topic, group)
     try:
         assert child.stdout.readline().strip() == "committed"
+        only_the_first_commit_landed(kafka, group, topic)
         child.send_signal(signal.SIGTERM)
         assert child.wait(60) == 128 + signal.SIGTERM
     finally:
         child.kill()
-    assert kafka.committed(group, topic, 3) == {0: 7, 1: 3}
+    assert kafka.committed(group, topic, 3) == as_committed(SECOND_COMMIT)
+
+
+def answer(jvm) -> int:
+    """The runner's int reply; its traceback when it reports an exception instead."""
+    reply = read_int(jvm)
+    if reply == SpecialLengths.PYTHON_EXCEPTION_THROWN:
+        raise AssertionError(f"the runner failed: {UTF8Deserializer().loads(jvm)}")
+    return reply
+
+
+def serve_runner_setup(jvm, spark_files: str, source: KafkaDataSource) -> None:
+    """What Spark's JVM sends a new runner before the first request (python_streaming_source_runner.main)."""
+    write_with_length(("%d.%d" % sys.version_info[:2]).encode(), jvm)  # the driver's Python version
+    write_with_length(spark_files.encode(), jvm)  # the SparkFiles directory
+    write_int(0, jvm)  # no Python includes
+    write_with_length(pickleSer.dumps(source), jvm)
+    write_with_length(from_arrow_schema(arrow_schema(False), prefer_timestamp_ntz=False).json().encode(), jvm)
+    write_int(10_000, jvm)  # spark.sql.execution.arrow.maxRecordsPerBatch's default
+    jvm.flush()
+
+
+def request_commit(jvm, end: dict) -> None:
+    write_int(COMMIT_FUNC_ID, jvm)
+    write_with_length(json.dumps(end).encode(), jvm)
+    jvm.flush()
+    assert answer(jvm) == 0
+
+
+def test_sparks_runner_flushes_the_queued_async_commit_on_sigterm_then_exits_255(kafka, topic):
+    """pyspark's own runner module, started as Spark starts it, with this test serving the JVM's side of the socket:
+    two commit requests, then SIGTERM while the runner waits for the next request."""
+    group = kafka.unique_name("runner-sigterm")
+    source = KafkaDataSource({"kafka.bootstrap.servers": kafka.bootstrap_servers, "subscribe": topic,
+                              "kafka.group.id": group, "commitMode": "async"})
+    env = {name: value for name, value in os.environ.items() if name != "PYTHON_WORKER_FACTORY_SECRET"}
+    # mkdtemp's short path: a Unix socket's path must fit in 108 bytes
+    with tempfile.TemporaryDirectory() as directory, socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as server:
+        path = os.path.join(directory, "jvm.sock")
+        server.bind(path)
+        server.listen(1)
+        server.settimeout(60)
+        runner = subprocess.Popen([sys.executable, "-m", RUNNER_MODULE], cwd=REPO_ROOT,
+                                  env={**env, "PYTHON_WORKER_FACTORY_SOCK_PATH": path})
+        try:
+            connection, _ = server.accept()
+            connection.settimeout(60)
+            with connection, connection.makefile("rwb") as jvm:
+                assert read_int(jvm) == runner.pid  # the runner's first word: its pid
+                serve_runner_setup(jvm, directory, source)
+                assert answer(jvm) == 0  # the stream reader is made
+                request_commit(jvm, {topic: FIRST_COMMIT})
+                request_commit(jvm, {topic: SECOND_COMMIT})
+                only_the_first_commit_landed(kafka, group, topic)
+
+                runner.send_signal(signal.SIGTERM)
+                assert runner.wait(60) == 255  # main()'s sys.exit(-1) after `finally: reader.stop()`
+                assert read_int(jvm) == SpecialLengths.PYTHON_EXCEPTION_THROWN  # what Spark's JVM reads then
+                assert UTF8Deserializer().loads(jvm).rstrip().endswith(f"SystemExit: {SIGTERM_EXIT_CODE}")
+        finally:
+            runner.kill()
+    assert kafka.committed(group, topic, 3) == as_committed(SECOND_COMMIT)
 
 
 def test_a_second_sigterm_is_not_swallowed(kafka, topic):
