@@ -6,7 +6,7 @@ import json
 import threading
 import time
 
-from kafkasource.lag import LagListener, lag_from_progress
+from kafkasource.progress_lag import LagListener, lag_from_progress
 from tests.kafka_helpers import Record, await_condition
 
 

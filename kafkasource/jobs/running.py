@@ -20,7 +20,7 @@ from typing import Callable
 
 from kafkasource.errors import KafkaSourceError
 from kafkasource.jobs.config import ConfigError
-from kafkasource.lag import input_rows, lag_from_progress
+from kafkasource.progress_lag import input_rows, lag_from_progress
 
 log = logging.getLogger("kafkasource.jobs")
 
