@@ -24,7 +24,7 @@ from pyspark.sql.connect.session import SparkSession as ConnectSession
 
 import kafkasource
 from dev import connect as local_connect
-from dev.broker import free_port
+from dev.process import free_port
 from kafkasource.progress_lag import Lag, LagListener, input_rows, lag_from_progress
 from tests.kafka_helpers import Record, await_condition
 

@@ -11,7 +11,7 @@ import time
 import uuid
 
 import pytest
-from dev.broker import free_port
+from dev.process import free_port
 from pyspark.errors import AnalysisException, PySparkException, StreamingQueryException
 
 SECRET = f"s3cr3t-{uuid.uuid4().hex}"  # never to appear in any message
