@@ -25,7 +25,7 @@ from pathlib import Path
 from bench.cpu import stat_fields
 from bench.run import machine, spark_session
 from dev import broker as local_broker
-from kafkasource.lag import input_rows
+from kafkasource.progress_lag import input_rows
 
 SAMPLE_EVERY_S = 15
 PARTITIONS = 4

@@ -15,25 +15,20 @@ from __future__ import annotations
 
 import argparse
 import base64
-import json
-import os
 import shutil
-import signal
 import socket
 import subprocess
 import sys
 import tempfile
-import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+from dev.process import CACHE_DIR, REPO_ROOT, BackgroundProcess, free_port, log_tail, start_status_stop
+
 POM = REPO_ROOT / "dev" / "pom.xml"
 KAFKA_VERSION = "4.3.1"
-CACHE_DIR = REPO_ROOT / ".cache"
 LIBS_DIR = CACHE_DIR / f"kafka-{KAFKA_VERSION}" / "libs"
-STATE_FILE = CACHE_DIR / "broker.json"  # the broker started by hand, for `status` / `stop`
 
 LOG4J2_CONFIG = """\
 status = warn
@@ -57,7 +52,7 @@ class BrokerError(RuntimeError):
     """The local broker could not be fetched, started or stopped."""
 
 
-def _require(tool: str, what_for: str) -> str:
+def require(tool: str, what_for: str) -> str:
     path = shutil.which(tool)
     if path is None:
         raise BrokerError(
@@ -72,7 +67,7 @@ def fetch_jars() -> Path:
     marker = LIBS_DIR / ".complete"
     if marker.exists():
         return LIBS_DIR
-    mvn = _require("mvn", "fetch the Kafka broker jars from Maven Central")
+    mvn = require("mvn", "fetch the Kafka broker jars from Maven Central")
     LIBS_DIR.mkdir(parents=True, exist_ok=True)
     cmd = [mvn, "-q", "-B", "-f", str(POM), "dependency:copy-dependencies",
            f"-DoutputDirectory={LIBS_DIR}", "-DincludeScope=runtime", f"-Dkafka.version={KAFKA_VERSION}"]
@@ -83,14 +78,8 @@ def fetch_jars() -> Path:
     return LIBS_DIR
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _java_command(main_class: str, *args: str, log4j_config: Path | None = None) -> list[str]:
-    java = _require("java", "run the Kafka broker")
+def java_command(main_class: str, *args: str, log4j_config: Path | None = None) -> list[str]:
+    java = require("java", "run the Kafka broker")
     cmd = [java, "-Xmx512m", "-XX:+UseG1GC", "-Djava.awt.headless=true", "-cp", str(fetch_jars() / "*")]
     if log4j_config is not None:
         cmd.append(f"-Dlog4j2.configurationFile={log4j_config}")
@@ -103,7 +92,7 @@ def kafka_tool(main_class: str, *args: str, timeout: float = 120) -> subprocess.
     if not quiet.exists():
         CACHE_DIR.mkdir(parents=True, exist_ok=True)
         quiet.write_text("status = error\nrootLogger.level = error\n")
-    return subprocess.run(_java_command(main_class, *args, log4j_config=quiet),
+    return subprocess.run(java_command(main_class, *args, log4j_config=quiet),
                           capture_output=True, text=True, timeout=timeout)
 
 
@@ -111,7 +100,7 @@ CONSUMER_GROUPS_MAIN = "org.apache.kafka.tools.consumer.group.ConsumerGroupComma
 
 
 @dataclass
-class Broker:
+class Broker(BackgroundProcess):
     """One running broker process and where it keeps its data and log."""
 
     port: int
@@ -135,42 +124,27 @@ class Broker:
             raise BrokerError(f"kafka-consumer-groups {' '.join(args)} failed:\n{result.stdout}{result.stderr}")
         return result.stdout
 
-    def is_running(self) -> bool:
-        if self.process is not None:
-            return self.process.poll() is None
-        try:
-            os.kill(self.pid, 0)
-        except OSError:
-            return False
-        return True
-
     def restart(self, timeout: float = 90) -> None:
         """Start this stopped broker again: same ports, same data, no formatting."""
-        process = _launch(self.data_dir)
+        process = launch(self.data_dir)
         self.pid, self.process = process.pid, process
-        _await_answer(self, timeout)
+        await_answer(self, timeout)
 
-    def stop(self, timeout: float = 30) -> None:
-        """Stop cleanly (SIGTERM: the broker flushes and closes its logs), kill if it hangs."""
-        if self.is_running():
-            os.kill(self.pid, signal.SIGTERM)
-            if not _wait(lambda: not self.is_running(), timeout):
-                os.kill(self.pid, signal.SIGKILL)
-                _wait(lambda: not self.is_running(), 10)
-        if self.process is not None:
-            self.process.wait()
+    # stop() (from BackgroundProcess) sends SIGTERM first: the broker flushes and closes its logs
 
+    def recent_log(self) -> str:
+        return log_tail([self.data_dir / "broker.out", self.log_file], self.data_dir)
 
-def _wait(condition, timeout: float, interval: float = 0.1) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(interval)
-    return condition()
+    def state(self) -> dict:
+        return {"port": self.port, "controller_port": self.controller_port, "data_dir": str(self.data_dir),
+                "pid": self.pid}
+
+    @classmethod
+    def from_state(cls, state: dict) -> Broker:
+        return cls(state["port"], state["controller_port"], Path(state["data_dir"]), state["pid"])
 
 
-def _server_properties(port: int, controller_port: int, data_dir: Path) -> str:
+def server_properties(port: int, controller_port: int, data_dir: Path) -> str:
     return "\n".join([
         "process.roles=broker,controller",
         "node.id=1",
@@ -214,13 +188,13 @@ def _broker_answers(bootstrap: str) -> bool:
         return False
 
 
-def _cluster_id() -> str:
+def cluster_id() -> str:
     """A Kafka cluster id (URL-safe base64 of a UUID). Like Kafka's Uuid.randomUuid, never one starting with
     '-', which the storage tool's argument parser would take for an option."""
     while True:
-        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
-        if not cluster_id.startswith("-"):
-            return cluster_id
+        found = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not found.startswith("-"):
+            return found
 
 
 def start(port: int | None = None, data_dir: Path | None = None, timeout: float = 90) -> Broker:
@@ -228,65 +202,42 @@ def start(port: int | None = None, data_dir: Path | None = None, timeout: float 
     port = port or free_port()
     controller_port = free_port()
     data_dir = Path(data_dir or tempfile.mkdtemp(prefix="kafkasource-broker-"))
-    data_dir.mkdir(parents=True, exist_ok=True)
-    properties = data_dir / "server.properties"
-    properties.write_text(_server_properties(port, controller_port, data_dir))
-    log_file = data_dir / "broker.log"
-    log4j = data_dir / "log4j2.properties"
-    log4j.write_text(LOG4J2_CONFIG.format(log_file=log_file))
-
-    cluster_id = _cluster_id()
-    fmt = subprocess.run(
-        _java_command("kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(properties),
-                      log4j_config=log4j),
-        capture_output=True, text=True)
-    if fmt.returncode != 0:
-        raise BrokerError(f"formatting the broker's storage failed:\n{fmt.stdout}{fmt.stderr}")
-
-    process = _launch(data_dir)
+    format_storage(data_dir, server_properties(port, controller_port, data_dir), cluster_id())
+    process = launch(data_dir)
     broker = Broker(port, controller_port, data_dir, process.pid, process)
-    _await_answer(broker, timeout)
+    await_answer(broker, timeout)
     return broker
 
 
-def _launch(data_dir: Path) -> subprocess.Popen:
+def format_storage(data_dir: Path, properties: str, cluster: str, *format_args: str,
+                   what: str = "the broker's storage") -> None:
+    """Write a node's server.properties and log settings into `data_dir` and format its storage with
+    Kafka's storage tool, which KRaft requires before the first start."""
+    data_dir.mkdir(parents=True, exist_ok=True)
+    (data_dir / "server.properties").write_text(properties)
+    log4j = data_dir / "log4j2.properties"
+    log4j.write_text(LOG4J2_CONFIG.format(log_file=data_dir / "broker.log"))
+    fmt = subprocess.run(java_command("kafka.tools.StorageTool", "format", "-t", cluster, "-c",
+                                      str(data_dir / "server.properties"), *format_args, log4j_config=log4j),
+                         capture_output=True, text=True, timeout=120)
+    if fmt.returncode != 0:
+        raise BrokerError(f"formatting {what} failed:\n{fmt.stdout}{fmt.stderr}")
+
+
+def launch(data_dir: Path) -> subprocess.Popen:
     """Start the broker process over the configuration and storage already in `data_dir`."""
     console = open(data_dir / "broker.out", "ab")
-    process = subprocess.Popen(_java_command("kafka.Kafka", str(data_dir / "server.properties"),
+    process = subprocess.Popen(java_command("kafka.Kafka", str(data_dir / "server.properties"),
                                              log4j_config=data_dir / "log4j2.properties"),
                                stdout=console, stderr=subprocess.STDOUT, start_new_session=True)
     console.close()
     return process
 
 
-def _await_answer(broker: Broker, timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if not broker.is_running():
-            raise BrokerError(f"the Kafka broker exited during start-up.\n{_log_tail(broker.data_dir)}")
-        if _broker_answers(broker.bootstrap_servers):
-            return
-        time.sleep(0.2)
-    broker.stop()
-    raise BrokerError(f"the Kafka broker did not answer on {broker.bootstrap_servers} within {timeout:.0f} s."
-                      f"\n{_log_tail(broker.data_dir)}")
-
-
-def _log_tail(data_dir: Path, lines: int = 40) -> str:
-    parts = []
-    for name in ("broker.out", "broker.log"):
-        path = data_dir / name
-        if path.exists():
-            tail = path.read_text(errors="replace").splitlines()[-lines:]
-            parts.append(f"--- last lines of {path} ---\n" + "\n".join(tail))
-    return "\n".join(parts) or f"(no log written under {data_dir})"
-
-
-def _load_state() -> Broker | None:
-    if not STATE_FILE.exists():
-        return None
-    state = json.loads(STATE_FILE.read_text())
-    return Broker(state["port"], state["controller_port"], Path(state["data_dir"]), state["pid"])
+def await_answer(broker: Broker, timeout: float) -> None:
+    """Wait until the broker answers metadata requests; BrokerError if it exits or stays silent."""
+    broker.await_ready(lambda: _broker_answers(broker.bootstrap_servers), timeout, "the Kafka broker",
+                       broker.bootstrap_servers, broker.recent_log, BrokerError)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -305,31 +256,12 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "fetch":
             print(fetch_jars())
             return 0
-        running = _load_state()
-        if args.command == "start":
-            if running and running.is_running():
-                print(f"already running: {running.bootstrap_servers} (pid {running.pid})")
-                return 0
-            started = time.monotonic()
-            broker = start(port=args.port, data_dir=CACHE_DIR / "broker-data" / str(args.port))
-            STATE_FILE.write_text(json.dumps({"port": broker.port, "controller_port": broker.controller_port,
-                                              "data_dir": str(broker.data_dir), "pid": broker.pid}))
-            print(f"Kafka {KAFKA_VERSION} up on {broker.bootstrap_servers} in {time.monotonic() - started:.1f} s "
-                  f"(pid {broker.pid}, log {broker.log_file})")
-            return 0
-        if running is None or not running.is_running():
-            print("no broker started with `python -m dev.broker start` is running", file=sys.stderr)
-            return 1
-        if args.command == "status":
-            print(running.bootstrap_servers)
-        elif args.command == "stop":
-            running.stop()
-            STATE_FILE.unlink(missing_ok=True)
-            shutil.rmtree(running.data_dir, ignore_errors=True)
-            print("stopped")
-        elif args.command == "groups":
-            print(running.consumer_groups(*rest), end="")
-        return 0
+        return start_status_stop(
+            args.command, "broker", "broker", f"Kafka {KAFKA_VERSION}",
+            start=lambda: start(port=args.port, data_dir=CACHE_DIR / "broker-data" / str(args.port)),
+            load=Broker.from_state, address=lambda broker: broker.bootstrap_servers,
+            stopped=lambda broker: shutil.rmtree(broker.data_dir, ignore_errors=True),
+            commands={"groups": lambda broker: print(broker.consumer_groups(*rest), end="")})
     except BrokerError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

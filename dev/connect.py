@@ -17,21 +17,17 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
-import json
 import os
-import signal
 import socket
 import subprocess
 import sys
 import tempfile
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from dev.broker import CACHE_DIR, REPO_ROOT, free_port
+from dev.process import CACHE_DIR, REPO_ROOT, BackgroundProcess, free_port, log_tail, start_status_stop
 
 SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
-STATE_FILE = CACHE_DIR / "connect.json"  # the server started by hand, for `status` / `stop`
 
 
 class ConnectServerError(RuntimeError):
@@ -49,13 +45,14 @@ def spark_submit() -> Path:
 
 
 @dataclass
-class ConnectServer:
+class ConnectServer(BackgroundProcess):
     """One running Connect server process and where it logs."""
 
     port: int
     pid: int
     log_dir: Path
     process: subprocess.Popen | None = None
+    stops_whole_group = True  # spark-submit, the JVM and its Python workers
 
     @property
     def remote(self) -> str:
@@ -66,41 +63,15 @@ class ConnectServer:
     def log_file(self) -> Path:
         return self.log_dir / "server.log"
 
-    def is_running(self) -> bool:
-        if self.process is not None:
-            return self.process.poll() is None
-        try:
-            os.kill(self.pid, 0)
-        except OSError:
-            return False
-        return True
+    def recent_log(self) -> str:
+        return log_tail([self.log_file], self.log_dir)
 
-    def stop(self, timeout: float = 30) -> None:
-        """SIGTERM to the whole process group (spark-submit, the JVM, its Python workers), SIGKILL if it hangs."""
-        if self.is_running():
-            _signal_group(self.pid, signal.SIGTERM)
-            if not _wait(lambda: not self.is_running(), timeout):
-                _signal_group(self.pid, signal.SIGKILL)
-                _wait(lambda: not self.is_running(), 10)
-        _signal_group(self.pid, signal.SIGKILL)  # Python workers the JVM left behind, if any
-        if self.process is not None:
-            self.process.wait()
+    def state(self) -> dict:
+        return {"port": self.port, "pid": self.pid, "log_dir": str(self.log_dir)}
 
-
-def _signal_group(pid: int, sig: int) -> None:
-    try:
-        os.killpg(pid, sig)  # the server was started in a session of its own: its group id is its pid
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
-def _wait(condition, timeout: float, interval: float = 0.2) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(interval)
-    return condition()
+    @classmethod
+    def from_state(cls, state: dict) -> ConnectServer:
+        return cls(state["port"], state["pid"], Path(state["log_dir"]))
 
 
 def _port_answers(port: int) -> bool:
@@ -157,30 +128,9 @@ def start(port: int | None = None, log_dir: Path | None = None, timeout: float =
         process = subprocess.Popen(server_command(port, conf), stdout=console, stderr=subprocess.STDOUT,
                                    stdin=subprocess.DEVNULL, env=env, cwd=REPO_ROOT, start_new_session=True)
     server = ConnectServer(port, process.pid, log_dir, process)
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if not server.is_running():
-            raise ConnectServerError(f"the Spark Connect server exited during start-up.\n{_log_tail(server)}")
-        if _port_answers(port):
-            return server
-        time.sleep(0.2)
-    server.stop()
-    raise ConnectServerError(f"the Spark Connect server did not answer on 127.0.0.1:{port} within {timeout:.0f} s."
-                             f"\n{_log_tail(server)}")
-
-
-def _log_tail(server: ConnectServer, lines: int = 40) -> str:
-    if not server.log_file.exists():
-        return f"(no log written under {server.log_dir})"
-    tail = server.log_file.read_text(errors="replace").splitlines()[-lines:]
-    return f"--- last lines of {server.log_file} ---\n" + "\n".join(tail)
-
-
-def _load_state() -> ConnectServer | None:
-    if not STATE_FILE.exists():
-        return None
-    state = json.loads(STATE_FILE.read_text())
-    return ConnectServer(state["port"], state["pid"], Path(state["log_dir"]))
+    server.await_ready(lambda: _port_answers(port), timeout, "the Spark Connect server", f"127.0.0.1:{port}",
+                       server.recent_log, ConnectServerError)
+    return server
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -194,28 +144,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     try:
-        running = _load_state()
-        if args.command == "start":
-            if running and running.is_running():
-                print(f"already running: {running.remote} (pid {running.pid})")
-                return 0
-            started = time.monotonic()
-            server = start(port=args.port, log_dir=CACHE_DIR / "connect" / str(args.port))
-            STATE_FILE.write_text(json.dumps({"port": server.port, "pid": server.pid,
-                                              "log_dir": str(server.log_dir)}))
-            print(f"Spark Connect up on {server.remote} in {time.monotonic() - started:.1f} s "
-                  f"(pid {server.pid}, log {server.log_file})")
-            return 0
-        if running is None or not running.is_running():
-            print("no server started with `python -m dev.connect start` is running", file=sys.stderr)
-            return 1
-        if args.command == "status":
-            print(running.remote)
-        elif args.command == "stop":
-            running.stop()
-            STATE_FILE.unlink(missing_ok=True)
-            print("stopped")
-        return 0
+        return start_status_stop(
+            args.command, "connect", "server", "Spark Connect",
+            start=lambda: start(port=args.port, log_dir=CACHE_DIR / "connect" / str(args.port)),
+            load=ConnectServer.from_state, address=lambda server: server.remote)
     except ConnectServerError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

@@ -7,14 +7,13 @@ one node is down. Topics get replication factor 3 and min.insync.replicas 2 by d
 
 from __future__ import annotations
 
-import subprocess
 import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from dev.broker import (LOG4J2_CONFIG, Broker, BrokerError, _await_answer, _cluster_id, _java_command, _launch,
-                        free_port)
+from dev.broker import Broker, await_answer, cluster_id, format_storage, launch
+from dev.process import free_port
 
 
 def _node_properties(node_id: int, ports: list[int], controller_ports: list[int], data_dir: Path) -> str:
@@ -79,28 +78,20 @@ def start_cluster(size: int = 3, timeout: float = 120) -> KafkaCluster:
     ports = [free_port() for _ in range(size)]
     controller_ports = [free_port() for _ in range(size)]
     root = Path(tempfile.mkdtemp(prefix="kafkasource-cluster-"))
-    cluster_id = _cluster_id()
+    cluster = cluster_id()
     processes = []
     try:
         for node_id in range(1, size + 1):
             data_dir = root / f"node{node_id}"
-            data_dir.mkdir()
-            properties = data_dir / "server.properties"
-            properties.write_text(_node_properties(node_id, ports, controller_ports, data_dir))
-            log4j = data_dir / "log4j2.properties"
-            log4j.write_text(LOG4J2_CONFIG.format(log_file=data_dir / "broker.log"))
-            fmt = subprocess.run(_java_command("kafka.tools.StorageTool", "format", "-t", cluster_id,
-                                               "-c", str(properties), log4j_config=log4j),
-                                 capture_output=True, text=True)
-            if fmt.returncode != 0:
-                raise BrokerError(f"formatting node {node_id} failed:\n{fmt.stdout}{fmt.stderr}")
+            format_storage(data_dir, _node_properties(node_id, ports, controller_ports, data_dir), cluster,
+                           what=f"node {node_id}")
         for node_id in range(1, size + 1):  # all at once: each waits for the quorum of the others
             data_dir = root / f"node{node_id}"
-            process = _launch(data_dir)
+            process = launch(data_dir)
             processes.append(Broker(ports[node_id - 1], controller_ports[node_id - 1], data_dir, process.pid, process))
         deadline = time.monotonic() + timeout
         for node in processes:
-            _await_answer(node, max(1.0, deadline - time.monotonic()))
+            await_answer(node, max(1.0, deadline - time.monotonic()))
     except BaseException:
         for node in processes:
             node.stop()

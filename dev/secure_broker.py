@@ -15,12 +15,11 @@ from __future__ import annotations
 import secrets
 import subprocess
 import tempfile
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from dev.broker import (LOG4J2_CONFIG, Broker, BrokerError, _cluster_id, _java_command, _launch, _log_tail,
-                        _require, _server_properties, free_port)
+from dev.broker import Broker, BrokerError, cluster_id, format_storage, launch, require, server_properties
+from dev.process import free_port
 
 MECHANISM = "SCRAM-SHA-512"
 ADMIN = "admin"
@@ -74,17 +73,9 @@ def _jaas(module: str, user: str, password: str, extra: str = "") -> str:
 
 def _start(data_dir: Path, port: int, controller_port: int, overrides: dict[str, str], security: dict[str, str],
            format_args: list[str], admin_password: str = "", timeout: float = 90) -> SecureBroker:
-    data_dir.mkdir(parents=True, exist_ok=True)
-    properties = data_dir / "server.properties"
-    properties.write_text(_properties(_server_properties(port, controller_port, data_dir), overrides))
-    log4j = data_dir / "log4j2.properties"
-    log4j.write_text(LOG4J2_CONFIG.format(log_file=data_dir / "broker.log"))
-    fmt = subprocess.run(_java_command("kafka.tools.StorageTool", "format", "-t", _cluster_id(), "-c",
-                                       str(properties), *format_args, log4j_config=log4j),
-                         capture_output=True, text=True, timeout=120)
-    if fmt.returncode != 0:
-        raise BrokerError(f"formatting the broker's storage failed:\n{fmt.stdout}{fmt.stderr}")
-    process = _launch(data_dir)
+    format_storage(data_dir, _properties(server_properties(port, controller_port, data_dir), overrides), cluster_id(),
+                   *format_args)
+    process = launch(data_dir)
     secure = SecureBroker(Broker(port, controller_port, data_dir, process.pid, process), security, admin_password)
     _await_secure(secure, timeout)
     return secure
@@ -94,19 +85,15 @@ def _await_secure(secure: SecureBroker, timeout: float) -> None:
     """Wait until the broker answers a metadata request from the admin, over the secured listener."""
     from confluent_kafka.admin import AdminClient
 
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if not secure.broker.is_running():
-            raise BrokerError(f"the secured broker exited during start-up.\n{_log_tail(secure.broker.data_dir)}")
+    def answers() -> bool:
         admin = AdminClient({**secure.client_config(), "log_level": 2})
         try:
-            if admin.list_topics(timeout=2).brokers:
-                return
+            return bool(admin.list_topics(timeout=2).brokers)
         except Exception:  # not up yet (or still loading the users from the metadata log)
-            time.sleep(0.5)
-    secure.stop()
-    raise BrokerError(f"the secured broker did not answer on {secure.bootstrap_servers} within {timeout:.0f} s."
-                      f"\n{_log_tail(secure.broker.data_dir)}")
+            return False
+
+    secure.broker.await_ready(answers, timeout, "the secured broker", secure.bootstrap_servers,
+                              secure.broker.recent_log, BrokerError, interval=0.5)
 
 
 def start_sasl(users: dict[str, str], timeout: float = 90) -> SecureBroker:
@@ -154,7 +141,7 @@ def _run(*cmd: str) -> None:
 
 def make_ca(directory: Path, name: str) -> tuple[Path, Path]:
     """A self-signed CA: (certificate PEM, key PEM)."""
-    openssl = _require("openssl", "make test certificates")
+    openssl = require("openssl", "make test certificates")
     directory.mkdir(parents=True, exist_ok=True)
     cert, key = directory / f"{name}.pem", directory / f"{name}.key"
     _run(openssl, "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", f"/CN={name}",
@@ -164,8 +151,8 @@ def make_ca(directory: Path, name: str) -> tuple[Path, Path]:
 
 def make_certificates(directory: Path) -> Certificates:
     """A CA, and a broker certificate for 127.0.0.1 (subjectAltName, which clients verify) signed by it."""
-    openssl = _require("openssl", "make test certificates")
-    keytool = _require("keytool", "make the broker's truststore")
+    openssl = require("openssl", "make test certificates")
+    keytool = require("keytool", "make the broker's truststore")
     ca_pem, ca_key = make_ca(directory, "test-ca")
     password = secrets.token_hex(8)
     key, csr, cert = directory / "broker.key", directory / "broker.csr", directory / "broker.pem"

@@ -17,6 +17,15 @@ from tests.kafka_helpers import KafkaHarness
 log = logging.getLogger(__name__)
 
 
+@pytest.hookimpl(tryfirst=True)  # before `-m` deselects by marker
+def pytest_collection_modifyitems(items) -> None:
+    """Every test using the `spark` fixture carries the spark marker, so `-m "not spark"` leaves out what starts
+    Spark; tests that start it another way (spark-submit, a Connect server, a cluster) are marked in their modules."""
+    for item in items:
+        if "spark" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.spark)
+
+
 @pytest.fixture(scope="session")
 def kafka_broker(request):
     started = time.monotonic()

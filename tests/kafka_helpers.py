@@ -27,6 +27,14 @@ def await_condition(what: str, condition: Callable[[], object], query=None, time
         time.sleep(0.1)
 
 
+def described_group(broker, group: str) -> list[tuple[int, int, int, int]]:
+    """(partition, current offset, log end, lag) of each partition as Kafka's own kafka-consumer-groups
+    --describe prints them for the group, on a dev.broker Broker."""
+    out = broker.consumer_groups("--describe", "--group", group)
+    # GROUP TOPIC PARTITION CURRENT-OFFSET LOG-END-OFFSET LAG ...
+    lines = [line.split() for line in out.splitlines() if line.startswith(group)]
+    return sorted((int(r[2]), int(r[3]), int(r[4]), int(r[5])) for r in lines)
+
 
 @dataclass(frozen=True)
 class Record:

@@ -16,9 +16,11 @@ from pathlib import Path
 import pyspark
 import pytest
 
-from dev.broker import free_port
+from dev.process import free_port
 from tests.job_helpers import REPO_ROOT, durable_positions, run_job, write_config
 from tests.kafka_helpers import await_condition
+
+pytestmark = pytest.mark.spark  # a Spark standalone cluster and spark-submit
 
 SPARK_HOME = Path(pyspark.__file__).parent
 

@@ -1,4 +1,6 @@
-"""Committing the group's offsets on batch completion (issue 4), against the real broker and Spark."""
+"""The group's offsets are committed once a batch completes, never ahead of what the sink holds: at the end
+of AvailableNow, between processing-time batches, with commitMode sync, async or none; against the real
+broker and Spark."""
 
 from __future__ import annotations
 
@@ -11,29 +13,23 @@ from confluent_kafka import Consumer, TopicCollection, TopicPartition
 
 from kafkasource.commit import OffsetCommitter
 from kafkasource.errors import CommitError
-from tests.kafka_helpers import await_condition
+from tests.kafka_helpers import await_condition, described_group
+from tests.query_helpers import base_options, positions, run_available_now, stream
+
+
+def group_options(kafka, topic, group, **options):
+    """Read `topic` as `group`, from its start where the group has no commit."""
+    return base_options(kafka, subscribe=topic, **{"kafka.group.id": group, "kafka.auto.offset.reset": "earliest"},
+                        **options)
 
 
 def source(spark, kafka, topic, group, **options):
-    reader = (spark.readStream.format("kafkasource")
-              .option("kafka.bootstrap.servers", kafka.bootstrap_servers)
-              .option("subscribe", topic)
-              .option("kafka.group.id", group)
-              .option("kafka.auto.offset.reset", "earliest"))
-    for name, value in options.items():
-        reader = reader.option(name, str(value))
-    return reader.load()
+    return stream(spark, group_options(kafka, topic, group, **options))
 
 
-def drain(spark, kafka, topic, group, checkpoint, **options):
-    """An AvailableNow run into a foreachBatch sink; returns (partition, offset) of every row."""
-    seen = []
-    query = (source(spark, kafka, topic, group, **options).writeStream
-             .foreachBatch(lambda df, _id: seen.extend((r.partition, r.offset) for r in df.collect()))
-             .option("checkpointLocation", str(checkpoint)).trigger(availableNow=True).start())
-    query.awaitTermination(180)
-    assert not query.isActive, "AvailableNow run did not finish"
-    return seen
+def drain(spark, kafka, topic, group, checkpoint, **options) -> list[tuple[int, int]]:
+    """An AvailableNow run to its end; (partition, offset) of every row."""
+    return positions(run_available_now(spark, checkpoint, group_options(kafka, topic, group, **options), timeout=180))
 
 
 @pytest.mark.parametrize("mode", ["sync", "async"])
@@ -45,11 +41,7 @@ def test_available_now_commits_final_batch_lag_zero(spark, kafka, kafka_broker, 
 
     assert sorted(rows) == [(p, o) for p in range(3) for o in range(30)]
     assert kafka.committed(group, topic, 3) == {0: 30, 1: 30, 2: 30}
-    described = kafka_broker.consumer_groups("--describe", "--group", group)
-    lines = [line.split() for line in described.splitlines() if line.startswith(group)]
-    # GROUP TOPIC PARTITION CURRENT-OFFSET LOG-END-OFFSET LAG
-    assert sorted((int(r[2]), int(r[3]), int(r[4]), int(r[5])) for r in lines) == [
-        (0, 30, 30, 0), (1, 30, 30, 0), (2, 30, 30, 0)]
+    assert described_group(kafka_broker, group) == [(0, 30, 30, 0), (1, 30, 30, 0), (2, 30, 30, 0)]
 
 
 @pytest.mark.parametrize("mode", ["async", "sync"])

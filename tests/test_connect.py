@@ -1,5 +1,7 @@
-"""kafkasource over Spark Connect (issue 10): a real Connect server process from pyspark's own launcher,
-the client in this process over sc://127.0.0.1:<port>, the real broker.
+"""kafkasource works over Spark Connect as in classic Spark: the format resolves on the server, batch and
+streaming reads return exact rows, commits and lag work, and our error messages reach the client intact.
+A real Connect server process from pyspark's own launcher, the client in this process over
+sc://127.0.0.1:<port>, the real broker.
 
 The server's Python workers run this interpreter, where kafkasource is installed; the client side
 only builds plans. Connect sessions come from pyspark's Connect builder directly: the generic
@@ -16,7 +18,6 @@ import subprocess
 import sys
 import time
 import uuid
-from pathlib import Path
 
 import pytest
 from pyspark.errors import PySparkException, StreamingQueryException
@@ -24,13 +25,15 @@ from pyspark.sql.connect.session import SparkSession as ConnectSession
 
 import kafkasource
 from dev import connect as local_connect
-from dev.broker import free_port
-from kafkasource.lag import Lag, LagListener, input_rows, lag_from_progress
-from tests.kafka_helpers import Record, await_condition
+from dev.process import free_port
+from kafkasource.progress_lag import Lag, LagListener, input_rows, lag_from_progress
+from tests.job_helpers import REPO_ROOT
+from tests.kafka_helpers import Record, await_condition, described_group
+from tests.query_helpers import batch, stream
 
+pytestmark = pytest.mark.spark  # every test here talks to a Spark Connect server
 log = logging.getLogger(__name__)
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
 SECRET = f"s3cr3t-{uuid.uuid4().hex}"  # never to appear in any message
 
 
@@ -57,20 +60,6 @@ def connect(connect_server):
         yield session
     finally:
         session.stop()
-
-
-def read(session, **options):
-    reader = session.read.format("kafkasource")
-    for name, value in options.items():
-        reader = reader.option(name, str(value))
-    return reader.load()
-
-
-def read_stream(session, **options):
-    reader = session.readStream.format("kafkasource")
-    for name, value in options.items():
-        reader = reader.option(name, str(value))
-    return reader.load()
 
 
 def produce_sample(kafka, topic) -> list[Record]:
@@ -100,8 +89,8 @@ def test_connect_session_leaves_classic_pyspark_alone(connect):
 def test_format_resolves_without_register_and_batch_read_returns_exact_rows(connect, kafka, topic):
     produced = produce_sample(kafka, topic)
 
-    rows = read(connect, **{"kafka.bootstrap.servers": kafka.bootstrap_servers}, subscribe=topic,
-                includeHeaders="true").collect()
+    rows = batch(connect, {"kafka.bootstrap.servers": kafka.bootstrap_servers, "subscribe": topic,
+                           "includeHeaders": "true"}).collect()
 
     assert as_records(rows) == expected_records(produced)
     assert [r.headers for r in rows if r.offset == 0 and r.partition == 0] == [None]  # none: null, as format("kafka")
@@ -112,8 +101,8 @@ def test_register_on_a_connect_session(connect, kafka, topic):
     produced = kafka.produce_values(topic, 6, partitions=3)
 
     kafkasource.register(connect)  # ships the class to the server; the server imports it from its own install
-    rows = read(connect, **{"kafka.bootstrap.servers": kafka.bootstrap_servers}, subscribe=topic,
-                startingOffsets=json.dumps({topic: {"0": 1, "1": -2, "2": -2}})).collect()
+    rows = batch(connect, {"kafka.bootstrap.servers": kafka.bootstrap_servers, "subscribe": topic,
+                           "startingOffsets": json.dumps({topic: {"0": 1, "1": -2, "2": -2}})}).collect()
 
     assert sorted((r.partition, r.offset, r.value) for r in rows) == sorted(
         (r.partition, r.offset, r.value) for r in produced if (r.partition, r.offset) != (0, 0))
@@ -127,9 +116,9 @@ def test_stream_commits_bounds_batches_and_reports_lag(connect, kafka, kafka_bro
     listener = LagListener()  # a client-side listener: Connect streams the events to this process
     connect.streams.addListener(listener)
     try:
-        query = (read_stream(connect, **{"kafka.bootstrap.servers": kafka.bootstrap_servers,
-                                         "kafka.group.id": group, "kafka.auto.offset.reset": "earliest"},
-                             subscribe=topic, maxOffsetsPerTrigger=12)
+        query = (stream(connect, {"kafka.bootstrap.servers": kafka.bootstrap_servers, "kafka.group.id": group,
+                                  "kafka.auto.offset.reset": "earliest", "subscribe": topic,
+                                  "maxOffsetsPerTrigger": 12})
                  .writeStream.format("memory").queryName(table)  # foreachBatch would run on the server
                  .option("checkpointLocation", str(tmp_path / "ck")).trigger(availableNow=True).start())
         query.awaitTermination(300)
@@ -150,11 +139,7 @@ def test_stream_commits_bounds_batches_and_reports_lag(connect, kafka, kafka_bro
     assert lag_from_progress(progress[0]) == Lag({(topic, p): 6 for p in range(3)})
     assert lag_from_progress(query.lastProgress) == Lag({(topic, p): 0 for p in range(3)})
 
-    described = kafka_broker.consumer_groups("--describe", "--group", group)
-    lines = [line.split() for line in described.splitlines() if line.startswith(group)]
-    # GROUP TOPIC PARTITION CURRENT-OFFSET LOG-END-OFFSET LAG
-    assert sorted((int(r[2]), int(r[3]), int(r[4]), int(r[5])) for r in lines) == [
-        (0, 10, 10, 0), (1, 10, 10, 0), (2, 10, 10, 0)]
+    assert described_group(kafka_broker, group) == [(0, 10, 10, 0), (1, 10, 10, 0), (2, 10, 10, 0)]
 
 
 def test_option_error_reaches_the_client_with_our_message(connect, kafka, topic, tmp_path):
@@ -164,10 +149,10 @@ def test_option_error_reaches_the_client_with_our_message(connect, kafka, topic,
                 "or JSON like {\"orders\": {\"0\": 23}}; got 'bogus'")
 
     with pytest.raises(PySparkException) as batch_error:
-        read(connect, **options).collect()
-    stream = read_stream(connect, **options)  # lazy over Connect: the server sees the plan at start()
+        batch(connect, options).collect()
+    df = stream(connect, options)  # lazy over Connect: the server sees the plan at start()
     with pytest.raises(PySparkException) as stream_error:
-        stream.writeStream.format("noop").option("checkpointLocation", str(tmp_path / "ck")).start()
+        df.writeStream.format("noop").option("checkpointLocation", str(tmp_path / "ck")).start()
 
     for raised in (batch_error, stream_error):
         assert expected in str(raised.value)
@@ -183,8 +168,8 @@ def test_unreachable_broker_reaches_the_client_with_our_message(connect, tmp_pat
                 f"answer within 3000 ms (kafkaConsumer.pollTimeoutMs)")
 
     with pytest.raises(PySparkException) as batch_error:
-        read(connect, **options).collect()
-    query = (read_stream(connect, **options).writeStream.format("noop")
+        batch(connect, options).collect()
+    query = (stream(connect, options).writeStream.format("noop")
              .option("checkpointLocation", str(tmp_path / "ck")).trigger(availableNow=True).start())
     try:
         with pytest.raises(StreamingQueryException) as stream_error:

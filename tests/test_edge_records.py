@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 
 from tests.kafka_helpers import Record
+from tests.query_helpers import base_options, batch
 
 MIB = 1024 * 1024
 
@@ -28,9 +29,8 @@ def test_edge_records_round_trip_byte_exactly(spark, kafka, read_path):
     topic = kafka.create_topic(kafka.unique_name("edges"), partitions=1, config={"max.message.bytes": str(2 * MIB)})
     produced = kafka.produce(topic, edge_records(), **{"message.max.bytes": 2 * MIB, "compression.type": "none"})
 
-    rows = (spark.read.format("kafkasource").option("kafka.bootstrap.servers", kafka.bootstrap_servers)
-            .option("subscribe", topic).option("includeHeaders", "true").option("readPath", read_path).load()
-            .orderBy("offset").collect())
+    df = batch(spark, base_options(kafka, subscribe=topic, includeHeaders="true", readPath=read_path))
+    rows = df.orderBy("offset").collect()
 
     assert [r.offset for r in rows] == [r.offset for r in produced] == list(range(len(produced)))
     for row, record in zip(rows, produced):

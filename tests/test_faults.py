@@ -1,4 +1,5 @@
-"""Faults survived (issue 11): broker restarts, topics deleted and recreated, restarts without a checkpoint.
+"""Faults a query survives without losing or duplicating a record: broker restarts and outages, topics
+deleted and recreated, leader and coordinator failover, restarts without a checkpoint, and SIGKILLs of a job.
 
 Each test produces a known sequence per partition and compares what the sink holds, by (partition,
 offset), with what Kafka acknowledged: nothing lost, nothing duplicated. Figures go to the run's output
@@ -23,7 +24,7 @@ from kafkasource.client import KafkaClient
 from kafkasource.options import parse_options
 from tests.job_helpers import durable_positions, kill_group, start_job, write_config
 from tests.kafka_helpers import KafkaHarness, Record, await_condition
-from tests.test_stream_read import Collector, await_rows, base_options, running_stream
+from tests.query_helpers import Collector, await_rows, base_options, positions, running_stream
 
 pytestmark = pytest.mark.faults
 log = logging.getLogger(__name__)
@@ -36,10 +37,6 @@ def report(capsys, line: str) -> None:
     log.info(line)
     with capsys.disabled():
         print(f"\n[faults] {line}")
-
-
-def positions(rows) -> list[tuple[int, int]]:
-    return [(row[1], row[2]) for row in rows]
 
 
 def produced_positions(records) -> list[tuple[int, int]]:
@@ -259,6 +256,7 @@ def replicated_topic(kafka: KafkaHarness, hint: str, partitions: int) -> str:
     return topic
 
 
+@pytest.mark.spark  # no Spark, but a 3-node cluster: as slow to start
 def test_offsets_are_asked_again_when_a_partition_leader_dies(cluster, capsys):
     """A ListOffsets request sent to a leader that just died waits out its whole timeout and can come back
     holding OFFSET_INVALID for that partition: the driver must ask again and answer the true log ends."""
@@ -321,60 +319,32 @@ def test_leader_and_coordinator_failover_loses_and_duplicates_nothing(spark, clu
 
 # -- restart without the checkpoint ----------------------------------------------------------------
 
-class BatchCollector:
-    """A foreachBatch sink keeping the (partition, offset) rows of each batch that brought rows."""
-
-    def __init__(self):
-        self.batches: list[list[tuple[int, int]]] = []
-        self._lock = threading.Lock()
-
-    def __call__(self, df, _batch_id) -> None:
-        rows = [(r.partition, r.offset) for r in df.select("partition", "offset").collect()]
-        if rows:
-            with self._lock:
-                self.batches.append(rows)
-
-    @property
-    def positions(self) -> list[tuple[int, int]]:
-        with self._lock:
-            return [row for batch in self.batches for row in batch]
-
-
 def test_restart_without_checkpoint_resumes_from_the_group(spark, kafka, tmp_path, capsys):
     topic = kafka.create_topic(kafka.unique_name("no-checkpoint"), partitions=2)
     group = kafka.unique_name("no-checkpoint-group")
-    first, second = BatchCollector(), BatchCollector()
-
-    def start(collector, checkpoint):
-        df = (spark.readStream.format("kafkasource").option("kafka.bootstrap.servers", kafka.bootstrap_servers)
-              .option("subscribe", topic).option("kafka.group.id", group).option("kafka.auto.offset.reset", "earliest")
-              .option("maxOffsetsPerTrigger", "50").load())
-        return (df.writeStream.foreachBatch(collector).option("checkpointLocation", str(checkpoint))
-                .trigger(processingTime="500 milliseconds").start())
+    first, second = Collector(), Collector()
+    options = base_options(kafka, subscribe=topic, maxOffsetsPerTrigger="50",
+                           **{"kafka.group.id": group, "kafka.auto.offset.reset": "earliest"})
 
     with SequenceProducer(kafka, topic, 2) as producer:
-        query = start(first, tmp_path / "ck1")
-        try:
+        with running_stream(spark, tmp_path / "ck1", options, first) as query:
             await_condition("a few batches", lambda: len(first.batches) >= 4, query, timeout=120)
-        finally:
-            query.stop()
         committed_at_stop = kafka.committed(group, topic, 2)
-        query = start(second, tmp_path / "ck2")  # a new checkpoint: only the group remembers
-        try:
+        # a new checkpoint: only the group remembers
+        with running_stream(spark, tmp_path / "ck2", options, second) as query:
             await_condition("rows in the new query", lambda: second.batches, query, timeout=120)
             producer.stop()
             ends = await_condition("the log ends", lambda: log_ends(kafka, topic, 2), timeout=60)
             expected = {(p, o) for p in range(2) for o in range(ends[p])}
-            await_condition("every record", lambda: set(first.positions) | set(second.positions) >= expected,
-                            query, timeout=180)
-        finally:
-            query.stop()
+            await_condition("every record", lambda: set(positions(first.rows + second.rows)) >= expected, query,
+                            timeout=180)
 
-    duplicated = sorted(set(first.positions) & set(second.positions))
-    assert set(first.positions) | set(second.positions) == expected  # 0 lost
-    assert len(first.positions) == len(set(first.positions)) and len(second.positions) == len(set(second.positions))
+    first_read, second_read = positions(first.rows), positions(second.rows)
+    duplicated = sorted(set(first_read) & set(second_read))
+    assert set(first_read) | set(second_read) == expected  # 0 lost
+    assert len(first_read) == len(set(first_read)) and len(second_read) == len(set(second_read))
     # what both queries read is at most the first query's last batch, which the group had not committed yet
-    assert set(duplicated) <= set(first.batches[-1])
+    assert set(duplicated) <= set(positions(first.batches[-1]))
     assert all(offset >= committed_at_stop.get(partition, 0) for partition, offset in duplicated)
     report(capsys, f"restart without checkpoint: {len(expected)} records produced, 0 lost, {len(duplicated)} "
                    f"read twice (all from the first query's last, uncommitted batch of {len(first.batches[-1])})")
@@ -392,6 +362,7 @@ def submit_stream(kafka: KafkaHarness, topic: str, group: str, workdir: Path, lo
     return start_job("ingest", "--config", str(config), log_path=log_path)
 
 
+@pytest.mark.spark  # spark-submit
 def test_crash_restart_cycles_lose_and_duplicate_nothing(kafka, tmp_path, capsys):
     topic = kafka.create_topic(kafka.unique_name("crash"), partitions=2)
     group = kafka.unique_name("crash-group")

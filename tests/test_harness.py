@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import sys
+
 from confluent_kafka import TopicPartition
 
-from tests.kafka_helpers import Record
+from tests.kafka_helpers import Record, described_group
 
 
 def test_produced_records_read_back_with_every_field(kafka, topic):
@@ -47,12 +49,7 @@ def test_kafka_consumer_groups_tool_sees_the_commit(kafka, kafka_broker, topic):
     group = kafka.unique_name("tool-group")
     kafka.commit(group, {(topic, 0): 1, (topic, 1): 2, (topic, 2): 2})
 
-    described = kafka_broker.consumer_groups("--describe", "--group", group)
-
-    rows = [line.split() for line in described.splitlines() if line.startswith(group)]
-    # GROUP TOPIC PARTITION CURRENT-OFFSET LOG-END-OFFSET LAG ...
-    assert sorted((int(r[2]), int(r[3]), int(r[4]), int(r[5])) for r in rows) == [
-        (0, 1, 2, 1), (1, 2, 2, 0), (2, 2, 2, 0)]
+    assert described_group(kafka_broker, group) == [(0, 1, 2, 1), (1, 2, 2, 0), (2, 2, 2, 0)]
 
 
 def test_earliest_and_latest_offsets(kafka, topic):
@@ -63,6 +60,17 @@ def test_earliest_and_latest_offsets(kafka, topic):
     assert kafka.latest(topic, 3) == {0: 4, 1: 4, 2: 4}
 
 
-def test_spark_session_runs_a_job(spark):
-    assert spark.range(100).selectExpr("sum(id) AS s").collect()[0]["s"] == 4950
-    assert spark.sparkContext.master == "local[2]"
+def test_spark_python_workers_run_this_interpreter_and_this_kafkasource(spark):
+    """Spark's tests exercise the code under test only if its Python workers run this interpreter and import
+    the kafkasource this process imports (a worktree put first on PYTHONPATH, or the editable install)."""
+    import kafkasource
+
+    def where(_):
+        import sys as worker_sys
+
+        import kafkasource as worker_kafkasource
+        return worker_sys.executable, worker_kafkasource.__file__
+
+    seen = spark.sparkContext.parallelize(range(2), 2).map(where).distinct().collect()
+
+    assert seen == [(sys.executable, kafkasource.__file__)]

@@ -11,8 +11,8 @@ import pytest
 from kafkasource.jobs.config import ConfigError, load, parse_trigger
 from kafkasource.jobs.plan import table
 from kafkasource.jobs.replay import range_option
+from tests.job_helpers import REPO_ROOT
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
 MINIMAL = '[kafka]\n"bootstrap.servers" = "127.0.0.1:9092"\n[source]\nsubscribe = "orders"\n' \
           '[sink]\npath = "/data/orders"\ncheckpoint = "/data/ck"\n'
 

@@ -9,9 +9,12 @@ import subprocess
 import sys
 
 import pyarrow.dataset as ds
+import pytest
 
 from tests.job_helpers import REPO_ROOT, durable_positions, kill_group, run_job, start_job, write_config
-from tests.kafka_helpers import Record, await_condition
+from tests.kafka_helpers import Record, await_condition, described_group
+
+pytestmark = pytest.mark.spark  # every test here runs spark-submit, or a script that starts Spark
 
 SCHEMA = "id BIGINT, name STRING"
 
@@ -24,13 +27,6 @@ def produce_orders(kafka, topic: str, count: int, partitions: int) -> list[Recor
 def read_output(path) -> list[dict]:
     table = ds.dataset(path, format="parquet", partitioning="hive").to_table()
     return sorted(table.to_pylist(), key=lambda r: (r["kafka_partition"], r["kafka_offset"]))
-
-
-def described_group(kafka_broker, group: str) -> list[tuple[int, int, int, int]]:
-    """(partition, current offset, log end, lag) as kafka-consumer-groups --describe prints them."""
-    out = kafka_broker.consumer_groups("--describe", "--group", group)
-    lines = [line.split() for line in out.splitlines() if line.startswith(group)]
-    return sorted((int(r[2]), int(r[3]), int(r[4]), int(r[5])) for r in lines)
 
 
 def test_ingest_writes_every_record_once_decodes_and_commits(kafka, kafka_broker, tmp_path):
@@ -128,28 +124,38 @@ def assert_committed_at_a_last_batch_end(kafka, group: str, topic: str, tmp_path
         assert {(partition, o) for o in range(offset)} <= durable  # never ahead of what the sink wrote
 
 
-def test_sigterm_stops_after_a_batch_and_commits_nothing_unwritten(kafka, tmp_path):
-    topic = kafka.create_topic(kafka.unique_name("sigterm"), partitions=2)
-    group = kafka.unique_name("sigterm-group")
+def sigterm_mid_stream(kafka, tmp_path, hint: str, target) -> tuple[int, str]:
+    """The ingest job under spark-submit (processing time, 40 records a batch, async commits) over 400 records:
+    once two batches are durable, SIGTERM to the pid `target(app)` names. Returns (exit code, its log), after
+    checking that the group sits at the end of one of the last two completed batches, never ahead of the sink."""
+    topic = kafka.create_topic(kafka.unique_name(hint), partitions=2)
+    group = kafka.unique_name(f"{hint}-group")
     kafka.produce_values(topic, 400, partitions=2)
     config = write_config(tmp_path / "ingest.toml", kafka.bootstrap_servers, topic, group, tmp_path,
                           trigger="processingTime=500ms", extra_source='maxOffsetsPerTrigger = 40\ncommitMode = "async"')
     log_path = tmp_path / "job.log"
     app = start_job("ingest", "--config", str(config), log_path=log_path)
     try:
-        await_condition("two durable batches", lambda: app.poll() is None and len(durable_positions(tmp_path / "out")) >= 80,
-                        timeout=300)
-        os.kill(app.pid, signal.SIGTERM)  # spark-submit's JVM, as a scheduler or `kill` would
+        await_condition("two durable batches",
+                        lambda: app.poll() is None and len(durable_positions(tmp_path / "out")) >= 80, timeout=300)
+        os.kill(target(app), signal.SIGTERM)
         app.wait(180)
     finally:
         kill_group(app)
 
     output = log_path.read_text()
+    assert_committed_at_a_last_batch_end(kafka, group, topic, tmp_path)
+    return app.returncode, output
+
+
+def test_sigterm_stops_after_a_batch_and_commits_nothing_unwritten(kafka, tmp_path):
+    # to spark-submit's JVM, as a scheduler or `kill` would
+    returncode, output = sigterm_mid_stream(kafka, tmp_path, "sigterm", lambda app: app.pid)
+
     # the JVM got the signal: it exits as signalled (143) once the job has stopped the query
-    assert app.returncode == 143, output[-3000:]
+    assert returncode == 143, output[-3000:]
     assert "the JVM is shutting down: stopping now; a running batch is left to the next run" in output
     assert "ingest: stopped on request; the next run resumes after the last completed batch" in output
-    assert_committed_at_a_last_batch_end(kafka, group, topic, tmp_path)
 
 
 def python_driver_of(app: subprocess.Popen) -> int:
@@ -159,27 +165,12 @@ def python_driver_of(app: subprocess.Popen) -> int:
 
 
 def test_sigterm_to_the_python_driver_finishes_the_batch_and_exits_0(kafka, tmp_path):
-    topic = kafka.create_topic(kafka.unique_name("sigterm-py"), partitions=2)
-    group = kafka.unique_name("sigterm-py-group")
-    kafka.produce_values(topic, 400, partitions=2)
-    config = write_config(tmp_path / "ingest.toml", kafka.bootstrap_servers, topic, group, tmp_path,
-                          trigger="processingTime=500ms", extra_source='maxOffsetsPerTrigger = 40\ncommitMode = "async"')
-    log_path = tmp_path / "job.log"
-    app = start_job("ingest", "--config", str(config), log_path=log_path)
-    try:
-        await_condition("two durable batches", lambda: app.poll() is None and len(durable_positions(tmp_path / "out")) >= 80,
-                        timeout=300)
-        os.kill(python_driver_of(app), signal.SIGTERM)
-        app.wait(180)
-    finally:
-        kill_group(app)
+    returncode, output = sigterm_mid_stream(kafka, tmp_path, "sigterm-py", python_driver_of)
 
-    output = log_path.read_text()
-    assert app.returncode == 0, output[-3000:]
+    assert returncode == 0, output[-3000:]
     assert "SIGTERM received: stopping after the running batch" in output
     assert "ingest: stopped on request; the next run resumes after the last completed batch" in output
     assert "Py4JException" not in output  # no shutdown hook calling into the finished job
-    assert_committed_at_a_last_batch_end(kafka, group, topic, tmp_path)
 
 
 def test_replay_writes_the_range_and_never_commits(kafka, tmp_path):

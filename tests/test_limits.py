@@ -1,4 +1,7 @@
-"""Rate limits, Trigger.AvailableNow, lag reporting and batch reads (issue 5), real broker and Spark."""
+"""Batch sizes and reads bounded as asked: maxOffsetsPerTrigger caps every batch, minOffsetsPerTrigger waits
+for records or maxTriggerDelay, Trigger.AvailableNow stops at the ends fixed when it started, progress
+reports the log end and the lag, and batch reads honour timestamps, minPartitions and committed offsets;
+real broker and Spark."""
 
 from __future__ import annotations
 
@@ -6,45 +9,27 @@ import json
 import threading
 import time
 
-from kafkasource.lag import LagListener, lag_from_progress
+from kafkasource.progress_lag import LagListener, lag_from_progress
 from tests.kafka_helpers import Record, await_condition
+from tests.query_helpers import Collector, base_options, batch, positions, run_to_end, start_query
 
 
-def stream(spark, kafka, **options):
-    reader = spark.readStream.format("kafkasource").option("kafka.bootstrap.servers", kafka.bootstrap_servers)
-    for name, value in options.items():
-        reader = reader.option(name, str(value))
-    return reader.load()
-
-
-def batch(spark, kafka, **options):
-    reader = spark.read.format("kafkasource").option("kafka.bootstrap.servers", kafka.bootstrap_servers)
-    for name, value in options.items():
-        reader = reader.option(name, str(value))
-    return reader.load()
-
-
-def collect_batches(df, checkpoint, trigger: dict):
-    """Start the query into a foreachBatch sink that keeps each batch's (partition, offset) rows."""
-    batches: list[list[tuple[int, int]]] = []
-    query = (df.writeStream.foreachBatch(lambda d, _id: batches.append([(r.partition, r.offset) for r in d.collect()]))
-             .option("checkpointLocation", str(checkpoint)).trigger(**trigger).start())
-    return query, batches
+def batch_positions(collector: Collector) -> list[list[tuple[int, int]]]:
+    """(partition, offset) of the rows of each batch that brought rows."""
+    return [positions(rows) for rows in collector.batches]
 
 
 def test_max_offsets_per_trigger_bounds_every_batch(spark, kafka, tmp_path):
     topic = kafka.create_topic(kafka.unique_name("max-per-trigger"), partitions=4)
     kafka.produce_values(topic, 10_000, partitions=4)
 
-    query, batches = collect_batches(stream(spark, kafka, subscribe=topic, startingOffsets="earliest",
-                                            maxOffsetsPerTrigger=1000), tmp_path / "ck", {"availableNow": True})
-    query.awaitTermination(300)
+    _query, collector = run_to_end(spark, tmp_path / "ck", base_options(
+        kafka, subscribe=topic, startingOffsets="earliest", maxOffsetsPerTrigger=1000), timeout=300)
 
-    sizes = [len(b) for b in batches if b]
+    sizes = [len(rows) for rows in collector.batches]
     assert len(sizes) >= 10
     assert max(sizes) <= 1000
-    rows = [row for b in batches for row in b]
-    assert sorted(rows) == [(p, o) for p in range(4) for o in range(2500)]
+    assert positions(collector.rows) == [(p, o) for p in range(4) for o in range(2500)]
 
 
 def test_available_now_ignores_records_produced_after_start(spark, kafka, tmp_path):
@@ -68,10 +53,9 @@ def test_available_now_ignores_records_produced_after_start(spark, kafka, tmp_pa
     writer.start()
     try:
         before_start = kafka.latest(topic, 2)
-        query, batches = collect_batches(stream(spark, kafka, subscribe=topic, startingOffsets="earliest",
-                                                maxOffsetsPerTrigger=700), tmp_path / "ck", {"availableNow": True})
-        query.awaitTermination(300)
-        assert not query.isActive  # stopped by itself while the producer still writes
+        # run_to_end fails unless the query stops by itself, here while the producer still writes
+        query, collector = run_to_end(spark, tmp_path / "ck", base_options(
+            kafka, subscribe=topic, startingOffsets="earliest", maxOffsetsPerTrigger=700), timeout=300)
         after_finish = kafka.latest(topic, 2)
     finally:
         stop.set()
@@ -79,9 +63,8 @@ def test_available_now_ignores_records_produced_after_start(spark, kafka, tmp_pa
 
     # a Python source's offsets appear in the progress as JSON text
     target = {int(p): o for p, o in json.loads(query.lastProgress["sources"][0]["endOffset"])[topic].items()}
-    rows = sorted(row for b in batches for row in b)
     # exactly the records below the ends fixed at the start, each once
-    assert rows == [(p, o) for p in range(2) for o in range(target[p])]
+    assert positions(collector.rows) == [(p, o) for p in range(2) for o in range(target[p])]
     assert all(target[p] >= before_start[p] for p in range(2))
     assert sum(after_finish.values()) > sum(target.values())  # later records existed and were left alone
     assert produced_after[0] > 0
@@ -90,21 +73,22 @@ def test_available_now_ignores_records_produced_after_start(spark, kafka, tmp_pa
 def test_min_offsets_per_trigger_waits_for_records_or_delay(spark, kafka, tmp_path):
     topic = kafka.create_topic(kafka.unique_name("min-per-trigger"), partitions=1)
     kafka.produce_values(topic, 5)
-    query, batches = collect_batches(
-        stream(spark, kafka, subscribe=topic, startingOffsets="earliest", minOffsetsPerTrigger=20,
-               maxTriggerDelay="4s"), tmp_path / "ck", {"processingTime": "500 milliseconds"})
+    collector = Collector()
+    query = start_query(spark, tmp_path / "ck", base_options(
+        kafka, subscribe=topic, startingOffsets="earliest", minOffsetsPerTrigger=20, maxTriggerDelay="4s"),
+        collector, "500 milliseconds")
     try:
-        # Spark runs a first, empty batch up to the initial offsets: only batches with rows count here
-        with_rows = lambda: [b for b in batches if b]  # noqa: E731
+        # Spark runs a first, empty batch up to the initial offsets: the collector keeps batches with rows only
         started = time.monotonic()
-        await_condition("the delayed batch", with_rows, timeout=60)
+        await_condition("the delayed batch", lambda: collector.batches, timeout=60)
         waited = time.monotonic() - started
-        assert with_rows() == [[(0, o) for o in range(5)]]  # 5 < 20 records: read once maxTriggerDelay passed
+        # 5 < 20 records: read once maxTriggerDelay passed
+        assert batch_positions(collector) == [[(0, o) for o in range(5)]]
         assert waited >= 3
 
         kafka.produce_values(topic, 25, prefix="enough")  # >= 20: read at the next trigger
-        await_condition("a batch once enough records exist", lambda: len(with_rows()) == 2, timeout=30)
-        assert with_rows()[1] == [(0, o) for o in range(5, 30)]
+        await_condition("a batch once enough records exist", lambda: len(collector.batches) == 2, timeout=30)
+        assert batch_positions(collector)[1] == [(0, o) for o in range(5, 30)]
     finally:
         query.stop()
 
@@ -116,11 +100,11 @@ def test_progress_reports_log_end_and_lag(spark, kafka, tmp_path):
     spark.streams.addListener(listener)
     progresses = []
     try:
-        query, batches = collect_batches(stream(spark, kafka, subscribe=topic, startingOffsets="earliest",
-                                                maxOffsetsPerTrigger=10), tmp_path / "ck",
-                                         {"processingTime": "200 milliseconds"})
+        collector = Collector()
+        query = start_query(spark, tmp_path / "ck", base_options(
+            kafka, subscribe=topic, startingOffsets="earliest", maxOffsetsPerTrigger=10), collector, "200 milliseconds")
         try:
-            await_condition("two batches with rows", lambda: len([b for b in batches if b]) >= 2, timeout=60)
+            await_condition("two batches with rows", lambda: len(collector.batches) >= 2, timeout=60)
             progresses = [p for p in query.recentProgress if p["numInputRows"] > 0]
         finally:
             query.stop()
@@ -143,8 +127,8 @@ def test_batch_read_by_timestamps_and_min_partitions(spark, kafka):
     base = 1_700_000_000_000
     kafka.produce(topic, [Record(0, None, f"v{i}".encode(), timestamp_ms=base + i * 1000) for i in range(10)])
 
-    df = batch(spark, kafka, subscribe=topic, startingTimestamp=base + 3000, endingTimestamp=base + 7000,
-               minPartitions=3)
+    df = batch(spark, base_options(kafka, subscribe=topic, startingTimestamp=base + 3000, endingTimestamp=base + 7000,
+                                   minPartitions=3))
 
     assert df.rdd.getNumPartitions() == 3
     assert sorted(r.offset for r in df.collect()) == [3, 4, 5, 6]
@@ -156,7 +140,8 @@ def test_batch_read_starts_at_committed_and_never_commits(spark, kafka):
     group = kafka.unique_name("batch-group")
     kafka.commit(group, {(topic, 0): 3, (topic, 1): 4})
 
-    rows = batch(spark, kafka, subscribe=topic, startingOffsets="committed", **{"kafka.group.id": group}).collect()
+    rows = batch(spark, base_options(kafka, subscribe=topic, startingOffsets="committed",
+                                     **{"kafka.group.id": group})).collect()
 
     assert sorted((r.partition, r.offset) for r in rows) == [(0, 3), (0, 4), (1, 4)]
     assert kafka.committed(group, topic, 2) == {0: 3, 1: 4}

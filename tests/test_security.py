@@ -26,7 +26,7 @@ from dev import secure_broker
 from kafkasource.commit import OffsetCommitter
 from tests.job_helpers import durable_positions, run_job, write_config
 from tests.kafka_helpers import await_condition
-from tests.test_stream_read import Collector, available_now_failure, start_query, stream
+from tests.query_helpers import Collector, available_now_failure, run_to_end, start_query, stream
 
 pytestmark = [pytest.mark.faults, pytest.mark.spark]
 
@@ -84,15 +84,6 @@ def rows(collector: Collector) -> list[tuple[int, int, bytes]]:
     return sorted((partition, offset, value) for _topic, partition, offset, _key, value, *_ in collector.rows)
 
 
-def run_to_end(spark, checkpoint: Path, options: dict[str, str]):
-    """An AvailableNow query into a collector, run to its end; (query, collector)."""
-    collector = Collector()
-    query = start_query(spark, checkpoint, options, collector)
-    assert query.awaitTermination(QUERY_TIMEOUT_S), f"the query did not finish in {QUERY_TIMEOUT_S} s"
-    assert query.exception() is None
-    return query, collector
-
-
 def files_under(directory: Path) -> dict[Path, bytes]:
     """Every file's bytes; a Parquet file's decoded rows follow its bytes, as its pages are compressed (snappy)."""
     contents = {}
@@ -116,7 +107,7 @@ def test_right_credentials_read_and_commit_and_the_password_shows_nowhere(spark,
     options = sasl_options(sasl, "alice", PASSWORDS["alice"], subscribe=topic, commitMode="sync",
                            **{"kafka.group.id": group, "kafka.auto.offset.reset": "earliest"})
 
-    query, collector = run_to_end(spark, tmp_path / "ck", options)
+    query, collector = run_to_end(spark, tmp_path / "ck", options, QUERY_TIMEOUT_S)
     capsys.readouterr()
     stream(spark, options).explain(extended=True)  # the DataFrame's plan, with the source's options
     query.explain(extended=True)  # the running query's plan
@@ -143,7 +134,7 @@ def test_without_a_group_id_every_record_is_read_although_the_executor_group_is_
     sasl.grant("alice", "TOPIC", topic, "READ")
     options = sasl_options(sasl, "alice", PASSWORDS["alice"], subscribe=topic, startingOffsets="earliest")
 
-    _query, collector = run_to_end(spark, tmp_path / "ck", options)
+    _query, collector = run_to_end(spark, tmp_path / "ck", options, QUERY_TIMEOUT_S)
 
     assert rows(collector) == sorted(expected)
 
@@ -247,7 +238,7 @@ def test_without_read_on_the_group_a_sync_commit_fails_the_query_after_the_batch
 def test_without_read_on_the_group_async_commits_warn_and_the_query_reads_everything(spark, sasl, tmp_path, caplog):
     topic, group, expected, options = without_read_on_the_group(sasl, "async")
 
-    _query, collector = run_to_end(spark, tmp_path / "ck", options)
+    _query, collector = run_to_end(spark, tmp_path / "ck", options, QUERY_TIMEOUT_S)
     assert rows(collector) == sorted(expected)
     assert committed(sasl, group, topic, 2) == {}
 
@@ -274,7 +265,7 @@ def test_ssl_with_the_right_ca_reads(spark, ssl, certificates, tmp_path):
     options = {"kafka.bootstrap.servers": ssl.bootstrap_servers, "kafka.security.protocol": "SSL",
                "kafka.ssl.ca.location": str(certificates.ca_pem), "subscribe": topic, "startingOffsets": "earliest"}
 
-    _query, collector = run_to_end(spark, tmp_path / "ck", options)
+    _query, collector = run_to_end(spark, tmp_path / "ck", options, QUERY_TIMEOUT_S)
 
     assert rows(collector) == sorted(expected)
 

@@ -1,4 +1,6 @@
-"""What happens when Spark ends the driver-side process of a stream reader with SIGTERM (issue 8)."""
+"""When Spark ends the driver-side process of a stream reader with SIGTERM, the reader's stop() runs to its end
+(flushing pending async commits), in that runner process only; the duplicate SIGTERM Spark sends at once does not
+cut it short, and a later one ends the process at once."""
 
 from __future__ import annotations
 
@@ -27,9 +29,8 @@ from kafkasource.client import COORDINATOR_RETRIABLE
 from kafkasource.shutdown import (DUPLICATE_WINDOW_S, RUNNER_MODULE, SIGTERM_EXIT_CODE, close_within,
                                   exit_on_sigterm, in_stream_runner, stopping)
 from kafkasource.source import KafkaDataSource
+from tests.job_helpers import REPO_ROOT
 from tests.kafka_helpers import await_condition
-
-REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
 class ProbeSource(DataSource):

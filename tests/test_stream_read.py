@@ -1,156 +1,33 @@
-"""The streaming reader (issue 3) against the real broker and real Spark: exact rows, once each.
+"""The streaming reader against the real broker and real Spark: every record it should read comes back exactly
+once, with every column (topic, partition, offset, key, value, timestamp, timestampType, headers) equal
+to what the broker acknowledged, whatever the subscription, the start, the cluster's changes mid-stream,
+transactions or deleted records.
 
-Each test produces known records, runs spark.readStream.format("kafkasource") into a foreachBatch
+Each test produces known records and runs spark.readStream.format("kafkasource") into a foreachBatch
 sink that collects every row (Trigger.AvailableNow, or processing time where the test changes the
-cluster mid-stream, awaiting conditions with bounded polling, never a fixed sleep), and compares every column of every row (topic, partition, offset, key, value, timestamp,
-timestampType, headers) with what the broker acknowledged.
+cluster mid-stream, awaiting conditions with bounded polling, never a fixed sleep).
 """
 
 from __future__ import annotations
 
 import json
-import threading
 import time
 import uuid
-from contextlib import contextmanager
-from typing import Callable, Iterator
+from typing import Callable
 
 import pytest
-from pyspark.errors import StreamingQueryException
 
 from kafkasource import KafkaDataSource
 from tests.kafka_helpers import KafkaHarness, Record, await_condition
+from tests.query_helpers import (LOG_APPEND_TIME, Collector, available_now_failure, await_rows, base_options, batch,
+                                 expected, rows_of, run_available_now, running_stream, stream)
 
-QUERY_TIMEOUT_S = 120  # an AvailableNow query over a handful of records takes a few seconds
-AWAIT_TIMEOUT_S = 60  # bounded wait for a processing-time query to show a condition in its sink
-CREATE_TIME, LOG_APPEND_TIME = 0, 1  # Spark's timestampType values
 # explicit record timestamps: an hour ago, within the broker's bounds and far from the topic's retention
 # (records stamped years ago are deleted by the retention check the test broker runs every second)
 BASE_TS = (int(time.time()) - 3600) * 1000
 
 
 # -- helpers ------------------------------------------------------------------------------------------
-
-Row = tuple  # (topic, partition, offset, key, value, timestamp_ms, timestampType[, headers])
-
-
-def expected(records: list[Record], headers: bool = False, timestamp_type: int = CREATE_TIME) -> list[Row]:
-    """The rows the source must return for records the broker acknowledged, sorted like Collector.rows."""
-    rows = []
-    for r in records:
-        row = (r.topic, r.partition, r.offset, r.key, r.value, r.timestamp_ms, timestamp_type)
-        if headers:  # a record without headers has a null headers column, as in the built-in source
-            row += (tuple(r.headers) if r.headers else None,)
-        rows.append(row)
-    return sorted(rows, key=lambda row: row[:3])
-
-
-def _binary(value) -> bytes | None:
-    return None if value is None else bytes(value)
-
-
-def rows_of(df, headers: bool = False) -> list[Row]:
-    """Every row of a DataFrame in the source's schema, as plain tuples sorted by (topic, partition, offset)."""
-    columns = ["topic", "partition", "offset", "key", "value", "unix_millis(timestamp) AS ts", "timestampType"]
-    if headers:
-        columns.append("headers")
-    out = []
-    for r in df.selectExpr(*columns).collect():
-        row = (r["topic"], r["partition"], r["offset"], _binary(r["key"]), _binary(r["value"]), r["ts"],
-               r["timestampType"])
-        if headers:
-            row += (None if r["headers"] is None else tuple((h["key"], _binary(h["value"])) for h in r["headers"]),)
-        out.append(row)
-    return sorted(out, key=lambda row: row[:3])
-
-
-class Collector:
-    """A foreachBatch sink keeping every row of every batch (runs in this process, on Spark's callback thread).
-
-    With hold=True the first batch that brings rows blocks until `release()`: the query is then known to
-    be between two triggers, so a test can change the cluster before the next one plans (no race).
-    """
-
-    def __init__(self, headers: bool = False, hold: bool = False):
-        self.headers = headers
-        self._lock = threading.Lock()
-        self._rows: list[Row] = []
-        self._hold = hold
-        self.holding = threading.Event()
-        self._released = threading.Event()
-
-    def __call__(self, batch_df, batch_id: int) -> None:
-        rows = rows_of(batch_df, self.headers)
-        with self._lock:
-            self._rows.extend(rows)
-        if rows and self._hold:
-            self._hold = False
-            self.holding.set()
-            self._released.wait(AWAIT_TIMEOUT_S)
-
-    def release(self) -> None:
-        self._released.set()
-
-    @property
-    def rows(self) -> list[Row]:
-        with self._lock:
-            return sorted(self._rows, key=lambda row: row[:3])
-
-
-def stream(spark, options: dict[str, str]):
-    reader = spark.readStream.format("kafkasource")
-    for key, value in options.items():
-        reader = reader.option(key, value)
-    return reader.load()
-
-
-def start_query(spark, checkpoint, options: dict[str, str], collector: Collector, interval: str | None = None):
-    """Start a query into `collector`: Trigger.AvailableNow, or processing time every `interval`."""
-    writer = (stream(spark, options).writeStream.foreachBatch(collector)
-              .option("checkpointLocation", str(checkpoint)))
-    writer = writer.trigger(processingTime=interval) if interval else writer.trigger(availableNow=True)
-    return writer.start()
-
-
-def run_available_now(spark, checkpoint, options: dict[str, str]) -> list[Row]:
-    """Run one Trigger.AvailableNow query to its end; return every row it produced (sorted)."""
-    collector = Collector(headers=options.get("includeHeaders") == "true")
-    query = start_query(spark, checkpoint, options, collector)
-    try:
-        assert query.awaitTermination(QUERY_TIMEOUT_S), f"AvailableNow query did not finish in {QUERY_TIMEOUT_S} s"
-        assert query.exception() is None
-    finally:
-        query.stop()
-    return collector.rows
-
-
-def available_now_failure(spark, checkpoint, options: dict[str, str]) -> str:
-    """Run an AvailableNow query that must fail; return the text of the error the user sees."""
-    query = start_query(spark, checkpoint, options, Collector())
-    try:
-        with pytest.raises(StreamingQueryException) as raised:
-            query.awaitTermination(QUERY_TIMEOUT_S)
-        return str(raised.value)
-    finally:
-        query.stop()
-
-
-@contextmanager
-def running_stream(spark, checkpoint, options: dict[str, str], collector: Collector,
-                   interval: str = "500 milliseconds") -> Iterator:
-    """A processing-time query into `collector`, stopped on exit; yields the query."""
-    query = start_query(spark, checkpoint, options, collector, interval)
-    try:
-        yield query
-    finally:
-        collector.release()  # never leave Spark's callback blocked
-        query.stop()
-
-
-def await_rows(collector: Collector, count: int, query) -> list[Row]:
-    """Wait until the collector holds at least `count` rows; return them all."""
-    return await_condition(f"{count} rows", lambda: len(collector.rows) >= count and collector.rows, query)
-
 
 def source_offsets(query) -> list[tuple[dict, dict]]:
     """(startOffset, endOffset) of the source in every batch the query reported, oldest first."""
@@ -160,10 +37,6 @@ def source_offsets(query) -> list[tuple[dict, dict]]:
         if source.endOffset:
             out.append((json.loads(source.startOffset) if source.startOffset else {}, json.loads(source.endOffset)))
     return out
-
-
-def base_options(kafka: KafkaHarness, **options: str) -> dict[str, str]:
-    return {"kafka.bootstrap.servers": kafka.bootstrap_servers, **options}
 
 
 def three_partitions(kafka: KafkaHarness, topic: str, per_partition: int = 4, prefix: str = "v") -> list[Record]:
@@ -183,7 +56,6 @@ def test_subscribe_two_topics_returns_every_record_once(spark, kafka, tmp_path):
     rows = run_available_now(spark, tmp_path / "cp", base_options(
         kafka, subscribe=f"{first}, {second}", startingOffsets="earliest"))
 
-    assert len(produced) == 17
     assert rows == expected(produced)
 
 
@@ -533,11 +405,9 @@ def test_records_deleted_below_the_checkpointed_position(spark, kafka, topic, tm
 def test_batch_read_of_an_explicit_offset_range(spark, kafka, topic, read_path):
     produced = three_partitions(kafka, topic, per_partition=5)
 
-    df = (spark.read.format("kafkasource")
-          .option("kafka.bootstrap.servers", kafka.bootstrap_servers).option("subscribe", topic)
-          .option("startingOffsets", json.dumps({topic: {"0": 1, "1": -2, "2": 4}}))
-          .option("endingOffsets", json.dumps({topic: {"0": 3, "1": -1, "2": 4}}))
-          .option("readPath", read_path).load())
+    df = batch(spark, base_options(kafka, subscribe=topic, readPath=read_path,
+                                   startingOffsets=json.dumps({topic: {"0": 1, "1": -2, "2": 4}}),
+                                   endingOffsets=json.dumps({topic: {"0": 3, "1": -1, "2": 4}})))
 
     wanted = {0: range(1, 3), 1: range(0, 5), 2: range(4, 4)}
     assert rows_of(df) == expected([r for r in produced if r.offset in wanted[r.partition]])
@@ -553,9 +423,8 @@ def test_small_ranges_packed_into_tasks_read_every_record_once(spark, kafka, tmp
     options = base_options(kafka, subscribe=topic, startingOffsets="earliest", packRecordsPerTask="5")
 
     stream_rows = run_available_now(spark, tmp_path / "cp", options)
-    batch_rows = rows_of(spark.read.format("kafkasource").options(**options).load())
+    batch_rows = rows_of(batch(spark, options))
 
     assert stream_rows == batch_rows == expected(produced)
-    assert len(produced) == 58
     tasks = KafkaDataSource(options).reader(None).partitions()
     assert sorted(sum(r.size for r in task.ranges) for task in tasks) == [4, 4, 5, 5, 40]

@@ -88,10 +88,6 @@ def test_pattern_matches_other_double_underscore_topics():
     assert SubscribePattern("^__").partitions(CLUSTER) == [("__orders_internal", 0)]
 
 
-def test_internal_topics():
-    assert INTERNAL_TOPICS == {"__consumer_offsets", "__transaction_state"}
-
-
 def test_pattern_sees_new_topics():
     sub = SubscribePattern("^logs-")
     assert sub.partitions({"logs-a": 1}) == [("logs-a", 0)]

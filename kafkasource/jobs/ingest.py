@@ -14,12 +14,11 @@ import logging
 import sys
 from pathlib import Path
 
-import kafkasource
 from kafkasource.jobs import plan
 from kafkasource.jobs.config import ConfigError, JobConfig, load
 from kafkasource.jobs.decode import decode, schema_fields
 from kafkasource.jobs.running import (BatchLog, StopRequest, add_common_arguments, one_line, run_main, run_query,
-                                      setup_logging)
+                                      session, setup_logging)
 from kafkasource.partitions import partition_name
 
 log = logging.getLogger("kafkasource.jobs.ingest")
@@ -34,15 +33,6 @@ def parser() -> argparse.ArgumentParser:
                    help="print the plan (topics, partitions, start offsets, sink) and exit without reading or writing")
     p.add_argument("--remote", help="run on a Spark Connect server, like sc://127.0.0.1:15002")
     return p
-
-
-def session(app_name: str, remote: str | None):
-    from pyspark.sql import SparkSession
-
-    builder = SparkSession.builder.appName(app_name)
-    spark = (builder.remote(remote) if remote else builder).getOrCreate()
-    kafkasource.register(spark)  # format("kafkasource") even where the package came by --py-files
-    return spark
 
 
 def dry_run(config: JobConfig) -> int:

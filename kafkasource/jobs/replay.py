@@ -19,9 +19,8 @@ from datetime import datetime, timezone
 from kafkasource.jobs import plan
 from kafkasource.jobs.config import ConfigError, JobConfig, load
 from kafkasource.jobs.decode import decode
-from kafkasource.jobs.ingest import session
+from kafkasource.jobs.running import add_common_arguments, run_main, session, setup_logging
 from kafkasource.partitions import partition_name
-from kafkasource.jobs.running import add_common_arguments, run_main, setup_logging
 
 log = logging.getLogger("kafkasource.jobs.replay")
 

@@ -1,5 +1,5 @@
-"""What every job does around its work: logging, one-line failures, exit codes, a graceful stop,
-and one log line per micro-batch.
+"""What every job does around its work: its Spark session, logging, one-line failures, exit codes,
+a graceful stop, and one log line per micro-batch.
 
 Exit codes: 0 done (or stopped on request), 1 the job failed, 2 bad configuration or arguments
 (argparse's own code), 3 reserved for the lag job's "lag above --max-lag".
@@ -18,9 +18,10 @@ import time
 import tomllib
 from typing import Callable
 
+import kafkasource
 from kafkasource.errors import KafkaSourceError
 from kafkasource.jobs.config import ConfigError
-from kafkasource.lag import input_rows, lag_from_progress
+from kafkasource.progress_lag import input_rows, lag_from_progress
 
 log = logging.getLogger("kafkasource.jobs")
 
@@ -33,6 +34,16 @@ def add_common_arguments(parser: argparse.ArgumentParser, example: str) -> None:
     parser.add_argument("--config", required=True, help=f"the job's TOML file (see {example})")
     parser.add_argument("--log-level", default="INFO", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
     parser.add_argument("--log-config", help="Python logging settings as TOML for dictConfig (see conf/logging.toml)")
+
+
+def session(app_name: str, remote: str | None):
+    """The job's Spark session: classic, or on the Spark Connect server at `remote`."""
+    from pyspark.sql import SparkSession
+
+    builder = SparkSession.builder.appName(app_name)
+    spark = (builder.remote(remote) if remote else builder).getOrCreate()
+    kafkasource.register(spark)  # format("kafkasource") even where the package came by --py-files
+    return spark
 
 
 def setup_logging(level: str = "INFO", config_file: str | None = None) -> None:

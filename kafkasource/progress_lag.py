@@ -2,7 +2,8 @@
 
 The progress of a kafkasource query carries `endOffset` (where the last batch ended) and
 `latestOffset` (the log end the source saw, from reportLatestOffset). Their difference per
-partition is the lag.
+partition is the lag. (The `lag` job, kafkasource/jobs/lag.py, measures something else: a
+consumer group's committed offsets against the log end, without a query.)
 
 Progress reaches Python in two shapes: built from the JVM object (classic Spark) or from its JSON
 (Spark Connect clients, and anything that stored `progress.json`). The JSON has no top-level

@@ -6,7 +6,7 @@ import json
 
 from pyspark.sql.streaming.listener import QueryProgressEvent, StreamingQueryProgress
 
-from kafkasource.lag import Lag, LagListener, input_rows, lag_from_progress
+from kafkasource.progress_lag import Lag, LagListener, input_rows, lag_from_progress
 
 # A progress as a Spark Connect client receives it (pyspark 4.3): JSON without a top-level numInputRows,
 # offsets as JSON text.
