@@ -124,10 +124,10 @@ def assert_committed_at_a_last_batch_end(kafka, group: str, topic: str, tmp_path
         assert {(partition, o) for o in range(offset)} <= durable  # never ahead of what the sink wrote
 
 
-def sigterm_mid_stream(kafka, tmp_path, hint: str, target) -> tuple[int, str]:
+def sigterm_mid_stream(kafka, tmp_path, hint: str, target) -> tuple[int, str, int, str]:
     """The ingest job under spark-submit (processing time, 40 records a batch, async commits) over 400 records:
-    once two batches are durable, SIGTERM to the pid `target(app)` names. Returns (exit code, its log), after
-    checking that the group sits at the end of one of the last two completed batches, never ahead of the sink."""
+    once two batches are durable, SIGTERM to the pid `target(app)` names. Returns (exit code, its log, how many
+    batches had completed when the signal was sent, the topic), after checking that the group sits at the end of one of the last two completed batches, never ahead of the sink."""
     topic = kafka.create_topic(kafka.unique_name(hint), partitions=2)
     group = kafka.unique_name(f"{hint}-group")
     kafka.produce_values(topic, 400, partitions=2)
@@ -138,6 +138,7 @@ def sigterm_mid_stream(kafka, tmp_path, hint: str, target) -> tuple[int, str]:
     try:
         await_condition("two durable batches",
                         lambda: app.poll() is None and len(durable_positions(tmp_path / "out")) >= 80, timeout=300)
+        completed_at_signal = len(completed_batch_ends(tmp_path / "ck", topic))
         os.kill(target(app), signal.SIGTERM)
         app.wait(180)
     finally:
@@ -145,12 +146,12 @@ def sigterm_mid_stream(kafka, tmp_path, hint: str, target) -> tuple[int, str]:
 
     output = log_path.read_text()
     assert_committed_at_a_last_batch_end(kafka, group, topic, tmp_path)
-    return app.returncode, output
+    return app.returncode, output, completed_at_signal, topic
 
 
 def test_sigterm_stops_after_a_batch_and_commits_nothing_unwritten(kafka, tmp_path):
     # to spark-submit's JVM, as a scheduler or `kill` would
-    returncode, output = sigterm_mid_stream(kafka, tmp_path, "sigterm", lambda app: app.pid)
+    returncode, output, _, _ = sigterm_mid_stream(kafka, tmp_path, "sigterm", lambda app: app.pid)
 
     # the JVM got the signal: it exits as signalled (143) once the job has stopped the query
     assert returncode == 143, output[-3000:]
@@ -165,9 +166,13 @@ def python_driver_of(app: subprocess.Popen) -> int:
 
 
 def test_sigterm_to_the_python_driver_finishes_the_batch_and_exits_0(kafka, tmp_path):
-    returncode, output = sigterm_mid_stream(kafka, tmp_path, "sigterm-py", python_driver_of)
+    returncode, output, completed_at_signal, topic = sigterm_mid_stream(kafka, tmp_path, "sigterm-py", python_driver_of)
 
     assert returncode == 0, output[-3000:]
+    # the batch running at the signal, and at most one Spark had begun as it ended; not the rest of the backlog
+    ends = completed_batch_ends(tmp_path / "ck", topic)
+    assert len(ends) - completed_at_signal <= 2, (completed_at_signal, ends)
+    assert sum(ends[-1].values()) < 400, ends[-1]
     assert "SIGTERM received: stopping after the running batch" in output
     assert "ingest: stopped on request; the next run resumes after the last completed batch" in output
     assert "Py4JException" not in output  # no shutdown hook calling into the finished job

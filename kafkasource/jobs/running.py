@@ -188,16 +188,29 @@ class BatchLog:
 def run_query(query, stop: StopRequest, batch_log: BatchLog, idle_wait_s: float = 120.0) -> bool:
     """Wait for the query to end by itself or by a stop request; True when it was asked to stop.
 
-    On a stop request, the running batch is given up to `idle_wait_s` to finish before query.stop()
-    (unless the JVM is exiting, see StopRequest); Spark's stop interrupts a batch still running."""
+    On a stop request, the batch running at that moment is given up to `idle_wait_s` to finish before
+    query.stop() (unless the JVM is exiting, see StopRequest); Spark's stop interrupts a batch still running,
+    such as the next one of a backlog, which Spark starts as soon as the previous one ends."""
     while not query.awaitTermination(1):
         batch_log.update(query)
         if stop.requested.is_set():
-            deadline = time.monotonic() + idle_wait_s
-            while not stop.jvm_exiting.is_set() and query.status["isTriggerActive"] and time.monotonic() < deadline:
-                time.sleep(0.1)
+            _finish_running_batch(query, stop, time.monotonic() + idle_wait_s)
             query.stop()  # our reader's process flushes async commits and closes its clients on this
             batch_log.update(query)
             return True
     batch_log.update(query)
     return False
+
+
+def _finish_running_batch(query, stop: StopRequest, deadline: float) -> None:
+    """Wait until the trigger running now has ended: its batch reported progress, or no trigger is active."""
+    finished = _last_batch_id(query)
+    while not stop.jvm_exiting.is_set() and time.monotonic() < deadline:
+        if not query.status["isTriggerActive"] or _last_batch_id(query) != finished:
+            return
+        time.sleep(0.1)
+
+
+def _last_batch_id(query) -> int:
+    progress = query.lastProgress
+    return -1 if progress is None else int(progress["batchId"])
