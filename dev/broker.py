@@ -167,6 +167,9 @@ def server_properties(port: int, controller_port: int, data_dir: Path) -> str:
         "share.coordinator.state.topic.min.isr=1",
         # keep records whatever their timestamps (tests produce old CreateTimes); tests delete records explicitly
         "log.retention.ms=-1",
+        # the log cleaner looks for logs to compact every second rather than every 15 s, so tests of compacted
+        # topics wait for it briefly
+        "log.cleaner.backoff.ms=1000",
         "",
     ])
 

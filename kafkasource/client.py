@@ -142,7 +142,8 @@ class KafkaClient:
                 log.info("no topic id for %s: %s", name, exc.args[0].str() if exc.args else exc)
         return ids
 
-    def _list_offsets(self, request: Mapping[TopicPartition, OffsetSpec], what: str) -> Positions:
+    def _list_offsets(self, request: Mapping[TopicPartition, OffsetSpec], what: str,
+                      isolation: IsolationLevel | None = None) -> Positions:
         """One ListOffsets request for every partition, asked again until kafkaConsumer.pollTimeoutMs has passed.
 
         A request goes to each partition's leader as the client last knew it. When that leader has just died, the
@@ -150,10 +151,13 @@ class KafkaClient:
         that partition (seen on a 3-node cluster: 90 s lost, then -1001). So each attempt has a short timeout that
         doubles (1, 2, 4 s ...) and every retry a fresh client, whose metadata names the new leader once the
         cluster has elected one (a few seconds after the old one stopped answering); a client that knew the old
-        leader was also seen to keep its stale leader epoch."""
+        leader was also seen to keep its stale leader epoch. The query's kafka.isolation.level applies unless
+        `isolation` says otherwise."""
         if not request:
             return {}
-        isolation = IsolationLevel.READ_COMMITTED if self.options.read_committed else IsolationLevel.READ_UNCOMMITTED
+        if isolation is None:
+            isolation = (IsolationLevel.READ_COMMITTED if self.options.read_committed
+                         else IsolationLevel.READ_UNCOMMITTED)
         deadline = time.monotonic() + self._timeout_s
         attempt_s = FIRST_ATTEMPT_S
         while True:
@@ -192,6 +196,12 @@ class KafkaClient:
     def end(self, partitions: list[TopicPartition]) -> Positions:
         """Log end offsets; the last stable offsets under kafka.isolation.level=read_committed."""
         return self._list_offsets({tp: OffsetSpec.latest() for tp in partitions}, "latest")
+
+    def high_watermarks(self, partitions: list[TopicPartition]) -> Positions:
+        """Log end offsets whatever the isolation level: under read_committed, where the records held back by open
+        transactions end."""
+        return self._list_offsets({tp: OffsetSpec.latest() for tp in partitions}, "high watermark",
+                                  IsolationLevel.READ_UNCOMMITTED)
 
     def for_times(self, timestamps: Mapping[TopicPartition, int]) -> dict[TopicPartition, int | None]:
         found = self._list_offsets({tp: OffsetSpec.for_timestamp(ts) for tp, ts in timestamps.items()}, "timestamp")

@@ -35,6 +35,13 @@ from kafkasource import shutdown
 
 log = logging.getLogger(__name__)
 
+# Under read_committed, a partition whose last stable offset has not moved for this long while records wait above
+# it is reported, and again at most this often while it stays so. A minute: Kafka's default transaction.timeout.ms,
+# so a transaction open longer is unusual, and a warning a minute says why the query reads nothing there without
+# flooding the log
+HELD_BACK_WARN_AFTER_S = 60.0
+HELD_BACK_WARN_EVERY_S = 60.0
+
 
 class Cluster(OffsetLookup, Protocol):
     """What planning asks the brokers; client.KafkaClient answers for real."""
@@ -44,6 +51,8 @@ class Cluster(OffsetLookup, Protocol):
     def topic_ids(self, topics: list[str]) -> dict[str, str]: ...
 
     def committed_topic_ids(self, partitions: list[TopicPartition]) -> dict[str, str]: ...
+
+    def high_watermarks(self, partitions: list[TopicPartition]) -> Positions: ...
 
     def close(self) -> None: ...
 
@@ -62,7 +71,8 @@ class Committer(Protocol):
 
 class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     """Without `client` and `committer`, the reader builds the real ones on the driver when first needed; neither
-    travels to executors. `clock` (seconds) times maxTriggerDelay."""
+    travels to executors. `clock` (seconds) times maxTriggerDelay and how long open transactions hold partitions
+    back."""
 
     def __init__(self, options: SourceOptions, client: Cluster | None = None, committer: Committer | None = None,
                  clock: Callable[[], float] = time.monotonic):
@@ -79,6 +89,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._ids_known = False  # whether this process has looked: before, the group's commits tell the ids
         self._superseded: Positions = {}  # positions in logs since replaced: never to be committed
         self._last_batch_at = clock()
+        self._held_back = HeldBackWatch(clock)
         self._stopped = False
         if shutdown.in_stream_runner():  # Spark ends this process with SIGTERM instead of calling stop()
             shutdown.exit_on_sigterm()
@@ -233,7 +244,11 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             self.committer.restart(partitions)
 
     def _look_up_log_ends(self, current: list[TopicPartition]) -> Positions:
+        """The log ends the query reads up to: the last stable offsets under read_committed, whose high watermarks
+        are then asked too (a second ListOffsets, only then) to tell partitions an open transaction holds back."""
         self._latest_seen = self.client.end(current)  # for reportLatestOffset, and to name lost records later
+        if self.options.read_committed:
+            self._held_back.observe(self._latest_seen, self.client.high_watermarks(current))
         return self._latest_seen
 
     def _restart_where_log_went_back(self, base: Positions, latest: Positions, seen_before: Positions) -> Positions:
@@ -321,3 +336,36 @@ def _unread(partitions: list[TopicPartition], positions: Positions, seen: Positi
     ranges = ", ".join(f"{partition_name(t, p)} {positions[(t, p)]}..{positions[(t, p)] + n - 1}" for (t, p), n in sorted(lost.items()))
     total = sum(lost.values())
     return f"; at least {total} record{'' if total == 1 else 's'} the query had not read are lost ({ranges})"
+
+
+class HeldBackWatch:
+    """Under read_committed, partitions an open transaction holds back: their last stable offset stays put below
+    the high watermark, and the query reads nothing from there on until the transaction ends. Once a partition has
+    been held at the same offset for HELD_BACK_WARN_AFTER_S, a warning names it, the offset, the log end and how
+    long, and again at most every HELD_BACK_WARN_EVERY_S while it stays; a stable offset that moves starts the
+    count again (a busy transactional producer holds partitions back briefly, and never for long at one offset)."""
+
+    def __init__(self, clock: Callable[[], float]):
+        self._clock = clock
+        self._held: dict[TopicPartition, tuple[int, float, float | None]] = {}  # stable offset, since, last warned
+
+    def observe(self, stable: Positions, high: Positions) -> None:
+        now = self._clock()
+        held = {}
+        for tp, offset in sorted(stable.items()):
+            end = high.get(tp, offset)
+            if offset >= end:
+                continue
+            at, since, warned = self._held.get(tp, (offset, now, None))
+            if at != offset:
+                since, warned = now, None
+            if now - since >= HELD_BACK_WARN_AFTER_S and (warned is None or now - warned >= HELD_BACK_WARN_EVERY_S):
+                log.warning("an open transaction holds back %s: its last stable offset has stayed at %d for %.0f s "
+                            "while the log ends at %d; under kafka.isolation.level=read_committed the query reads "
+                            "nothing from offset %d on until the transaction commits or aborts (the brokers abort it "
+                            "once its producer's transaction.timeout.ms has passed; kafka-transactions.sh "
+                            "find-hanging lists transactions that never end)",
+                            partition_name(*tp), offset, now - since, end, offset)
+                warned = now
+            held[tp] = (offset, since, warned)
+        self._held = held

@@ -317,3 +317,75 @@ def test_reader_pickles_without_its_clients():
     shipped = pickle.dumps(stream)
     assert b"FakeClient" not in shipped and b"FakeCommitter" not in shipped
     assert "hunter2" not in repr(pickle.loads(shipped).options)
+
+
+class FakeTransactionalClient(FakeClient):
+    """Under read_committed, `end` answers the last stable offsets (the `logs` table) and `high_watermarks` the log
+    ends above them (`high`: topic -> [high watermark per partition])."""
+
+    def __init__(self, logs, high):
+        super().__init__(logs)
+        self.high = high
+        self.high_watermark_requests = 0
+
+    def high_watermarks(self, partitions):
+        self.high_watermark_requests += 1
+        return {(t, p): self.high[t][p] for t, p in partitions}
+
+
+def held_back_warnings(caplog) -> list[str]:
+    messages = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    caplog.clear()
+    return messages
+
+
+def held_back(partition: str, offset: int, seconds: int, end: int) -> str:
+    return (f"an open transaction holds back {partition}: its last stable offset has stayed at {offset} for {seconds} s "
+            f"while the log ends at {end}; under kafka.isolation.level=read_committed the query reads nothing from "
+            f"offset {offset} on until the transaction commits or aborts (the brokers abort it once its producer's "
+            "transaction.timeout.ms has passed; kafka-transactions.sh find-hanging lists transactions that never end)")
+
+
+def test_a_partition_an_open_transaction_holds_back_is_reported_after_a_minute_then_once_a_minute(caplog):
+    clock = FakeClock()
+    client = FakeTransactionalClient({"t": [(0, 5), (0, 4)]}, high={"t": [12, 4]})  # t-0 held at 5, t-1 not held
+    stream, _ = reader(client, clock, startingOffsets="earliest", **{"kafka.isolation.level": "read_committed"})
+    start = stream.initialOffset()
+
+    def trigger_at(seconds: float) -> list[str]:
+        clock.now = seconds
+        with caplog.at_level(logging.WARNING, logger="kafkasource.stream"):
+            assert stream.latestOffset(end, ReadAllAvailable()) == end  # nothing more to read meanwhile
+        return held_back_warnings(caplog)
+
+    end = stream.latestOffset(start, ReadAllAvailable())
+    assert end == {"t": {"0": 5, "1": 4}}  # up to the last stable offset
+    assert trigger_at(59.9) == []
+    assert trigger_at(60.0) == [held_back("t-0", 5, 60, 12)]
+    assert trigger_at(61.0) == trigger_at(119.9) == []  # at most once a minute
+    assert trigger_at(120.0) == [held_back("t-0", 5, 120, 12)]
+
+    client.logs, client.high = {"t": [(0, 8), (0, 4)]}, {"t": [14, 4]}  # the stable offset moved: counted anew
+    clock.now = 130.0
+    end = stream.latestOffset(end, ReadAllAvailable())
+    assert end == {"t": {"0": 8, "1": 4}}
+    assert trigger_at(189.9) == []
+    assert trigger_at(190.0) == [held_back("t-0", 8, 60, 14)]
+
+    client.logs = {"t": [(0, 14), (0, 4)]}  # the transaction ended: nothing is held back any more
+    clock.now = 200.0
+    end = stream.latestOffset(end, ReadAllAvailable())
+    assert end == {"t": {"0": 14, "1": 4}}
+    assert trigger_at(400.0) == []
+    client.logs, client.high = {"t": [(0, 14), (0, 4)]}, {"t": [20, 9]}  # another one, on both partitions
+    assert trigger_at(401.0) == trigger_at(460.9) == []
+    assert trigger_at(461.0) == [held_back("t-0", 14, 60, 20), held_back("t-1", 4, 60, 9)]
+
+
+def test_high_watermarks_are_asked_for_only_under_read_committed():
+    for isolation, requests in (("read_uncommitted", 0), ("read_committed", 2)):
+        client = FakeTransactionalClient({"t": [(0, 5)]}, high={"t": [9]})
+        stream, _ = reader(client, startingOffsets="earliest", **{"kafka.isolation.level": isolation})
+        end = stream.latestOffset(stream.initialOffset(), ReadAllAvailable())
+        stream.latestOffset(end, ReadAllAvailable())
+        assert client.high_watermark_requests == requests, isolation
