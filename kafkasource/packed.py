@@ -135,7 +135,7 @@ class TaskReader:
             remaining = sum(state.range.until - state.position for state in active.values())
             after_last = self.rows.consume(min(read_settings.CONSUME_CHUNK, remaining), min(1.0, timeout_s))
             for error in self.consumer.client_errors():
-                self.on_error_event(None, None, error)
+                self.on_client_error(error)
             self._advance(after_last)
             yield from self.rows.full_batches()
             done = [key for key, state in active.items() if state.done]
@@ -155,8 +155,7 @@ class TaskReader:
     def on_error_event(self, topic: str | None, partition: int | None, error: KafkaError) -> bool:
         """Hand an error event to the ranges it concerns; whether it moved the position of one. The brokers
         refusing the client fail the task at once."""
-        if error.code() in REFUSED:
-            raise refusal_error(f"read {self.reading()}", error, self.config.kafka_config)
+        self._fail_if_refused(error)
         moved, retried = False, []
         for state in self.concerned(topic, partition):
             if state.moved:
@@ -166,17 +165,30 @@ class TaskReader:
             else:
                 retried.append(state)
         if retried:
-            self._retrying(error, retried)
+            self._retrying(error, ", ".join(state.name for state in retried))
         return moved
 
-    def _retrying(self, error: KafkaError, concerned: list[RangeState]) -> None:
+    def on_client_error(self, error: KafkaError) -> None:
+        """An error about the client rather than a partition (librdkafka's error_cb: the brokers refusing us, or
+        unreachable, down, not resolved), so never one that moves a range: a refusal or a fatal error fails the
+        task, librdkafka retries the rest."""
+        self._fail_if_refused(error)
+        if error.fatal() or error.code() == KafkaError._FATAL:
+            raise KafkaSourceError(f"reading {self.reading()} failed: {error.str()}")
+        self._retrying(error, self.reading())
+
+    def _fail_if_refused(self, error: KafkaError) -> None:
+        if error.code() in REFUSED:
+            raise refusal_error(f"read {self.reading()}", error, self.config.kafka_config)
+
+    def _retrying(self, error: KafkaError, names: str) -> None:
         """Note an error librdkafka retries: warned about once per kind, and kept for a stall's message unless it
         is the bare "all brokers are down" that follows the failure that says why."""
         if error.code() != KafkaError._ALL_BROKERS_DOWN or self.last_error is None:
             self.last_error = error
         if error.code() not in self.logged:
             self.logged.add(error.code())
-            log.warning("reading %s: %s (retrying)", ", ".join(state.name for state in concerned), error.str())
+            log.warning("reading %s: %s (retrying)", names, error.str())
 
     def reading(self) -> str:
         """The task's partitions, for messages: all of them, or the first few of a wide packed task."""

@@ -10,9 +10,7 @@ import logging
 import re
 import secrets
 import socket
-import tempfile
 import time
-from pathlib import Path
 
 import pytest
 from confluent_kafka import KafkaError, Producer
@@ -21,35 +19,18 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from dev import secure_broker
 from kafkasource.errors import AccessError, KafkaSourceError
 from kafkasource.fetch import ConsumerPool, FetchConfig
-from kafkasource.packed import read_ranges
+from kafkasource.packed import TaskReader, read_ranges
 from kafkasource.ranges import OffsetRange
 from kafkasource.refusal import refusal_error
+from tests import test_security
+from tests.test_security import PASSWORDS, WRONG_PASSWORD
 
 pytestmark = [pytest.mark.faults]
 
-PASSWORDS = {user: f"{user}-pw-{secrets.token_hex(10)}" for user in ("admin", "alice")}
-WRONG_PASSWORD = f"wrong-pw-{secrets.token_hex(10)}"
+# the secured brokers, module fixtures shared with the driver's security tests (users and passwords too)
+sasl, certificates, ssl = test_security.sasl, test_security.certificates, test_security.ssl
 NOT_RETRIED_S = 30  # a refusal must fail the task long before kafkaConsumer.pollTimeoutMs (120 s here)
 LONG_POLL_TIMEOUT_MS = 120_000
-
-
-@pytest.fixture(scope="module")
-def sasl():
-    broker = secure_broker.start_sasl(PASSWORDS)
-    yield broker
-    broker.stop()
-
-
-@pytest.fixture(scope="module")
-def certificates():
-    return secure_broker.make_certificates(Path(tempfile.mkdtemp(prefix="kafkasource-certs-")))
-
-
-@pytest.fixture(scope="module")
-def ssl(certificates):
-    broker = secure_broker.start_ssl(certificates)
-    yield broker
-    broker.stop()
 
 
 class RecordingPool(ConsumerPool):
@@ -201,3 +182,25 @@ def test_a_refusal_message_names_a_user_only_where_one_is_configured_and_never_a
         "could not list topics: authentication with Kafka at b1:9092 failed (SASL mechanism OAUTHBEARER, "
         "security.protocol SASL_SSL): SASL authentication error: Authentication failed. Check kafka.sasl.username "
         "and kafka.sasl.password, and that kafka.sasl.mechanism is one the brokers enable")
+
+
+def test_client_level_errors_never_move_a_range_a_refusal_fails_and_the_stall_keeps_the_telling_cause():
+    config = fetch_config({"bootstrap.servers": "b1:9092", "security.protocol": "SSL"}, "python", 1000)
+    reader = TaskReader(None, tuple(OffsetRange("orders", p, 10, 20) for p in range(7)), config)
+    unresolved = KafkaError(KafkaError._RESOLVE, "b1:9092/bootstrap: Failed to resolve 'b1:9092'")
+
+    reader.on_client_error(KafkaError(KafkaError._ALL_BROKERS_DOWN, "1/1 brokers are down"))
+    reader.on_client_error(unresolved)
+    reader.on_client_error(KafkaError(KafkaError._ALL_BROKERS_DOWN, "1/1 brokers are down"))
+    assert reader.last_error is unresolved  # not replaced by the bare "brokers are down" after it
+    reader.on_client_error(KafkaError(KafkaError._UNKNOWN_TOPIC, "a code that, about a partition, is data loss"))
+    assert [(state.position, state.moved) for state in reader.ranges.values()] == [(10, False)] * 7
+
+    with pytest.raises(AccessError) as failure:
+        reader.on_client_error(KafkaError(KafkaError._SSL, "b1:9092/bootstrap: SSL handshake failed"))
+    assert str(failure.value) == (
+        "could not read 7 partitions (orders-0, orders-1, orders-2, orders-3, orders-4, ...): the TLS handshake with "
+        "Kafka at b1:9092 failed: b1:9092/bootstrap: SSL handshake failed. If the brokers' certificate cannot be "
+        "verified, set kafka.ssl.ca.location to the PEM file of the CA that signed it")
+    with pytest.raises(KafkaSourceError, match=r"^reading 7 partitions \(orders-0, .*, \.\.\.\) failed: fenced$"):
+        reader.on_client_error(KafkaError(KafkaError._FATAL, "fenced"))
