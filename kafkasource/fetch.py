@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from itertools import groupby
 from typing import TYPE_CHECKING, Callable, Iterator
 
-from confluent_kafka import Consumer, Message
+from confluent_kafka import Consumer, KafkaError, Message
 
 from kafkasource import native, read_settings
 from kafkasource.arrow import to_record_batch
@@ -98,7 +98,7 @@ class ConsumerPool:
                                            f"{exc}. Set readPath to auto or python") from None
                 log.warning("the native consumer refused the configuration (%s); reading with confluent-kafka", exc)
                 self._native_refused.add(config.pool_key())
-        return Consumer(config.consumer_config())
+        return ReadConsumer(config.consumer_config())
 
     @staticmethod
     def _key(config: FetchConfig, native: bool) -> tuple:
@@ -123,6 +123,22 @@ class ConsumerPool:
                 if since < cutoff:
                     _close_quietly(consumer)
             self._idle[key] = [(c, s) for c, s in entries if s >= cutoff]
+
+
+class ReadConsumer(Consumer):
+    """confluent-kafka's consumer, keeping the errors librdkafka reports about the client rather than a partition
+    (authentication, the TLS handshake, brokers unreachable): it hands those only to error_cb, which consume()
+    serves, never among the messages."""
+
+    def __init__(self, config: dict[str, object]):
+        self._client_errors: list[KafkaError] = []
+        super().__init__({**config, "error_cb": self._client_errors.append})
+
+    def client_errors(self) -> list[KafkaError]:
+        """The client-level errors reported since the last call, oldest first (as NativeConsumer.client_errors)."""
+        errors = list(self._client_errors)
+        self._client_errors.clear()
+        return errors
 
 
 def _close_quietly(consumer: Consumer) -> None:

@@ -51,6 +51,12 @@ class NativeConsumer:
         return [KafkaTopicPartition(tp.topic, tp.partition, self.native.position(tp.topic, tp.partition))
                 for tp in partitions]
 
+    def client_errors(self) -> list[KafkaError]:
+        """The errors librdkafka reported about the client rather than a partition (authentication, the TLS
+        handshake, brokers unreachable) since the last call, oldest first: the extension keeps what its error
+        callback heard while consume() served the queue."""
+        return [KafkaError(code, text) for code, text in self.native.client_errors()]
+
     def get_watermark_offsets(self, partition: KafkaTopicPartition, timeout: float) -> tuple[int, int]:
         return self.native.watermarks(partition.topic, partition.partition, int(timeout * 1000))
 

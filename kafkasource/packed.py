@@ -5,6 +5,11 @@ all of them at once, so one fetch round brings records of many partitions instea
 a range that reaches its end is paused so the consumer stops fetching past it. Only the hot loop differs
 between the read paths (fetch.MessageRows, native.NativeRows); TaskReader decides for both what an error
 event means, where each range's position is, when a range is done and when the task has stalled.
+
+Executors may meet failures the driver never does (the brokers refuse their credentials or certificates, or are
+unreachable from the workers only). Those reach the consumer as client-level errors, apart from the records:
+a refusal fails the task at once with its cause; librdkafka retries the rest, and a task that stalls meanwhile
+names the last of them.
 """
 
 from __future__ import annotations
@@ -13,16 +18,17 @@ import logging
 import time
 from typing import Iterator
 
-from confluent_kafka import Consumer, KafkaError
+from confluent_kafka import KafkaError
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 
 from kafkasource import read_settings
 from kafkasource.dataloss import report_data_loss
 from kafkasource.errors import AccessError, KafkaSourceError
-from kafkasource.fetch import POOL, ConsumerPool, FetchConfig, MessageRows, pooled
+from kafkasource.fetch import POOL, ConsumerPool, FetchConfig, MessageRows, ReadConsumer, pooled
 from kafkasource.native import NativeConsumer, NativeRows
 from kafkasource.partitions import TopicPartition, partition_name
 from kafkasource.ranges import OffsetRange
+from kafkasource.refusal import REFUSED, refusal_error
 
 log = logging.getLogger(__name__)
 
@@ -40,7 +46,7 @@ def read_ranges(ranges: tuple[OffsetRange, ...], config: FetchConfig, pool: Cons
 class RangeState:
     """One range's read position, and what an error event about its partition does to it."""
 
-    def __init__(self, consumer: Consumer | NativeConsumer, offset_range: OffsetRange, config: FetchConfig):
+    def __init__(self, consumer: ReadConsumer | NativeConsumer, offset_range: OffsetRange, config: FetchConfig):
         self.consumer = consumer
         self.range = offset_range
         self.config = config
@@ -56,7 +62,8 @@ class RangeState:
         return f"(range {self.range.start}..{self.range.until})"
 
     def on_error(self, error: KafkaError) -> bool:
-        """Raise, or skip lost records (True: the position moved), or log a transient error (False)."""
+        """Raise, or skip lost records (True: the position moved), or leave a transient error to librdkafka's
+        retries (False)."""
         code = error.code()
         if code == KafkaError._AUTO_OFFSET_RESET or code == KafkaError.OFFSET_OUT_OF_RANGE:
             self._out_of_range()
@@ -73,7 +80,6 @@ class RangeState:
                               f"--topic {self.range.topic})")
         if error.fatal():
             raise KafkaSourceError(f"reading {self.name} failed: {error.str()}")
-        log.warning("reading %s: %s (retrying)", self.name, error.str())  # librdkafka retries transient errors
         return False
 
     def _out_of_range(self) -> None:
@@ -99,13 +105,15 @@ class TaskReader:
     range's records below its end and hands error events to `on_error_event`; TaskReader moves the positions,
     assigns, pauses, hands out batches and gives up when nothing arrives."""
 
-    def __init__(self, consumer: Consumer | NativeConsumer, ranges: tuple[OffsetRange, ...], config: FetchConfig):
+    def __init__(self, consumer: ReadConsumer | NativeConsumer, ranges: tuple[OffsetRange, ...], config: FetchConfig):
         self.consumer = consumer
         self.config = config
         self.ranges = {(r.topic, r.partition): RangeState(consumer, r, config) for r in ranges}
         self.active = {key: state for key, state in self.ranges.items() if not state.done}
         self.rows = NativeRows(self) if isinstance(consumer, NativeConsumer) else MessageRows(self)
         self.paused: list[KafkaTopicPartition] = []
+        self.last_error: KafkaError | None = None  # the latest error librdkafka retried since the last progress
+        self.logged: set[int] = set()  # error codes warned about: brokers down repeat theirs many times a second
 
     def batches(self) -> Iterator:
         # librdkafka keeps a partition paused across unassign and assign: resume what this task paused, or the
@@ -126,6 +134,8 @@ class TaskReader:
             before = [state.position for state in active.values()]
             remaining = sum(state.range.until - state.position for state in active.values())
             after_last = self.rows.consume(min(read_settings.CONSUME_CHUNK, remaining), min(1.0, timeout_s))
+            for error in self.consumer.client_errors():
+                self.on_client_error(error)
             self._advance(after_last)
             yield from self.rows.full_batches()
             done = [key for key, state in active.items() if state.done]
@@ -138,16 +148,54 @@ class TaskReader:
                 self._pause(done)
             if done or [state.position for state in active.values()] != before:
                 last_progress = time.monotonic()
+                self.last_error = None  # a stall names what went wrong since the task last moved
             elif time.monotonic() - last_progress > timeout_s:
-                raise stall_error(list(active.values()), self.config.poll_timeout_ms)
+                raise stall_error(list(active.values()), self.config.poll_timeout_ms, self.last_error)
 
     def on_error_event(self, topic: str | None, partition: int | None, error: KafkaError) -> bool:
-        """Hand an error event to the ranges it concerns; whether it moved the position of one."""
-        moved = False
+        """Hand an error event to the ranges it concerns; whether it moved the position of one. The brokers
+        refusing the client fail the task at once."""
+        self._fail_if_refused(error)
+        moved, retried = False, []
         for state in self.concerned(topic, partition):
-            if not state.moved and state.on_error(error):
+            if state.moved:
+                continue
+            if state.on_error(error):
                 moved = True
+            else:
+                retried.append(state)
+        if retried:
+            self._retrying(error, ", ".join(state.name for state in retried))
         return moved
+
+    def on_client_error(self, error: KafkaError) -> None:
+        """An error about the client rather than a partition (librdkafka's error_cb: the brokers refusing us, or
+        unreachable, down, not resolved), so never one that moves a range: a refusal or a fatal error fails the
+        task, librdkafka retries the rest."""
+        self._fail_if_refused(error)
+        if error.fatal() or error.code() == KafkaError._FATAL:
+            raise KafkaSourceError(f"reading {self.reading()} failed: {error.str()}")
+        self._retrying(error, self.reading())
+
+    def _fail_if_refused(self, error: KafkaError) -> None:
+        if error.code() in REFUSED:
+            raise refusal_error(f"read {self.reading()}", error, self.config.kafka_config)
+
+    def _retrying(self, error: KafkaError, names: str) -> None:
+        """Note an error librdkafka retries: warned about once per kind, and kept for a stall's message unless it
+        is the bare "all brokers are down" that follows the failure that says why."""
+        if error.code() != KafkaError._ALL_BROKERS_DOWN or self.last_error is None:
+            self.last_error = error
+        if error.code() not in self.logged:
+            self.logged.add(error.code())
+            log.warning("reading %s: %s (retrying)", names, error.str())
+
+    def reading(self) -> str:
+        """The task's partitions, for messages: all of them, or the first few of a wide packed task."""
+        names = [state.name for state in self.ranges.values()]
+        if len(names) <= STALLED_NAMED:
+            return ", ".join(names)
+        return f"{len(names)} partitions ({', '.join(names[:STALLED_NAMED])}, ...)"
 
     def concerned(self, topic: str | None, partition: int | None) -> list[RangeState]:
         """The ranges still being read that an error event is about: one partition's, a whole topic's
@@ -182,15 +230,19 @@ class TaskReader:
         self.paused.extend(finished)
 
 
-def stall_error(stalled: list[RangeState], poll_timeout_ms: int) -> KafkaSourceError:
-    """The error of a task whose ranges saw no progress within kafkaConsumer.pollTimeoutMs."""
+def stall_error(stalled: list[RangeState], poll_timeout_ms: int, last_error: KafkaError | None = None
+                ) -> KafkaSourceError:
+    """The error of a task whose ranges saw no progress within kafkaConsumer.pollTimeoutMs, naming the last error
+    librdkafka reported meanwhile, if any (the reason is otherwise only in librdkafka's log)."""
     if len(stalled) == 1:
         what = f"{stalled[0].name} stalled at offset {stalled[0].position} {stalled[0].where()}"
     else:
         named = ", ".join(f"{state.name} at {state.position} {state.where()}" for state in stalled[:STALLED_NAMED])
         what = f"{len(stalled)} partitions stalled: {named}"
+    cause = f"; the last error from the brokers: {last_error.str()}" if last_error is not None else ""
     return KafkaSourceError(f"reading {what}: nothing arrived within {poll_timeout_ms} ms "
-                            "(kafkaConsumer.pollTimeoutMs). Check that the brokers are reachable from the executors")
+                            f"(kafkaConsumer.pollTimeoutMs){cause}. Check that the brokers are reachable from the "
+                            "executors")
 
 
 def _count(records: int) -> str:

@@ -11,6 +11,7 @@
 
 use std::ffi::{c_char, c_int, c_void, CStr, CString};
 use std::ptr;
+use std::sync::Mutex;
 
 use pyo3::exceptions::{PyOSError, PyValueError};
 use pyo3::ffi;
@@ -320,14 +321,38 @@ impl Drop for KafkaConfig {
     }
 }
 
+/// Errors librdkafka reports about the client rather than a partition (authentication, TLS handshake, brokers
+/// unreachable), as (code, text): it hands these to an error callback, or to its log without one, never to the
+/// consumer among the messages.
+type ClientErrors = Mutex<Vec<(i32, String)>>;
+
+/// librdkafka's error callback, served on the thread that serves the consumer's queue (consume, close): keeps the
+/// error for `Consumer.client_errors`.
+///
+/// # Safety
+/// `opaque` is the `ClientErrors` of the Handle whose client calls back; a non-null `reason` is NUL-terminated.
+unsafe extern "C" fn keep_client_error(_kafka: *mut rd::rd_kafka_t, err: c_int, reason: *const c_char,
+                                       opaque: *mut c_void) {
+    let errors = &*(opaque as *const ClientErrors);
+    errors.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).push((err, cstr(reason)));
+}
+
 /// A librdkafka consumer and its consumer queue, closed (without committing) and freed on drop.
 struct Handle {
     kafka: *mut rd::rd_kafka_t,
     queue: *mut rd::rd_kafka_queue_t,
+    // boxed: librdkafka holds its address, which must stay put and outlive the client (fields drop after `drop`)
+    client_errors: Box<ClientErrors>,
 }
 
 impl Handle {
     fn new(config: KafkaConfig) -> PyResult<Self> {
+        let client_errors: Box<ClientErrors> = Box::default();
+        // SAFETY: the configuration is live; the opaque stays valid as long as the client (see the field).
+        unsafe {
+            rd::rd_kafka_conf_set_error_cb(config.0, Some(keep_client_error));
+            rd::rd_kafka_conf_set_opaque(config.0, &*client_errors as *const ClientErrors as *mut c_void);
+        }
         let mut errstr = [0 as c_char; ERRSTR_SIZE];
         let consumer = rd::rd_kafka_type_t::RD_KAFKA_CONSUMER;
         // SAFETY: the configuration is live and errstr holds ERRSTR_SIZE bytes.
@@ -339,7 +364,7 @@ impl Handle {
         // SAFETY: `kafka` is a live consumer handle.
         unsafe {
             rd::rd_kafka_poll_set_consumer(kafka);
-            Ok(Handle { kafka, queue: rd::rd_kafka_queue_get_consumer(kafka) })
+            Ok(Handle { kafka, queue: rd::rd_kafka_queue_get_consumer(kafka), client_errors })
         }
     }
 }
@@ -483,6 +508,13 @@ impl Consumer {
             }
         });
         result.map_err(PyOSError::new_err)
+    }
+
+    /// The client-level errors librdkafka reported since the last call (while `consume` served the queue),
+    /// oldest first, as (code, text).
+    fn client_errors(&self) -> PyResult<Vec<(i32, String)>> {
+        let errors = &self.handle()?.client_errors;
+        Ok(std::mem::take(&mut *errors.lock().unwrap_or_else(|poisoned| poisoned.into_inner())))
     }
 
     /// Rows and key/value/header bytes appended and not yet taken.
