@@ -213,7 +213,7 @@ def held_back_warnings(options: dict[str, str], caplog) -> list[str]:
         start = stream.initialOffset()
         end = stream.latestOffset(start, ReadAllAvailable())
         clock.now = 60.0
-        with caplog.at_level(logging.WARNING, logger="kafkasource.stream"):
+        with caplog.at_level(logging.WARNING, logger="kafkasource.held_back"):
             stream.latestOffset(end, ReadAllAvailable())
     finally:
         stream.stop()

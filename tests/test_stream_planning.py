@@ -354,7 +354,7 @@ def test_a_partition_an_open_transaction_holds_back_is_reported_after_a_minute_t
 
     def trigger_at(seconds: float) -> list[str]:
         clock.now = seconds
-        with caplog.at_level(logging.WARNING, logger="kafkasource.stream"):
+        with caplog.at_level(logging.WARNING, logger="kafkasource.held_back"):
             assert stream.latestOffset(end, ReadAllAvailable()) == end  # nothing more to read meanwhile
         return held_back_warnings(caplog)
 
