@@ -6,13 +6,17 @@ import logging
 import os
 import shutil
 import sys
+import tempfile
 import time
+from pathlib import Path
 
 import pytest
 
 from dev import broker as local_broker
+from dev import secure_broker
 from kafkasource import native
 from tests.kafka_helpers import KafkaHarness
+from tests.security_helpers import PASSWORDS
 
 log = logging.getLogger(__name__)
 
@@ -83,3 +87,23 @@ def read_path(request) -> str:
         pytest.fail("kafkasource's native extension is not built although cargo is on PATH: "
                     "see the output of pip install -e . (setup.py builds native/ with setuptools-rust)")
     return request.param
+
+
+# secured brokers: started once, for every module whose tests use them
+@pytest.fixture(scope="session")
+def sasl():
+    broker = secure_broker.start_sasl(PASSWORDS)
+    yield broker
+    broker.stop()
+
+
+@pytest.fixture(scope="session")
+def certificates():
+    return secure_broker.make_certificates(Path(tempfile.mkdtemp(prefix="kafkasource-certs-")))
+
+
+@pytest.fixture(scope="session")
+def ssl(certificates):
+    broker = secure_broker.start_ssl(certificates)
+    yield broker
+    broker.stop()

@@ -6,6 +6,7 @@ every row with what the broker acknowledged.
 
 from __future__ import annotations
 
+import json
 import threading
 from contextlib import contextmanager
 from typing import Iterator, Mapping
@@ -178,3 +179,13 @@ def running_stream(spark, checkpoint, options: Mapping[str, object], collector: 
 def await_rows(collector: Collector, count: int, query) -> list[Row]:
     """Wait until the collector holds at least `count` rows; return them all."""
     return await_condition(f"{count} rows", lambda: len(collector.rows) >= count and collector.rows, query)
+
+
+def source_offsets(query) -> list[tuple[dict, dict]]:
+    """(startOffset, endOffset) of the source in every batch the query reported, oldest first."""
+    out = []
+    for progress in query.recentProgress:
+        source = progress.sources[0]
+        if source.endOffset:
+            out.append((json.loads(source.startOffset) if source.startOffset else {}, json.loads(source.endOffset)))
+    return out

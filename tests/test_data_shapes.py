@@ -25,9 +25,9 @@ from kafkasource.packed import read_ranges
 from kafkasource.ranges import OffsetRange
 from kafkasource.stream import KafkaStreamReader
 from tests.kafka_helpers import KafkaHarness, Record, await_condition
-from tests.test_stream_planning import FakeClock
-from tests.test_stream_read import (AWAIT_TIMEOUT_S, QUERY_TIMEOUT_S, Collector, base_options, expected, rows_of,
-                                    source_offsets, start_query)
+from tests.fakes import FakeClock
+from tests.query_helpers import (AWAIT_TIMEOUT_S, QUERY_TIMEOUT_S, Collector, base_options, expected, rows_of,
+                                 source_offsets, start_query)
 
 # -- a compacted topic ------------------------------------------------------------------------------
 

@@ -22,13 +22,10 @@ from kafkasource.fetch import ConsumerPool, FetchConfig
 from kafkasource.packed import TaskReader, read_ranges
 from kafkasource.ranges import OffsetRange
 from kafkasource.refusal import refusal_error
-from tests import test_security
-from tests.test_security import PASSWORDS, WRONG_PASSWORD
+from tests.security_helpers import PASSWORDS, WRONG_PASSWORD
 
 pytestmark = [pytest.mark.faults]
 
-# the secured brokers, module fixtures shared with the driver's security tests (users and passwords too)
-sasl, certificates, ssl = test_security.sasl, test_security.certificates, test_security.ssl
 NOT_RETRIED_S = 30  # a refusal must fail the task long before kafkaConsumer.pollTimeoutMs (120 s here)
 LONG_POLL_TIMEOUT_MS = 120_000
 

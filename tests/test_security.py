@@ -13,71 +13,23 @@ from __future__ import annotations
 
 import logging
 import secrets
-import tempfile
 from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
-from confluent_kafka import Consumer, Producer
-from confluent_kafka import TopicPartition as KafkaTopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka import Consumer
 
 from dev import secure_broker
 from kafkasource.commit import OffsetCommitter
 from tests.job_helpers import durable_positions, run_job, write_config
 from tests.kafka_helpers import await_condition
+from tests.security_helpers import (PASSWORDS, WRONG_PASSWORD, committed, sasl_options,
+                                     topic_with_records)
 from tests.query_helpers import Collector, available_now_failure, run_to_end, start_query, stream
 
 pytestmark = [pytest.mark.faults, pytest.mark.spark]
 
-PASSWORDS = {user: f"{user}-pw-{secrets.token_hex(10)}" for user in ("admin", "alice", "bob", "carol")}
-WRONG_PASSWORD = f"wrong-pw-{secrets.token_hex(10)}"
 QUERY_TIMEOUT_S = 300
-
-
-@pytest.fixture(scope="module")
-def sasl():
-    broker = secure_broker.start_sasl(PASSWORDS)
-    yield broker
-    broker.stop()
-
-
-@pytest.fixture(scope="module")
-def certificates():
-    return secure_broker.make_certificates(Path(tempfile.mkdtemp(prefix="kafkasource-certs-")))
-
-
-@pytest.fixture(scope="module")
-def ssl(certificates):
-    broker = secure_broker.start_ssl(certificates)
-    yield broker
-    broker.stop()
-
-
-def topic_with_records(broker, name: str, count: int = 20, partitions: int = 2) -> list[tuple[int, int, bytes]]:
-    """A new topic holding `count` records spread over its partitions, as (partition, offset, value)."""
-    admin = AdminClient(broker.client_config())
-    admin.create_topics([NewTopic(name, partitions, 1)])[name].result(30)
-    producer = Producer(broker.client_config())
-    for i in range(count):
-        producer.produce(name, value=b"v%d" % i, partition=i % partitions)
-    assert producer.flush(30) == 0
-    return [(i % partitions, i // partitions, b"v%d" % i) for i in range(count)]
-
-
-def sasl_options(broker, user: str, password: str, **extra: str) -> dict[str, str]:
-    return {"kafka.bootstrap.servers": broker.bootstrap_servers, "kafka.security.protocol": "SASL_PLAINTEXT",
-            "kafka.sasl.mechanism": secure_broker.MECHANISM, "kafka.sasl.username": user,
-            "kafka.sasl.password": password, **extra}
-
-
-def committed(broker, group: str, topic: str, partitions: int) -> dict[int, int]:
-    consumer = Consumer({**broker.client_config(), "group.id": group})
-    try:
-        found = consumer.committed([KafkaTopicPartition(topic, p) for p in range(partitions)], timeout=30)
-    finally:
-        consumer.close()
-    return {tp.partition: tp.offset for tp in found if tp.offset >= 0}
 
 
 def rows(collector: Collector) -> list[tuple[int, int, bytes]]:

@@ -13,6 +13,7 @@ from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows, Read
 from kafkasource.errors import DataLossError
 from kafkasource.options import parse_options
 from kafkasource.stream import KafkaStreamReader
+from tests.fakes import FakeClock
 
 
 class FakeClient:
@@ -67,16 +68,6 @@ class FakeCommitter:
 
     def close(self):
         self.closed += 1
-
-
-class FakeClock:
-    """Seconds that pass only when a test says so."""
-
-    def __init__(self):
-        self.now = 0.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 def reader(client, clock: Callable[[], float] = time.monotonic, **options) -> tuple[KafkaStreamReader, FakeCommitter]:

@@ -19,7 +19,7 @@ import pytest
 
 from kafkasource import KafkaDataSource
 from tests.kafka_helpers import KafkaHarness, Record, await_condition
-from tests.query_helpers import (LOG_APPEND_TIME, Collector, available_now_failure, await_rows, base_options, batch,
+from tests.query_helpers import (LOG_APPEND_TIME, source_offsets, Collector, available_now_failure, await_rows, base_options, batch,
                                  expected, rows_of, run_available_now, running_stream, stream)
 
 # explicit record timestamps: an hour ago, within the broker's bounds and far from the topic's retention
@@ -28,16 +28,6 @@ BASE_TS = (int(time.time()) - 3600) * 1000
 
 
 # -- helpers ------------------------------------------------------------------------------------------
-
-def source_offsets(query) -> list[tuple[dict, dict]]:
-    """(startOffset, endOffset) of the source in every batch the query reported, oldest first."""
-    out = []
-    for progress in query.recentProgress:
-        source = progress.sources[0]
-        if source.endOffset:
-            out.append((json.loads(source.startOffset) if source.startOffset else {}, json.loads(source.endOffset)))
-    return out
-
 
 def three_partitions(kafka: KafkaHarness, topic: str, per_partition: int = 4, prefix: str = "v") -> list[Record]:
     """per_partition records in each of the topic's 3 partitions (offsets 0..per_partition-1)."""
