@@ -5,7 +5,7 @@ map() over a Message method (no Python frame per record), then Arrow builds it i
 
 Columns are laid out from buffers (`array` module, bytes) rather than converted from Python objects by
 pa.array or pa.scalar: converting any Python object makes pyarrow import pandas, which Spark's Python
-workers otherwise never load (0.4 s and 55 MB more in every worker, measured here). Only a key
+workers otherwise never load (bench/TUNING.md says what that cost). Only a key
 column mixing nulls and values, and headers, are still converted.
 """
 
@@ -80,8 +80,8 @@ def repeated_string(value: str, count: int) -> pa.Array:
 
 
 def binary_array(values: list) -> pa.Array:
-    """A binary column from bytes objects. Joining them and laying out the offsets ourselves is 3-5x faster
-    than pa.array's per-object conversion (50,000 values of 100 B: 6 ms against 30 ms). All nulls (records
+    """A binary column from bytes objects. Joining them and laying out the offsets ourselves is several times
+    faster than pa.array's per-object conversion (bench/TUNING.md). All nulls (records
     without keys) is one null array; a mix of nulls and values (len(None) fails) or 2 GiB and more (the
     offsets overflow int32) is built by pa.array."""
     try:

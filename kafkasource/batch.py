@@ -6,7 +6,7 @@ from pyspark.sql.datasource import DataSourceReader, InputPartition
 
 from kafkasource.client import KafkaClient
 from kafkasource.errors import OptionError
-from kafkasource.packed import read_ranges
+from kafkasource.task_reader import read_ranges
 from kafkasource.options import SourceOptions
 from kafkasource.partitions import partition_name
 from kafkasource.planning import KafkaInputPartition, fetch_config, plan_partitions

@@ -47,6 +47,7 @@ class KafkaClient:
         # the latest authentication or TLS failure the clients reported: only their error_cb (served inside poll())
         # hears of it; the request itself just fails with a transport error or a timeout
         self._refusal: KafkaError | None = None
+        self._undescribed: set[str] = set()  # topics whose id the brokers did not give
 
     # -- clients -------------------------------------------------------------------------------
     @property
@@ -127,9 +128,15 @@ class KafkaClient:
         ids = {}
         for name, future in futures.items():
             try:
-                ids[name] = str(future.result().topic_id)
+                topic_id = future.result().topic_id
             except KafkaException as exc:
-                log.info("no topic id for %s: %s", name, exc.args[0].str() if exc.args else exc)
+                if name not in self._undescribed:  # asked again every trigger: said once
+                    self._undescribed.add(name)
+                    log.info("no topic id for %s (%s): it is checked by its log end only", name,
+                             exc.args[0].str() if exc.args else exc)
+                continue
+            if topic_id is not None and (topic_id.get_most_significant_bits() or topic_id.get_least_significant_bits()):
+                ids[name] = str(topic_id)  # all zero: a broker that gives topics no id
         return ids
 
     def _list_offsets(self, request: Mapping[TopicPartition, OffsetSpec], what: str,
@@ -138,7 +145,7 @@ class KafkaClient:
 
         A request goes to each partition's leader as the client last knew it. When that leader has just died, the
         request waits out its whole timeout and may then come back without an error but with OFFSET_INVALID for
-        that partition (seen on a 3-node cluster: 90 s lost, then -1001). So each attempt has a short timeout that
+        that partition (OFFSET_INVALID, on a 3-node cluster). So each attempt has a short timeout that
         doubles (1, 2, 4 s ...) and every retry a fresh client, whose metadata names the new leader once the
         cluster has elected one (a few seconds after the old one stopped answering); a client that knew the old
         leader was also seen to keep its stale leader epoch. The query's kafka.isolation.level applies unless
@@ -201,14 +208,11 @@ class KafkaClient:
         """The group's committed offsets (OffsetFetch); None where the group has none."""
         return {(tp.topic, tp.partition): (tp.offset if tp.offset >= 0 else None) for tp in self._offset_fetch(partitions)}
 
-    def committed_topic_ids(self, partitions: list[TopicPartition]) -> dict[str, str]:
-        """Per topic, the id our group's last commits were made against (from their metadata), where known."""
-        found = {}
-        for tp in self._offset_fetch(partitions):
-            topic_id = committed_topic_id(tp.metadata) if tp.offset >= 0 else None
-            if topic_id is not None:
-                found[tp.topic] = topic_id
-        return found
+    def committed_with_topic_ids(self, partitions: list[TopicPartition]) -> dict[TopicPartition, tuple[int, str | None]]:
+        """The group's committed offsets, each with the topic id its commit of ours was made against (None for a
+        commit by another client or without one); partitions without a committed offset are left out."""
+        return {(tp.topic, tp.partition): (tp.offset, committed_topic_id(tp.metadata))
+                for tp in self._offset_fetch(partitions) if tp.offset >= 0}
 
     def _offset_fetch(self, partitions: list[TopicPartition]) -> list[KafkaTopicPartition]:
         deadline = time.monotonic() + self._timeout_s

@@ -88,8 +88,9 @@ class OffsetCommitter:
             for tp in partitions:
                 self._sent.pop(tp, None)
                 self._confirmed.pop(tp, None)
-                if self._queued:
-                    self._queued.pop(tp, None)
+                for pending in (self._queued, self._in_flight):  # an answer for the old log confirms nothing now
+                    if pending:
+                        pending.pop(tp, None)
 
     def commit_final(self, positions: Positions) -> None:
         """The last commit of a run: nothing can overlap it, so wait for the broker's answer (commitTimeoutMs).
@@ -104,7 +105,7 @@ class OffsetCommitter:
         deadline = time.monotonic() + self.timeout_s
         self.commit(positions)
         self._await_answers(deadline)
-        if self._in_flight or self._queued:
+        if self._in_flight is not None or self._queued:
             # an unanswered older commit could still land after a newer one: never send over it
             log.warning("the final async commit of group %s got no answer within commitTimeoutMs: %s",
                         self.group_id, describe({**(self._in_flight or {}), **(self._queued or {})}))
@@ -122,7 +123,7 @@ class OffsetCommitter:
         if self._consumer is None:
             return
         self._await_answers(time.monotonic() + min(self.timeout_s, ASYNC_FLUSH_SECONDS))
-        if self._in_flight or self._queued:
+        if self._in_flight is not None or self._queued:
             log.warning("stopped with async commits of group %s unanswered for %s", self.group_id,
                         describe({**(self._in_flight or {}), **(self._queued or {})}))
         close_within(self._consumer, f"commit client of group {self.group_id}")
@@ -169,7 +170,7 @@ class OffsetCommitter:
                 self._on_commit(exc.args[0], None)
 
     def _await_answers(self, deadline: float) -> None:
-        while (self._in_flight or self._queued) and time.monotonic() < deadline:
+        while (self._in_flight is not None or self._queued) and time.monotonic() < deadline:
             self.poll(0.1)
 
     def poll(self, timeout: float = 0) -> None:

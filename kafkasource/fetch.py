@@ -2,9 +2,9 @@
 
 Consumers are pooled per Python worker process (Spark reuses Python workers across micro-batches), keyed by
 their configuration, closed when idle for a while or after any failure. They only assign() partitions: they
-never join a group and never commit. A task's ranges are read by the native consumer (native.py) where the
-extension is built, else by confluent-kafka's, whose Message objects MessageRows turns into Arrow batches;
-packed.TaskReader drives either.
+never join a group and never commit. A task of one range is read by the native consumer (native.py) where the
+extension is built, else by confluent-kafka's, whose Message objects MessageRows turns into Arrow batches; a
+task of several packed ranges always by confluent-kafka's. task_reader.TaskReader drives either.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from kafkasource.native import NativeConsumer
 from kafkasource.partitions import TopicPartition
 
 if TYPE_CHECKING:
-    from kafkasource.packed import TaskReader
+    from kafkasource.task_reader import TaskReader
 
 log = logging.getLogger(__name__)
 

@@ -3,7 +3,7 @@ appends records straight into Arrow buffers, so a range is read without one Pyth
 
 setup.py builds the extension when a Rust toolchain is present; without it, or with readPath=python, the
 pure-Python path (confluent-kafka Message objects, fetch.MessageRows) reads instead. Both share everything
-but the hot loop: packed.TaskReader decides what an error event means, where the position is and when a
+but the hot loop: task_reader.TaskReader decides what an error event means, where the position is and when a
 range is done, for either.
 """
 
@@ -73,7 +73,7 @@ class NativeRows:
     as Arrow record batches. The native consumer reads one range at a time."""
 
     def __init__(self, reader):
-        self.reader = reader  # packed.TaskReader: error events and positions
+        self.reader = reader  # task_reader.TaskReader: error events and positions
         (self.key, state), = reader.ranges.items()
         self.range = state.range
         self.native = reader.consumer.native

@@ -20,7 +20,7 @@ from kafkasource.librdkafka_settings import SETTINGS
 from kafkasource.offsets import (EARLIEST, LATEST, AutoOffsetReset, Committed, Earliest, Latest, OffsetSpec,
                                  OutsideLog, SpecificOffsets, Timestamps)
 from kafkasource.partitions import TopicPartition, partition_name
-from kafkasource.read_settings import READ_PATHS
+from kafkasource.read_settings import READ_PATHS, ReadPath
 from kafkasource.subscription import Assign, Subscribe, SubscribePattern, Subscription
 
 log = logging.getLogger(__name__)
@@ -68,7 +68,6 @@ MAX_TIMEOUT_MS = 2**31 - 1  # about 24.8 days: what librdkafka's int timeouts ho
 SECRET_MARKERS = ("password", "passphrase", "secret", "jaas", "key.pem", "token")
 
 CommitMode = Literal["sync", "async", "none"]  # commitMode
-ReadPath = Literal["auto", "native", "python"]  # readPath: the values of native.READ_PATHS
 
 
 def is_secret(name: str) -> bool:
@@ -404,11 +403,13 @@ def _check_librdkafka_accepts(config: Mapping[str, str]) -> None:
         shown = f"kafka.{name}" + ("" if is_secret(name) or unknown else f"={config[name]!r}")
         hint = ""
         if unknown:
-            close = difflib.get_close_matches(name, sorted(SETTINGS), n=1, cutoff=0.75)
+            close = difflib.get_close_matches(name, _SUGGESTED_SETTINGS, n=1, cutoff=0.75)
             hint = f" Did you mean kafka.{close[0]}?" if close else ""
         raise OptionError(f"librdkafka rejected {shown}: {message}.{hint} {_LIBRDKAFKA_NAMES}") from None
 
 
+# the names a misspelled kafka.* setting may be meant as: what librdkafka takes and kafkasource lets through
+_SUGGESTED_SETTINGS = sorted(SETTINGS - set(UNSUPPORTED_KAFKA_SETTINGS) - MANAGED_KAFKA_SETTINGS)
 _LIBRDKAFKA_NAMES = ("Options prefixed with kafka. are passed to librdkafka; see its CONFIGURATION.md for the names "
                      "it accepts")
 

@@ -25,10 +25,11 @@ from pyspark.sql.streaming.datasource import (ReadAllAvailable, ReadLimit, ReadM
 from kafkasource.client import KafkaClient
 from kafkasource.commit import OffsetCommitter
 from kafkasource.dataloss import report_data_loss
+from kafkasource.errors import KafkaSourceError
 from kafkasource.offsets import Committed, OffsetLookup, from_json_dict, to_json_dict
 from kafkasource.partitions import Positions, TopicPartition, describe, partition_name
 from kafkasource.options import SourceOptions
-from kafkasource.packed import read_ranges
+from kafkasource.task_reader import read_ranges
 from kafkasource.held_back import HeldBackWatch
 from kafkasource.planning import KafkaInputPartition, fetch_config, plan_partitions
 from kafkasource.ranges import batch_ranges, rate_limit
@@ -45,7 +46,8 @@ class Cluster(OffsetLookup, Protocol):
 
     def topic_ids(self, topics: list[str]) -> dict[str, str]: ...
 
-    def committed_topic_ids(self, partitions: list[TopicPartition]) -> dict[str, str]: ...
+    def committed_with_topic_ids(self, partitions: list[TopicPartition]) -> dict[TopicPartition, tuple[int, str | None]]:
+        ...
 
     def high_watermarks(self, partitions: list[TopicPartition]) -> Positions: ...
 
@@ -118,7 +120,8 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         positions = self.options.starting.resolve(current, self.client)
         if not isinstance(self.options.starting, Committed):
             self._ids_known = True  # positions found now: what the group's commits were made against does not matter
-        positions = self._restart_recreated_topics(positions, current, {})
+        positions = self._restart_recreated_topics(positions, positions, current, {})
+        self._superseded.clear()  # the positions it replaced were never the query's: Spark commits none of them
         self._initial = positions
         log.info("new query over %s starts at %s (%s)", self.options.subscription.describe(),
                  to_json_dict(positions), self.options.starting)
@@ -137,8 +140,10 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
         start_positions = from_json_dict(start)
-        end = self._next_end(start_positions, limit)
-        self._commit_completed(start_positions, final=self._run_complete(start_positions))
+        try:
+            end = self._next_end(start_positions, limit)
+        finally:  # the batch that ended at `start` is complete even when planning the next one fails
+            self._commit_completed(start_positions, final=self._run_complete(start_positions))
         return start if end == start_positions else to_json_dict(end)
 
     def reportLatestOffset(self) -> dict | None:
@@ -174,7 +179,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         current = self._current_partitions()
         self._report_vanished(start, current, seen_before)
         base = self._join_new_partitions(start, current)
-        base = self._restart_recreated_topics(base, current, seen_before)
+        base = self._restart_recreated_topics(base, start, current, seen_before)
         latest = self._look_up_log_ends(current)
         base = self._restart_where_log_went_back(base, latest, seen_before)
         end = self._apply_limit(base, self._cap_at_target(base, latest), limit)
@@ -193,10 +198,10 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         vanished = [tp for tp in start if tp not in exist]
         if vanished:
             one = len(vanished) == 1
+            self._restarted(start, vanished)  # should the topic come back, its new log is read from its start
             self._data_loss(f"{describe(vanished)} no longer exist{'s' if one else ''} in the cluster (topic deleted?)"
                             f"{_unread(vanished, start, seen_before)}",
                             then=f"the query stops reading {'it' if one else 'them'}")
-            self._restarted(start, vanished)  # should the topic come back, its new log is read from its start
 
     def _join_new_partitions(self, start: Positions, current: list[TopicPartition]) -> Positions:
         """The query's place in each current partition; new ones join at their earliest offset, as in the built-in
@@ -207,30 +212,53 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             log.info("new partitions join the query: %s", describe(new))
         return {tp: start[tp] if tp in start else first[tp] for tp in current}
 
-    def _restart_recreated_topics(self, base: Positions, current: list[TopicPartition],
+    def _restart_recreated_topics(self, base: Positions, previous: Positions, current: list[TopicPartition],
                                   seen_before: Positions) -> Positions:
         """A topic whose id changed since the last look was deleted and created again, even if its new log already
-        reaches past the query's place: data loss; with failOnDataLoss=false, the new log is read from its start.
-        A process's first look compares with the ids the group's last commits carry: a query restarted from its
-        checkpoint, or started from the group's offsets, learns so of a topic recreated while it was not running."""
+        reaches past the query's place: data loss; with failOnDataLoss=false, its partitions the query was reading
+        (`previous`) are read again from their new log start. A process's first look compares with the ids the
+        group's last commits carry: a query restarted from its checkpoint, or started from the group's offsets,
+        learns so of a topic recreated while it was not running."""
+        first_look = not self._ids_known
+        self._ids_known = True
+        before = {**self._ids_of_last_commits(previous), **self._topic_ids} if first_look else dict(self._topic_ids)
         ids = self.client.topic_ids(sorted({t for t, _ in current}))
-        if not self._ids_known:
-            self._ids_known = True
-            if self.options.group_id:
-                self._topic_ids.update(self.client.committed_topic_ids(sorted(base)))
-        recreated = {t: (self._topic_ids[t], i) for t, i in ids.items() if self._topic_ids.get(t, i) != i}
         self._topic_ids.update(ids)
-        replaced = [tp for tp in base if tp[0] in recreated]
+        recreated = {t: (before[t], i) for t, i in ids.items() if before.get(t, i) != i}
+        replaced = [tp for tp in previous if tp in base and tp[0] in recreated]
         if not replaced:
             return base
+        self._restarted(base, replaced)
         restart = self.client.beginning(replaced)
         for topic, (old, new) in sorted(recreated.items()):
             parts = [tp for tp in replaced if tp[0] == topic]
+            if first_look:
+                where = ", ".join(f"{partition_name(*tp)} at {base[tp]}" for tp in parts)
+                lost = f"; the group's commits ({where}) were made in the old topic"
+            else:
+                lost = _unread(parts, base, seen_before)
             self._data_loss(f"topic {topic} was deleted and created again (its topic id changed from {old} to {new})"
-                            f"{_unread(parts, base, seen_before)}",
-                            then="reading it again from its log start")
-        self._restarted(base, replaced)
+                            f"{lost}", then="reading it again from its log start")
         return {**base, **{tp: restart[tp] for tp in replaced}}
+
+    def _ids_of_last_commits(self, positions: Positions) -> dict[str, str]:
+        """Per topic, the id the group's commits were made against, where they stand at the query's own place:
+        a group that trails the query may hold a commit made in a log the query has since left for a new one.
+        The id counts when every such partition of the topic names the same one. A group that cannot be read
+        leaves the check to the log ends."""
+        if not self.options.group_id or not positions:
+            return {}
+        try:
+            committed = self.client.committed_with_topic_ids(sorted(positions))
+        except KafkaSourceError as exc:
+            log.info("could not read the topic ids of group %s's commits (%s); recreated topics are found by their "
+                     "log ends only", self.options.group_id, exc)
+            return {}
+        ids: dict[str, set[str]] = {}
+        for tp, (offset, topic_id) in committed.items():
+            if topic_id is not None and offset == positions.get(tp):
+                ids.setdefault(tp[0], set()).add(topic_id)
+        return {topic: found.pop() for topic, found in ids.items() if len(found) == 1}
 
     def _restarted(self, base: Positions, partitions: list[TopicPartition]) -> None:
         """The query reads these partitions from a new log: their old positions are never committed again."""
@@ -252,12 +280,12 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         went_back = [tp for tp in base if latest[tp] < base[tp]]
         if not went_back:
             return base
+        self._restarted(base, went_back)
         restart = self.client.beginning(went_back)
         for tp in went_back:
             self._data_loss(f"the log of {partition_name(*tp)} now ends at {latest[tp]}, below the query's position "
                             f"{base[tp]} (topic recreated or truncated){_unread([tp], base, seen_before)}",
                             then=f"reading it again from its log start {restart[tp]}")
-        self._restarted(base, went_back)
         return {**base, **{tp: restart[tp] for tp in went_back}}
 
     def _cap_at_target(self, base: Positions, latest: Positions) -> Positions:
@@ -285,6 +313,8 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                           or self._superseded.get(tp) == start[tp]]
         if not from_log_start:
             return start
+        for tp in from_log_start:  # Spark commits the old position before it plans this batch: no more to leave out
+            self._superseded.pop(tp, None)
         first = self.client.beginning(from_log_start)
         return {**start, **{tp: min(first[tp], end[tp]) for tp in from_log_start}}
 
@@ -309,8 +339,8 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             self.committer.commit(positions)
 
     def _without_superseded(self, positions: Positions) -> Positions:
-        """`positions` without those of logs since replaced. A partition's first position from its new log ends
-        the watch: the old one can come only from the batch that ended there, whose commit arrives first."""
+        """`positions` without those of logs since replaced: Spark hands the old position over once more (the end
+        of the batch before, committed late) before it plans the first batch of the new log, which ends the watch."""
         kept = {}
         for tp, offset in positions.items():
             if self._superseded.get(tp) == offset:

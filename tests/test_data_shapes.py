@@ -21,7 +21,7 @@ from kafkasource.client import KafkaClient
 from kafkasource.errors import DataLossError
 from kafkasource.fetch import ConsumerPool, FetchConfig
 from kafkasource.options import parse_options
-from kafkasource.packed import read_ranges
+from kafkasource.task_reader import read_ranges
 from kafkasource.ranges import OffsetRange
 from kafkasource.stream import KafkaStreamReader
 from tests.kafka_helpers import KafkaHarness, Record, await_condition

@@ -1,4 +1,4 @@
-"""Failures only executors meet: the task's consumer, called as an executor calls it (packed.read_ranges), against
+"""Failures only executors meet: the task's consumer, called as an executor calls it (task_reader.read_ranges), against
 brokers that refuse it (a wrong SASL password, a CA that did not sign the broker's certificate) or a port nothing
 accepts on. A refusal fails the task at once with librdkafka's reason; a transport error is retried until
 kafkaConsumer.pollTimeoutMs, and the stall then names it. Either way the failed consumer is closed, not pooled.
@@ -19,7 +19,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from dev import secure_broker
 from kafkasource.errors import AccessError, KafkaSourceError
 from kafkasource.fetch import ConsumerPool, FetchConfig
-from kafkasource.packed import TaskReader, read_ranges
+from kafkasource.task_reader import TaskReader, read_ranges
 from kafkasource.ranges import OffsetRange
 from kafkasource.refusal import refusal_error
 from tests.security_helpers import PASSWORDS, WRONG_PASSWORD
@@ -144,7 +144,7 @@ def test_a_closed_port_is_retried_until_the_poll_timeout_and_the_stall_names_the
         bound.bind(("127.0.0.1", 0))
         servers = f"127.0.0.1:{bound.getsockname()[1]}"
         config = fetch_config({"bootstrap.servers": servers}, read_path, 3000)
-        with caplog.at_level(logging.WARNING, logger="kafkasource.packed"):
+        with caplog.at_level(logging.WARNING, logger="kafkasource.task_reader"):
             error, seconds, pool = failed_read("orders", config, KafkaSourceError)
     message = str(error)
 

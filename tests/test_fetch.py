@@ -13,7 +13,7 @@ from kafkasource import native, read_settings
 from kafkasource.errors import DataLossError, KafkaSourceError
 from kafkasource.fetch import ConsumerPool, FetchConfig
 from kafkasource.native import NativeConsumer
-from kafkasource.packed import RangeState, TaskReader, read_ranges, stall_error
+from kafkasource.task_reader import RangeState, TaskReader, read_ranges, stall_error
 from kafkasource.ranges import OffsetRange
 from tests.kafka_helpers import Record
 

@@ -10,7 +10,7 @@ from typing import Callable
 import pytest
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows, ReadMinRows
 
-from kafkasource.errors import DataLossError
+from kafkasource.errors import BrokerUnavailableError, DataLossError
 from kafkasource.options import parse_options
 from kafkasource.stream import KafkaStreamReader
 from tests.fakes import FakeClock
@@ -31,8 +31,9 @@ class FakeClient:
     def topic_ids(self, topics):
         return {t: self.ids[t] for t in topics}
 
-    def committed_topic_ids(self, partitions):
-        return {t: self.committed_ids[t] for t, _ in partitions if t in self.committed_ids}
+    def committed_with_topic_ids(self, partitions):
+        return {tp: (self.committed_offsets[tp], self.committed_ids.get(tp[0])) for tp in partitions
+                if self.committed_offsets.get(tp) is not None}
 
     def beginning(self, partitions):
         return {(t, p): self.logs[t][p][0] for t, p in partitions}
@@ -268,7 +269,7 @@ def test_a_topic_recreated_past_the_query_position_is_told_by_its_id(caplog):
 
 
 def test_a_restarted_query_learns_from_its_groups_commits_that_the_topic_was_recreated_while_it_was_down(caplog):
-    client = FakeClient({"t": [(0, 25)]})
+    client = FakeClient({"t": [(0, 25)]}, committed={("t", 0): 10})
     client.ids, client.committed_ids = {"t": "t-id-2"}, {"t": "t-id-1"}  # the group committed 10 in the old topic
     stream, committer = reader(client, failOnDataLoss="false", **{"kafka.group.id": "g"})
 
@@ -277,9 +278,15 @@ def test_a_restarted_query_learns_from_its_groups_commits_that_the_topic_was_rec
     assert end == {"t": {"0": 25}}
     assert [(r.start, r.until) for p in stream.partitions({"t": {"0": 10}}, end) for r in p.ranges] == [(0, 25)]
     assert [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING] == [
-        "topic t was deleted and created again (its topic id changed from t-id-1 to t-id-2); it held no record the "
-        "query had seen and not read (failOnDataLoss=false: reading it again from its log start)"]
+        "topic t was deleted and created again (its topic id changed from t-id-1 to t-id-2); the group's commits "
+        "(t-0 at 10) were made in the old topic (failOnDataLoss=false: reading it again from its log start)"]
     assert committer.restarts == [[("t", 0)]]
+
+    client.committed_offsets = {("t", 0): 7}  # the group trails the checkpoint: its commit may predate the new log
+    trailing, _ = reader(client, failOnDataLoss="false", **{"kafka.group.id": "g"})
+    assert [(r.start, r.until) for p in trailing.partitions({"t": {"0": 10}}, trailing.latestOffset(
+        {"t": {"0": 10}}, ReadAllAvailable())) for r in p.ranges] == [(10, 25)]
+    client.committed_offsets = {("t", 0): 10}
 
     client.committed_ids = {"t": "t-id-2"}  # commits made in this topic: nothing to restart
     same, _ = reader(client, failOnDataLoss="false", **{"kafka.group.id": "g"})
@@ -300,6 +307,50 @@ def test_a_new_query_does_not_start_from_offsets_its_group_committed_in_a_topic_
         strict.initialOffset()
     client.committed_ids = {"t": "t-id-2"}
     assert reader(client, **{"kafka.group.id": "g"})[0].initialOffset() == {"t": {"0": 10}}
+
+
+def ranges_of(stream, start, end) -> list[tuple[int, int]]:
+    return [(r.start, r.until) for p in stream.partitions(start, end) for r in p.ranges]
+
+
+def test_a_new_log_that_ends_where_the_old_position_was_is_read_once_and_committed():
+    client = FakeClient({"t": [(0, 1000)]})
+    stream, committer = reader(client, startingOffsets="earliest", failOnDataLoss="false",
+                               **{"kafka.group.id": "g"})
+    start = stream.initialOffset()
+    first = stream.latestOffset(start, ReadAllAvailable())  # 0..1000
+    assert ranges_of(stream, start, first) == [(0, 1000)]
+    client.ids = {"t": "t-id-2"}  # recreated and refilled with exactly 1000 records
+
+    second = stream.latestOffset(first, ReadAllAvailable())
+    stream.commit(first)  # Spark's late commit of the old log's 1000
+    assert (second, ranges_of(stream, first, second)) == ({"t": {"0": 1000}}, [(0, 1000)])
+    client.logs = {"t": [(0, 1100)]}
+    third = stream.latestOffset(second, ReadAllAvailable())
+    assert ranges_of(stream, second, third) == [(1000, 1100)]  # never the new log's 0..1000 again
+    assert committer.commits == [{("t", 0): 1000}]  # the new log's 1000, although the old one had the same offset
+
+
+class FailingClient(FakeClient):
+    """The cluster, until `fail` is set: then its metadata request fails as an unreachable broker's does."""
+
+    fail = False
+
+    def topics(self):
+        if self.fail:
+            raise BrokerUnavailableError("could not list topics: Kafka at 127.0.0.1:9 did not answer")
+        return super().topics()
+
+
+def test_a_completed_batch_is_committed_even_when_planning_the_next_one_fails():
+    client = FailingClient({"t": [(0, 10)]})
+    stream, committer = reader(client, startingOffsets="earliest", **{"kafka.group.id": "g"})
+    first = stream.latestOffset(stream.initialOffset(), ReadAllAvailable())
+    client.fail = True
+
+    with pytest.raises(BrokerUnavailableError, match="could not list topics"):
+        stream.latestOffset(first, ReadAllAvailable())
+    assert committer.commits == [{("t", 0): 10}]
 
 
 def test_reader_pickles_without_its_clients():

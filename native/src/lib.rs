@@ -381,7 +381,8 @@ impl Drop for Handle {
 }
 
 // SAFETY: librdkafka's API is thread-safe, any call from any thread at any time, on a client and its queues; its
-// one exception, concurrent batch consumes, cannot happen: `consume` borrows the Consumer mutably.
+// one exception, concurrent batch consumes, cannot happen: `consume` takes `&mut self`, and pyo3 refuses a second
+// mutable borrow of the same Consumer at run time (the call raises instead of running).
 unsafe impl Send for Handle {}
 // SAFETY: as for Send.
 unsafe impl Sync for Handle {}
