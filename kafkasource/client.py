@@ -16,8 +16,9 @@ from confluent_kafka import TopicPartition as KafkaTopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
 from kafkasource.commit_metadata import committed_topic_id
-from kafkasource.errors import AccessError, BrokerUnavailableError, KafkaSourceError
+from kafkasource.errors import BrokerUnavailableError, KafkaSourceError
 from kafkasource.partitions import Positions, TopicPartition, describe
+from kafkasource.refusal import is_refusal, refusal_error
 from kafkasource.shutdown import close_within
 from kafkasource.options import SourceOptions
 
@@ -31,9 +32,6 @@ LEADER_MOVING = {KafkaError.OFFSET_NOT_AVAILABLE, KafkaError.LEADER_NOT_AVAILABL
 # the group coordinator moving, loading or not elected yet: worth asking again
 COORDINATOR_RETRIABLE = {KafkaError.COORDINATOR_LOAD_IN_PROGRESS, KafkaError.COORDINATOR_NOT_AVAILABLE,
                          KafkaError.NOT_COORDINATOR, KafkaError._WAIT_COORD}
-# the brokers answer but refuse the connection: waiting longer will not help. librdkafka reports these only to
-# the client's error_cb (served inside poll()); the request itself just fails with a transport error or a timeout
-REFUSED = {KafkaError._AUTHENTICATION, KafkaError._SSL}
 ANSWER_SLICE_S = 1.0  # how often a request waiting for an unreachable cluster checks for a refusal
 FIRST_ATTEMPT_S = 1.0  # the first ListOffsets attempt's timeout; each retry doubles it
 
@@ -46,7 +44,9 @@ class KafkaClient:
         self._admin: AdminClient | None = None
         self._group_consumer: Consumer | None = None
         self._timeout_s = options.poll_timeout_ms / 1000
-        self._refusal: KafkaError | None = None  # the latest authentication or TLS failure the clients reported
+        # the latest authentication or TLS failure the clients reported: only their error_cb (served inside poll())
+        # hears of it; the request itself just fails with a transport error or a timeout
+        self._refusal: KafkaError | None = None
 
     # -- clients -------------------------------------------------------------------------------
     @property
@@ -76,7 +76,7 @@ class KafkaClient:
 
     # -- errors --------------------------------------------------------------------------------
     def _on_client_error(self, error: KafkaError) -> None:
-        if error.code() in REFUSED:
+        if is_refusal(error):
             self._refusal = error
 
     def _refused(self, what: str) -> KafkaSourceError | None:
@@ -85,19 +85,9 @@ class KafkaClient:
             self._admin.poll(0)
         if self._group_consumer is not None:
             self._group_consumer.poll(0)
-        error, servers = self._refusal, self.options.bootstrap_servers
-        if error is None:
+        if self._refusal is None:
             return None
-        config = self.options.kafka_config
-        if error.code() == KafkaError._AUTHENTICATION:
-            mechanism = config.get("sasl.mechanism") or config.get("sasl.mechanisms") or "GSSAPI"
-            return AccessError(
-                f"could not {what}: authentication with Kafka at {servers} failed (SASL mechanism {mechanism}, "
-                f"security.protocol {config.get('security.protocol', 'plaintext')}): {error.str()}. Check "
-                "kafka.sasl.username and kafka.sasl.password, and that kafka.sasl.mechanism is one the brokers enable")
-        return AccessError(
-            f"could not {what}: the TLS handshake with Kafka at {servers} failed: {error.str()}. If the brokers' "
-            "certificate cannot be verified, set kafka.ssl.ca.location to the PEM file of the CA that signed it")
+        return refusal_error(what, self._refusal, self.options.client_config())
 
     def _fail(self, what: str, exc: KafkaException) -> KafkaSourceError:
         refused = self._refused(what)
