@@ -23,6 +23,7 @@ import tempfile
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Mapping
 
 from dev.process import CACHE_DIR, REPO_ROOT, BackgroundProcess, free_port, log_tail, start_status_stop
 
@@ -78,11 +79,13 @@ def fetch_jars() -> Path:
     return LIBS_DIR
 
 
-def java_command(main_class: str, *args: str, log4j_config: Path | None = None) -> list[str]:
+def java_command(main_class: str, *args: str, log4j_config: Path | None = None,
+                 system_properties: Mapping[str, str] | None = None) -> list[str]:
     java = require("java", "run the Kafka broker")
     cmd = [java, "-Xmx512m", "-XX:+UseG1GC", "-Djava.awt.headless=true", "-cp", str(fetch_jars() / "*")]
     if log4j_config is not None:
         cmd.append(f"-Dlog4j2.configurationFile={log4j_config}")
+    cmd += [f"-D{name}={value}" for name, value in (system_properties or {}).items()]
     return cmd + [main_class, *args]
 
 
@@ -227,11 +230,13 @@ def format_storage(data_dir: Path, properties: str, cluster: str, *format_args: 
         raise BrokerError(f"formatting {what} failed:\n{fmt.stdout}{fmt.stderr}")
 
 
-def launch(data_dir: Path) -> subprocess.Popen:
-    """Start the broker process over the configuration and storage already in `data_dir`."""
+def launch(data_dir: Path, system_properties: Mapping[str, str] | None = None) -> subprocess.Popen:
+    """Start the broker process over the configuration and storage already in `data_dir`, with JVM
+    `system_properties` (settings Kafka reads only from the JVM, such as the URLs its OAuth code may call)."""
     console = open(data_dir / "broker.out", "ab")
     process = subprocess.Popen(java_command("kafka.Kafka", str(data_dir / "server.properties"),
-                                             log4j_config=data_dir / "log4j2.properties"),
+                                             log4j_config=data_dir / "log4j2.properties",
+                                             system_properties=system_properties),
                                stdout=console, stderr=subprocess.STDOUT, start_new_session=True)
     console.close()
     return process

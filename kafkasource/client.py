@@ -18,7 +18,7 @@ from confluent_kafka.admin import AdminClient, OffsetSpec
 from kafkasource.commit_metadata import committed_topic_id
 from kafkasource.errors import BrokerUnavailableError, KafkaSourceError
 from kafkasource.partitions import Positions, TopicPartition, describe
-from kafkasource.refusal import REFUSED, refusal_error
+from kafkasource.refusal import is_refusal, refusal_error
 from kafkasource.shutdown import close_within
 from kafkasource.options import SourceOptions
 
@@ -77,7 +77,7 @@ class KafkaClient:
 
     # -- errors --------------------------------------------------------------------------------
     def _on_client_error(self, error: KafkaError) -> None:
-        if error.code() in REFUSED:
+        if is_refusal(error):
             self._refusal = error
 
     def _refused(self, what: str) -> KafkaSourceError | None:

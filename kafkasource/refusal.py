@@ -2,32 +2,81 @@
 message that says so, for the driver's clients and the executors' consumers alike.
 
 Waiting longer does not help with these, so whoever meets one fails at once. librdkafka reports them only to a
-client's error callback (or its log), never as the result of a request or among a consumer's messages.
+client's error callback (or its log), never as the result of a request or among a consumer's messages. A broker
+that requires client certificates (mutual TLS) refuses a missing or untrusted one with a TLS alert that, under
+TLS 1.3, arrives after the handshake looked complete from the client's side: librdkafka reports that as a
+transport error carrying OpenSSL's alert text, not as a TLS error.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Mapping
 
 from confluent_kafka import KafkaError
 
 from kafkasource.errors import AccessError
+from kafkasource.options import is_secret
 
 REFUSED = {KafkaError._AUTHENTICATION, KafkaError._SSL}
+TLS_ALERT = re.compile(r"SSL alert number (\d+)")  # how OpenSSL words an alert the peer sent
+# the TLS alerts a server sends about the client's certificate: bad_certificate, unsupported_certificate,
+# certificate_revoked, certificate_expired, certificate_unknown, unknown_ca, certificate_required
+CLIENT_CERTIFICATE_ALERTS = {42, 43, 44, 45, 46, 48, 116}
+
+
+CLOSE_NOTIFY = 0  # the one alert that ends a TLS session in order (a broker shutting down), not a refusal
+
+
+def is_refusal(error: KafkaError) -> bool:
+    """Whether `error` (from a client's error callback) means the brokers refused this client."""
+    if error.code() in REFUSED:
+        return True
+    alert = TLS_ALERT.search(error.str()) if error.code() == KafkaError._TRANSPORT else None
+    return alert is not None and int(alert.group(1)) != CLOSE_NOTIFY
 
 
 def refusal_error(what: str, error: KafkaError, kafka_config: Mapping[str, object]) -> AccessError:
     """Why the brokers in `kafka_config` refused us while we tried to `what`, and what to check: names the
-    brokers, the SASL mechanism, security.protocol and the user, never a secret (librdkafka's reason holds none)."""
+    brokers, the SASL mechanism, security.protocol and the user (or OAuth client, or client certificate), never a
+    secret (any secret setting's value in librdkafka's reason is masked too)."""
     servers = kafka_config.get("bootstrap.servers")
+    protocol = kafka_config.get("security.protocol", "plaintext")
+    reason = _masked(error.str(), kafka_config)
     if error.code() == KafkaError._AUTHENTICATION:
         mechanism = kafka_config.get("sasl.mechanism") or kafka_config.get("sasl.mechanisms") or "GSSAPI"
+        if str(mechanism).upper() == "OAUTHBEARER":
+            client_id = kafka_config.get("sasl.oauthbearer.client.id")
+            return AccessError(
+                f"could not {what}: authentication with Kafka at {servers} failed (SASL mechanism {mechanism}, "
+                f"security.protocol {protocol}){f' as OAuth client {client_id}' if client_id else ''}: {reason}. "
+                "Check kafka.sasl.oauthbearer.client.id and kafka.sasl.oauthbearer.client.secret, that "
+                "kafka.sasl.oauthbearer.token.endpoint.url is the identity provider's token endpoint, and that the "
+                "brokers accept its tokens (their JWKS, expected audience and issuer)")
         username = kafka_config.get("sasl.username")
         return AccessError(
             f"could not {what}: authentication with Kafka at {servers} failed (SASL mechanism {mechanism}, "
-            f"security.protocol {kafka_config.get('security.protocol', 'plaintext')})"
-            f"{f' as user {username}' if username else ''}: {error.str()}. Check kafka.sasl.username and "
+            f"security.protocol {protocol})"
+            f"{f' as user {username}' if username else ''}: {reason}. Check kafka.sasl.username and "
             "kafka.sasl.password, and that kafka.sasl.mechanism is one the brokers enable")
+    alert = TLS_ALERT.search(reason)
+    if alert and int(alert.group(1)) in CLIENT_CERTIFICATE_ALERTS:
+        certificate = kafka_config.get("ssl.certificate.location")
+        presented = (f"the client certificate {certificate}" if certificate
+                     else "this client, which presented no certificate")
+        return AccessError(
+            f"could not {what}: the TLS handshake with Kafka at {servers} failed: the brokers refused {presented}: "
+            f"{reason}. The brokers require a client certificate signed by a CA they trust: set "
+            "kafka.ssl.certificate.location and kafka.ssl.key.location to such a certificate and its key (PEM), with "
+            "kafka.ssl.key.password if the key is encrypted")
     return AccessError(
-        f"could not {what}: the TLS handshake with Kafka at {servers} failed: {error.str()}. If the brokers' "
+        f"could not {what}: the TLS handshake with Kafka at {servers} failed: {reason}. If the brokers' "
         "certificate cannot be verified, set kafka.ssl.ca.location to the PEM file of the CA that signed it")
+
+
+def _masked(text: str, kafka_config: Mapping[str, object]) -> str:
+    """`text` with the value of every secret setting hidden, longest first (librdkafka's reasons quote what
+    others sent back, such as an identity provider's answer)."""
+    for value in sorted((str(v) for n, v in kafka_config.items() if v and is_secret(n)), key=len, reverse=True):
+        text = text.replace(value, "*****")
+    return text

@@ -28,7 +28,7 @@ from kafkasource.fetch import POOL, ConsumerPool, FetchConfig, MessageRows, Read
 from kafkasource.native import NativeConsumer, NativeRows
 from kafkasource.partitions import TopicPartition, partition_name
 from kafkasource.ranges import OffsetRange
-from kafkasource.refusal import REFUSED, refusal_error
+from kafkasource.refusal import is_refusal, refusal_error
 
 log = logging.getLogger(__name__)
 
@@ -178,7 +178,7 @@ class TaskReader:
         self._retrying(error, self.reading())
 
     def _fail_if_refused(self, error: KafkaError) -> None:
-        if error.code() in REFUSED:
+        if is_refusal(error):
             raise refusal_error(f"read {self.reading()}", error, self.config.kafka_config)
 
     def _retrying(self, error: KafkaError, names: str) -> None:

@@ -7,12 +7,16 @@ for every test module that uses them.
 from __future__ import annotations
 
 import secrets
+from pathlib import Path
+
+import pyarrow.parquet as pq
 
 from confluent_kafka import Consumer, Producer
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from dev import secure_broker
+from tests.query_helpers import Collector
 
 PASSWORDS = {user: f"{user}-pw-{secrets.token_hex(10)}" for user in ("admin", "alice", "bob", "carol")}
 WRONG_PASSWORD = f"wrong-pw-{secrets.token_hex(10)}"
@@ -41,3 +45,22 @@ def committed(broker, group: str, topic: str, partitions: int) -> dict[int, int]
     finally:
         consumer.close()
     return {tp.partition: tp.offset for tp in found if tp.offset >= 0}
+
+
+def rows(collector: Collector) -> list[tuple[int, int, bytes]]:
+    return sorted((partition, offset, value) for _topic, partition, offset, _key, value, *_ in collector.rows)
+
+
+def files_under(directory: Path) -> dict[Path, bytes]:
+    """Every file's bytes; a Parquet file's decoded rows follow its bytes, as its pages are compressed (snappy)."""
+    contents = {}
+    for path in directory.rglob("*"):
+        if path.is_file():
+            decoded = str(pq.read_table(path).to_pylist()).encode() if path.suffix == ".parquet" else b""
+            contents[path] = path.read_bytes() + decoded
+    return contents
+
+
+def holding(text: str, contents: dict) -> set:
+    """The keys of `contents` whose bytes hold `text`."""
+    return {where for where, content in contents.items() if text.encode() in content}

@@ -15,7 +15,6 @@ import logging
 import secrets
 from pathlib import Path
 
-import pyarrow.parquet as pq
 import pytest
 from confluent_kafka import Consumer
 
@@ -23,32 +22,13 @@ from dev import secure_broker
 from kafkasource.commit import OffsetCommitter
 from tests.job_helpers import durable_positions, run_job, write_config
 from tests.kafka_helpers import await_condition
-from tests.security_helpers import (PASSWORDS, WRONG_PASSWORD, committed, sasl_options,
-                                     topic_with_records)
+from tests.security_helpers import (PASSWORDS, WRONG_PASSWORD, committed, files_under, holding, rows,
+                                     sasl_options, topic_with_records)
 from tests.query_helpers import Collector, available_now_failure, run_to_end, start_query, stream
 
 pytestmark = [pytest.mark.faults, pytest.mark.spark]
 
 QUERY_TIMEOUT_S = 300
-
-
-def rows(collector: Collector) -> list[tuple[int, int, bytes]]:
-    return sorted((partition, offset, value) for _topic, partition, offset, _key, value, *_ in collector.rows)
-
-
-def files_under(directory: Path) -> dict[Path, bytes]:
-    """Every file's bytes; a Parquet file's decoded rows follow its bytes, as its pages are compressed (snappy)."""
-    contents = {}
-    for path in directory.rglob("*"):
-        if path.is_file():
-            decoded = str(pq.read_table(path).to_pylist()).encode() if path.suffix == ".parquet" else b""
-            contents[path] = path.read_bytes() + decoded
-    return contents
-
-
-def holding(text: str, contents: dict) -> set:
-    """The keys of `contents` whose bytes hold `text`."""
-    return {where for where, content in contents.items() if text.encode() in content}
 
 
 def test_right_credentials_read_and_commit_and_the_password_shows_nowhere(spark, sasl, tmp_path, capsys):
