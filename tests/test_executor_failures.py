@@ -177,8 +177,10 @@ def test_a_refusal_message_names_a_user_only_where_one_is_configured_and_never_a
         "kafka.sasl.username and kafka.sasl.password, and that kafka.sasl.mechanism is one the brokers enable")
     assert str(refusal_error("list topics", error, oauth)) == (
         "could not list topics: authentication with Kafka at b1:9092 failed (SASL mechanism OAUTHBEARER, "
-        "security.protocol SASL_SSL): SASL authentication error: Authentication failed. Check kafka.sasl.username "
-        "and kafka.sasl.password, and that kafka.sasl.mechanism is one the brokers enable")
+        "security.protocol SASL_SSL): SASL authentication error: Authentication failed. Check "
+        "kafka.sasl.oauthbearer.client.id and kafka.sasl.oauthbearer.client.secret, that "
+        "kafka.sasl.oauthbearer.token.endpoint.url is the identity provider's token endpoint, and that the brokers "
+        "accept its tokens (their JWKS, expected audience and issuer)")
 
 
 def test_client_level_errors_never_move_a_range_a_refusal_fails_and_the_stall_keeps_the_telling_cause():
