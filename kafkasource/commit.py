@@ -42,8 +42,12 @@ def explain(group_id: str, positions: Positions, error: KafkaError) -> str:
     return base
 
 
+_PENDING = object()  # a sync commit's answer that has not arrived yet
+
+
 class OffsetCommitter:
-    """Commits positions for one query. `consumer_factory(on_commit)` makes the group's client."""
+    """Commits positions for one query. `consumer_factory(on_commit)` makes the group's client, which hands every
+    commit's answer to `on_commit` (confluent-kafka's on_commit setting)."""
 
     def __init__(self, group_id: str, mode: str, timeout_ms: int,
                  consumer_factory: Callable[[Callable], Consumer], topic_ids: Mapping[str, str] | None = None):
@@ -57,6 +61,7 @@ class OffsetCommitter:
         self._in_flight: Positions | None = None  # async: the one commit awaiting its answer
         self._queued: Positions | None = None  # async: the newest positions waiting for that answer
         self._confirmed: Positions = {}  # newest positions the broker acknowledged, per partition
+        self._sync_answer: object = None  # _PENDING while a sync commit waits for its answer
         self.failed_async_commits = 0
 
     @property
@@ -134,7 +139,7 @@ class OffsetCommitter:
         deadline = deadline or time.monotonic() + self.timeout_s
         backoff = 0.1
         while True:
-            error = self._try_commit_sync(positions)
+            error = self._try_commit_sync(positions, deadline)
             if error is None:
                 self._confirmed.update(positions)
                 log.info("committed group %s: %s", self.group_id, _show(positions))
@@ -149,13 +154,22 @@ class OffsetCommitter:
             time.sleep(backoff)
             backoff = min(backoff * 2, 5.0)
 
-    def _try_commit_sync(self, positions: Positions) -> KafkaError | None:
+    def _try_commit_sync(self, positions: Positions, deadline: float) -> KafkaError | None:
+        """One commit, its answer waited for until `deadline` at the most. The client's own blocking commit would
+        wait for a coordinator it cannot reach far longer than commitTimeoutMs, so the commit is sent and its
+        answer served here."""
+        self._sync_answer = _PENDING
         try:
-            result = self.consumer.commit(offsets=_to_kafka(positions, self.topic_ids), asynchronous=False)
+            self.consumer.commit(offsets=_to_kafka(positions, self.topic_ids), asynchronous=True)
+            while self._sync_answer is _PENDING and time.monotonic() < deadline:
+                self.consumer.poll(0.1)  # answers arrive only inside poll()
         except KafkaException as exc:
             return exc.args[0]
-        errors = [tp.error for tp in result or [] if tp.error is not None]
-        return errors[0] if errors else None
+        finally:
+            answer, self._sync_answer = self._sync_answer, None
+        if answer is _PENDING:
+            return KafkaError(KafkaError._TIMED_OUT, "the group coordinator did not answer")
+        return answer
 
     # -- async ------------------------------------------------------------------------------------
     def _send_next_async(self) -> None:
@@ -179,10 +193,13 @@ class OffsetCommitter:
         self._send_next_async()
 
     def _on_commit(self, error: KafkaError | None, partitions) -> None:
-        if self._in_flight is None:  # the client also reports sync commits here; those were handled already
-            return
         if error is None and partitions:
             error = next((tp.error for tp in partitions if tp.error is not None), None)
+        if self._sync_answer is _PENDING:  # a sync commit waits for this answer; no async one is in flight then
+            self._sync_answer = error
+            return
+        if self._in_flight is None:
+            return
         with signal_deferred():  # an answer is taken whole: a failed commit's positions become sendable again
             self._record_answer(error)
 

@@ -107,11 +107,9 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     @property
     def committer(self) -> Committer | None:
         if self._committer is None and self.options.commit_mode != "none":
-            asynchronous = self.options.commit_mode == "async"
             self._committer = OffsetCommitter(
                 self.options.group_id, self.options.commit_mode, self.options.commit_timeout_ms,
-                lambda on_commit: self.client.new_group_consumer(**({"on_commit": on_commit} if asynchronous else {})),
-                topic_ids=self._topic_ids)
+                lambda on_commit: self.client.new_group_consumer(on_commit=on_commit), topic_ids=self._topic_ids)
         return self._committer
 
     # -- the DataSourceStreamReader protocol --------------------------------------------------------

@@ -7,6 +7,7 @@ import pytest
 from kafkasource.errors import OptionError
 from kafkasource.offsets import Committed, Earliest, Latest, OutsideLog, SpecificOffsets, Timestamps
 from kafkasource.options import UNSUPPORTED_KAFKA_SETTINGS, SourceOptions, is_secret, parse_options, redact
+from kafkasource.planning import fetch_config
 from kafkasource.subscription import Assign, Subscribe, SubscribePattern
 
 BASE = {"kafka.bootstrap.servers": "broker:9092", "subscribe": "orders"}
@@ -655,7 +656,8 @@ def test_read_path_native_needs_the_extension(monkeypatch):
     assert error_of({"readPath": "native"}).startswith(
         "option readPath is native, but kafkasource's native extension is not built here: install kafkasource "
         "where a Rust toolchain is present (pip install builds it), or set readPath to auto")
-    assert parse(readPath="auto").read_path == "auto"
+    # accepted without the extension: the executors then read with confluent-kafka
+    assert fetch_config(parse(readPath="auto")).wants_native() is False
 
 
 # --- one parse per load() -------------------------------------------------------------------------------
