@@ -6,7 +6,8 @@ import pytest
 
 from kafkasource.errors import OptionError
 from kafkasource.offsets import Committed, Earliest, Latest, OutsideLog, SpecificOffsets, Timestamps
-from kafkasource.options import UNSUPPORTED_KAFKA_SETTINGS, SourceOptions, is_secret, parse_options, redact
+from kafkasource.kafka_settings import UNSUPPORTED_KAFKA_SETTINGS, is_secret, redact
+from kafkasource.options import SourceOptions, parse_options
 from kafkasource.planning import fetch_config
 from kafkasource.subscription import Assign, Subscribe, SubscribePattern
 
@@ -670,12 +671,12 @@ def test_a_load_checks_the_options_with_librdkafka_once(monkeypatch, make_reader
 
     from pyspark.sql.types import StructType
 
-    from kafkasource import options as options_module
+    from kafkasource import kafka_settings
     from kafkasource.source import KafkaDataSource
 
     checked = []
-    check = options_module._check_librdkafka_accepts
-    monkeypatch.setattr(options_module, "_check_librdkafka_accepts", lambda config: checked.append(check(config)))
+    check = kafka_settings._check_librdkafka_accepts
+    monkeypatch.setattr(kafka_settings, "_check_librdkafka_accepts", lambda config: checked.append(check(config)))
 
     source = KafkaDataSource({**BASE, "kafka.group.id": "etl", "kafka.client.id": "c"})
     source.schema()

@@ -10,7 +10,8 @@ from dataclasses import dataclass, replace
 
 from kafkasource.client import KafkaClient
 from kafkasource.partitions import TopicPartition
-from kafkasource.options import SourceOptions, redact
+from kafkasource.kafka_settings import redact
+from kafkasource.options import SourceOptions
 
 
 @dataclass(frozen=True)
