@@ -200,7 +200,8 @@ class CountingCollector(Collector):
             self._calls += 1
 
     @property
-    def batches(self) -> int:
+    def calls(self) -> int:
+        """How many micro-batches Spark ran, with rows or without."""
         with self._count_lock:
             return self._calls
 
@@ -276,7 +277,7 @@ def test_a_stream_under_read_committed_reads_below_an_open_transaction_waits_the
             below = [r for r in before + after if r.partition == 1 or r.offset < 3]
             await_condition("the records below the open transaction",
                             lambda: collector.rows == expected(below), query, AWAIT_TIMEOUT_S)
-            batches, waiting_since = collector.batches, time.monotonic()
+            calls, waiting_since = collector.calls, time.monotonic()
 
             def idle_triggers() -> list:  # everything below the transaction is there at the start: all come after
                 return [p for p in query.recentProgress if p.numInputRows == 0]
@@ -285,7 +286,7 @@ def test_a_stream_under_read_committed_reads_below_an_open_transaction_waits_the
                 time.monotonic() - waiting_since >= HOLD_S and len(idle_triggers()) >= 3), query, AWAIT_TIMEOUT_S)
 
             assert query.isActive and query.exception() is None
-            assert collector.batches == batches and collector.rows == expected(below)  # no batch ran meanwhile
+            assert collector.calls == calls and collector.rows == expected(below)  # no batch ran meanwhile
             # each idle trigger asked the brokers again and saw t-0's last stable offset held at 3
             assert {json.dumps(json.loads(p.sources[0].latestOffset), sort_keys=True) for p in idle_triggers()} == {
                 json.dumps({topic: {"0": 3, "1": 5}}, sort_keys=True)}
