@@ -33,6 +33,9 @@ LEADER_MOVING = {KafkaError.OFFSET_NOT_AVAILABLE, KafkaError.LEADER_NOT_AVAILABL
 COORDINATOR_RETRIABLE = {KafkaError.COORDINATOR_LOAD_IN_PROGRESS, KafkaError.COORDINATOR_NOT_AVAILABLE,
                          KafkaError.NOT_COORDINATOR, KafkaError._WAIT_COORD}
 ANSWER_SLICE_S = 1.0  # how often a request waiting for an unreachable cluster checks for a refusal
+# how long a trigger waits for topic ids: they are a check on top of the log ends, so a broker that just died
+# (whose request would wait out its whole timeout) costs a trigger this much, and the next trigger asks again
+TOPIC_IDS_TIMEOUT_S = 2.0
 FIRST_ATTEMPT_S = 1.0  # the first ListOffsets attempt's timeout; each retry doubles it
 
 
@@ -120,20 +123,23 @@ class KafkaClient:
     def topic_ids(self, topics: list[str]) -> dict[str, str]:
         """Each topic's id, from one DescribeTopics request: a topic deleted and created again under the same name
         gets a new id, which is how a recreated topic refilled past the query's position is told from one that
-        grew. Topics the brokers do not describe (gone meanwhile, or no DESCRIBE permission) are left out: the id
-        is a check on top of the log-end one, never a reason to stop reading."""
+        grew. Topics the brokers do not describe within TOPIC_IDS_TIMEOUT_S (gone meanwhile, no DESCRIBE
+        permission, a broker that just died) are left out this time: the id is a check on top of the log-end one,
+        never a reason to stop or hold up reading."""
         if not topics:
             return {}
-        futures = self.admin.describe_topics(TopicCollection(sorted(topics)), request_timeout=self._timeout_s)
+        timeout_s = min(TOPIC_IDS_TIMEOUT_S, self._timeout_s)
+        futures = self.admin.describe_topics(TopicCollection(sorted(topics)), request_timeout=timeout_s)
         ids = {}
         for name, future in futures.items():
             try:
-                topic_id = future.result().topic_id
-            except KafkaException as exc:
+                topic_id = future.result(timeout_s + 1).topic_id
+            except (KafkaException, TimeoutError) as exc:
                 if name not in self._undescribed:  # asked again every trigger: said once
                     self._undescribed.add(name)
-                    log.info("no topic id for %s (%s): it is checked by its log end only", name,
-                             exc.args[0].str() if exc.args else exc)
+                    reason = exc.args[0].str() if isinstance(exc, KafkaException) and exc.args else "no answer"
+                    log.info("no topic id for %s (%s): until the brokers give one, a recreated topic is found by "
+                             "its log end only", name, reason)
                 continue
             if topic_id is not None and (topic_id.get_most_significant_bits() or topic_id.get_least_significant_bits()):
                 ids[name] = str(topic_id)  # all zero: a broker that gives topics no id
