@@ -15,7 +15,6 @@ from confluent_kafka import OFFSET_INVALID, Consumer, IsolationLevel, KafkaError
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
-from kafkasource.commit_metadata import committed_topic_id
 from kafkasource.errors import BrokerUnavailableError, KafkaSourceError
 from kafkasource.partitions import Positions, TopicPartition, describe
 from kafkasource.refusal import is_refusal, refusal_error
@@ -213,12 +212,6 @@ class KafkaClient:
     def committed(self, partitions: list[TopicPartition]) -> dict[TopicPartition, int | None]:
         """The group's committed offsets (OffsetFetch); None where the group has none."""
         return {(tp.topic, tp.partition): (tp.offset if tp.offset >= 0 else None) for tp in self._offset_fetch(partitions)}
-
-    def committed_with_topic_ids(self, partitions: list[TopicPartition]) -> dict[TopicPartition, tuple[int, str | None]]:
-        """The group's committed offsets, each with the topic id its commit of ours was made against (None for a
-        commit by another client or without one); partitions without a committed offset are left out."""
-        return {(tp.topic, tp.partition): (tp.offset, committed_topic_id(tp.metadata))
-                for tp in self._offset_fetch(partitions) if tp.offset >= 0}
 
     def _offset_fetch(self, partitions: list[TopicPartition]) -> list[KafkaTopicPartition]:
         deadline = time.monotonic() + self._timeout_s

@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Callable, Mapping
+from typing import Callable
 
 from confluent_kafka import Consumer, KafkaError, KafkaException
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 
 from kafkasource.client import COORDINATOR_RETRIABLE
-from kafkasource.commit_metadata import commit_metadata
 from kafkasource.errors import CommitError
 from kafkasource.partitions import Positions, TopicPartition, describe, partition_name
 from kafkasource.shutdown import close_within, signal_deferred
@@ -25,6 +24,7 @@ log = logging.getLogger(__name__)
 
 RETRIABLE = COORDINATOR_RETRIABLE | {KafkaError.REQUEST_TIMED_OUT, KafkaError.NETWORK_EXCEPTION, KafkaError._TIMED_OUT,
                                      KafkaError._TRANSPORT, KafkaError.REBALANCE_IN_PROGRESS}
+COMMIT_METADATA = "kafkasource"
 GROUP_IN_USE = {KafkaError.UNKNOWN_MEMBER_ID, KafkaError.ILLEGAL_GENERATION,
                 getattr(KafkaError, "FENCED_MEMBER_EPOCH", -999), getattr(KafkaError, "STALE_MEMBER_EPOCH", -999)}
 ASYNC_FLUSH_SECONDS = 10.0
@@ -50,12 +50,11 @@ class OffsetCommitter:
     commit's answer to `on_commit` (confluent-kafka's on_commit setting)."""
 
     def __init__(self, group_id: str, mode: str, timeout_ms: int,
-                 consumer_factory: Callable[[Callable], Consumer], topic_ids: Mapping[str, str] | None = None):
+                 consumer_factory: Callable[[Callable], Consumer]):
         self.group_id = group_id
         self.mode = mode
         self.timeout_s = timeout_ms / 1000
         self._factory = consumer_factory
-        self.topic_ids = topic_ids if topic_ids is not None else {}  # topic -> id, for each commit's metadata
         self._consumer: Consumer | None = None
         self._sent: Positions = {}  # newest positions handed to the broker, per partition
         self._in_flight: Positions | None = None  # async: the one commit awaiting its answer
@@ -160,7 +159,7 @@ class OffsetCommitter:
         answer served here."""
         self._sync_answer = _PENDING
         try:
-            self.consumer.commit(offsets=_to_kafka(positions, self.topic_ids), asynchronous=True)
+            self.consumer.commit(offsets=_to_kafka(positions), asynchronous=True)
             while self._sync_answer is _PENDING and time.monotonic() < deadline:
                 self.consumer.poll(0.1)  # answers arrive only inside poll()
         except KafkaException as exc:
@@ -179,7 +178,7 @@ class OffsetCommitter:
         with signal_deferred():  # in flight means handed to the client
             self._in_flight, self._queued = self._queued, None
             try:
-                self.consumer.commit(offsets=_to_kafka(self._in_flight, self.topic_ids), asynchronous=True)
+                self.consumer.commit(offsets=_to_kafka(self._in_flight), asynchronous=True)
             except KafkaException as exc:
                 self._on_commit(exc.args[0], None)
 
@@ -217,9 +216,8 @@ class OffsetCommitter:
         log.warning("async %s (%d failed so far)", explain(self.group_id, positions, error), self.failed_async_commits)
 
 
-def _to_kafka(positions: Positions, topic_ids: Mapping[str, str]) -> list[KafkaTopicPartition]:
-    return [KafkaTopicPartition(t, p, o, metadata=commit_metadata(topic_ids.get(t)))
-            for (t, p), o in sorted(positions.items())]
+def _to_kafka(positions: Positions) -> list[KafkaTopicPartition]:
+    return [KafkaTopicPartition(t, p, o, metadata=COMMIT_METADATA) for (t, p), o in sorted(positions.items())]
 
 
 def _show(positions: Positions) -> str:

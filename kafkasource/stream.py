@@ -25,8 +25,7 @@ from pyspark.sql.streaming.datasource import (ReadAllAvailable, ReadLimit, ReadM
 from kafkasource.client import KafkaClient
 from kafkasource.commit import OffsetCommitter
 from kafkasource.dataloss import report_data_loss
-from kafkasource.errors import KafkaSourceError
-from kafkasource.offsets import Committed, OffsetLookup, from_json_dict, to_json_dict
+from kafkasource.offsets import OffsetLookup, from_json_dict, to_json_dict
 from kafkasource.partitions import Positions, TopicPartition, describe, partition_name
 from kafkasource.options import SourceOptions
 from kafkasource.task_reader import read_ranges
@@ -46,8 +45,6 @@ class Cluster(OffsetLookup, Protocol):
 
     def topic_ids(self, topics: list[str]) -> dict[str, str]: ...
 
-    def committed_with_topic_ids(self, partitions: list[TopicPartition]) -> dict[TopicPartition, tuple[int, str | None]]:
-        ...
 
     def high_watermarks(self, partitions: list[TopicPartition]) -> Positions: ...
 
@@ -83,7 +80,6 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._latest_seen: Positions | None = None
         self._known: set[TopicPartition] = set()
         self._topic_ids: dict[str, str] = {}  # as the last look found them: a new id is a recreated topic
-        self._ids_known = False  # whether this process has looked: before, the group's commits tell the ids
         self._superseded: Positions = {}  # positions in logs since replaced: never to be committed
         self._last_batch_at = clock()
         self._held_back = HeldBackWatch(clock)
@@ -109,17 +105,14 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if self._committer is None and self.options.commit_mode != "none":
             self._committer = OffsetCommitter(
                 self.options.group_id, self.options.commit_mode, self.options.commit_timeout_ms,
-                lambda on_commit: self.client.new_group_consumer(on_commit=on_commit), topic_ids=self._topic_ids)
+                lambda on_commit: self.client.new_group_consumer(on_commit=on_commit))
         return self._committer
 
     # -- the DataSourceStreamReader protocol --------------------------------------------------------
     def initialOffset(self) -> dict:
         current = self._current_partitions()
+        self._topic_ids.update(self.client.topic_ids(sorted({t for t, _ in current})))
         positions = self.options.starting.resolve(current, self.client)
-        if not isinstance(self.options.starting, Committed):
-            self._ids_known = True  # positions found now: what the group's commits were made against does not matter
-        positions = self._restart_recreated_topics(positions, positions, current, {})
-        self._superseded.clear()  # the positions it replaced were never the query's: Spark commits none of them
         self._initial = positions
         log.info("new query over %s starts at %s (%s)", self.options.subscription.describe(),
                  to_json_dict(positions), self.options.starting)
@@ -214,15 +207,13 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                                   seen_before: Positions) -> Positions:
         """A topic whose id changed since the last look was deleted and created again, even if its new log already
         reaches past the query's place: data loss; with failOnDataLoss=false, its partitions the query was reading
-        (`previous`) are read again from their new log start. A process's first look compares with the ids the
-        group's last commits carry: a query restarted from its checkpoint, or started from the group's offsets,
-        learns so of a topic recreated while it was not running."""
-        first_look = not self._ids_known
-        self._ids_known = True
-        before = {**self._ids_of_last_commits(previous), **self._topic_ids} if first_look else dict(self._topic_ids)
+        (`previous`) are read again from their new log start. The ids are this process's own: the first look of a
+        restarted query has nothing to compare with (Kafka deletes a group's committed offsets with the topic, and
+        the checkpoint holds offsets only), so a topic recreated while the query was stopped is found by its log
+        end alone."""
         ids = self.client.topic_ids(sorted({t for t, _ in current}))
+        recreated = {t: (self._topic_ids[t], i) for t, i in ids.items() if self._topic_ids.get(t, i) != i}
         self._topic_ids.update(ids)
-        recreated = {t: (before[t], i) for t, i in ids.items() if before.get(t, i) != i}
         replaced = [tp for tp in previous if tp in base and tp[0] in recreated]
         if not replaced:
             return base
@@ -230,33 +221,9 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         restart = self.client.beginning(replaced)
         for topic, (old, new) in sorted(recreated.items()):
             parts = [tp for tp in replaced if tp[0] == topic]
-            if first_look:
-                where = ", ".join(f"{partition_name(*tp)} at {base[tp]}" for tp in parts)
-                lost = f"; the group's commits ({where}) were made in the old topic"
-            else:
-                lost = _unread(parts, base, seen_before)
             self._data_loss(f"topic {topic} was deleted and created again (its topic id changed from {old} to {new})"
-                            f"{lost}", then="reading it again from its log start")
+                            f"{_unread(parts, base, seen_before)}", then="reading it again from its log start")
         return {**base, **{tp: restart[tp] for tp in replaced}}
-
-    def _ids_of_last_commits(self, positions: Positions) -> dict[str, str]:
-        """Per topic, the id the group's commits were made against, where they stand at the query's own place:
-        a group that trails the query may hold a commit made in a log the query has since left for a new one.
-        The id counts when every such partition of the topic names the same one. A group that cannot be read
-        leaves the check to the log ends."""
-        if not self.options.group_id or not positions:
-            return {}
-        try:
-            committed = self.client.committed_with_topic_ids(sorted(positions))
-        except KafkaSourceError as exc:
-            log.info("could not read the topic ids of group %s's commits (%s); recreated topics are found by their "
-                     "log ends only", self.options.group_id, exc)
-            return {}
-        ids: dict[str, set[str]] = {}
-        for tp, (offset, topic_id) in committed.items():
-            if topic_id is not None and offset == positions.get(tp):
-                ids.setdefault(tp[0], set()).add(topic_id)
-        return {topic: found.pop() for topic, found in ids.items() if len(found) == 1}
 
     def _restarted(self, base: Positions, partitions: list[TopicPartition]) -> None:
         """The query reads these partitions from a new log: their old positions are never committed again."""

@@ -23,17 +23,12 @@ class FakeClient:
         self.logs = logs
         self.committed_offsets = committed or {}
         self.ids = {t: f"{t}-id-1" for t in logs}
-        self.committed_ids = {}  # topic -> the id the group's commits carry
 
     def topics(self):
         return {t: len(parts) for t, parts in self.logs.items()}
 
     def topic_ids(self, topics):
         return {t: self.ids[t] for t in topics}
-
-    def committed_with_topic_ids(self, partitions):
-        return {tp: (self.committed_offsets[tp], self.committed_ids.get(tp[0])) for tp in partitions
-                if self.committed_offsets.get(tp) is not None}
 
     def beginning(self, partitions):
         return {(t, p): self.logs[t][p][0] for t, p in partitions}
@@ -266,47 +261,6 @@ def test_a_topic_recreated_past_the_query_position_is_told_by_its_id(caplog):
     with pytest.raises(DataLossError, match=r"^topic t was deleted and created again \(its topic id changed from "
                                             r"t-id-2 to t-id-3\); .* set failOnDataLoss=false"):
         strict.latestOffset(start, ReadAllAvailable())
-
-
-def test_a_restarted_query_learns_from_its_groups_commits_that_the_topic_was_recreated_while_it_was_down(caplog):
-    client = FakeClient({"t": [(0, 25)]}, committed={("t", 0): 10})
-    client.ids, client.committed_ids = {"t": "t-id-2"}, {"t": "t-id-1"}  # the group committed 10 in the old topic
-    stream, committer = reader(client, failOnDataLoss="false", **{"kafka.group.id": "g"})
-
-    with caplog.at_level(logging.WARNING, logger="kafkasource.stream"):
-        end = stream.latestOffset({"t": {"0": 10}}, ReadAllAvailable())  # the checkpoint's position: 10
-    assert end == {"t": {"0": 25}}
-    assert [(r.start, r.until) for p in stream.partitions({"t": {"0": 10}}, end) for r in p.ranges] == [(0, 25)]
-    assert [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING] == [
-        "topic t was deleted and created again (its topic id changed from t-id-1 to t-id-2); the group's commits "
-        "(t-0 at 10) were made in the old topic (failOnDataLoss=false: reading it again from its log start)"]
-    assert committer.restarts == [[("t", 0)]]
-
-    client.committed_offsets = {("t", 0): 7}  # the group trails the checkpoint: its commit may predate the new log
-    trailing, _ = reader(client, failOnDataLoss="false", **{"kafka.group.id": "g"})
-    assert [(r.start, r.until) for p in trailing.partitions({"t": {"0": 10}}, trailing.latestOffset(
-        {"t": {"0": 10}}, ReadAllAvailable())) for r in p.ranges] == [(10, 25)]
-    client.committed_offsets = {("t", 0): 10}
-
-    client.committed_ids = {"t": "t-id-2"}  # commits made in this topic: nothing to restart
-    same, _ = reader(client, failOnDataLoss="false", **{"kafka.group.id": "g"})
-    assert same.latestOffset({"t": {"0": 10}}, ReadAllAvailable()) == {"t": {"0": 25}}
-    assert [(r.start, r.until) for p in same.partitions({"t": {"0": 10}}, {"t": {"0": 25}}) for r in p.ranges] \
-        == [(10, 25)]
-
-
-def test_a_new_query_does_not_start_from_offsets_its_group_committed_in_a_topic_since_recreated():
-    client = FakeClient({"t": [(0, 25)]}, committed={("t", 0): 10})
-    client.ids, client.committed_ids = {"t": "t-id-2"}, {"t": "t-id-1"}
-
-    lenient, _ = reader(client, failOnDataLoss="false", **{"kafka.group.id": "g"})
-    assert lenient.initialOffset() == {"t": {"0": 0}}
-    strict, _ = reader(client, **{"kafka.group.id": "g"})
-    with pytest.raises(DataLossError, match=r"^topic t was deleted and created again \(its topic id changed from "
-                                            r"t-id-1 to t-id-2\)"):
-        strict.initialOffset()
-    client.committed_ids = {"t": "t-id-2"}
-    assert reader(client, **{"kafka.group.id": "g"})[0].initialOffset() == {"t": {"0": 10}}
 
 
 def ranges_of(stream, start, end) -> list[tuple[int, int]]:
