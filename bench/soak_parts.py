@@ -21,7 +21,7 @@ T = TypeVar("T")
 
 
 def create_topic(bootstrap: str) -> None:
-    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": QUIET})
     admin.create_topics([NewTopic(TOPIC, PARTITIONS, 1)])[TOPIC].result(60)
 
 
