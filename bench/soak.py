@@ -112,7 +112,6 @@ class Job:
         self.config = write_config(workdir / "ingest.toml", bootstrap, TOPIC, GROUP, workdir,
                                    trigger="processingTime=1 second", value="text", extra_source=SOURCE_SETTINGS)
         self.extra = ("--conf", f"spark.local.dir={workdir / 'spark-local'}")  # what a SIGKILL leaves, in workdir
-        self.output = workdir / "out"
         self.runs: list[Run] = []
         self.exits: list[str] = []  # ends the soak did not cause
         self._lock = threading.Lock()

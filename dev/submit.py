@@ -3,11 +3,13 @@ one whole; and reading what its Parquet file sink holds durably. Shared by the t
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -66,9 +68,23 @@ def kill_group(process: subprocess.Popen) -> None:
     process.wait(30)
 
 
-def committed_files(output: Path) -> set[str]:
-    """The Parquet files the file sink's log lists as committed, by path."""
-    log_dir = output / "_spark_metadata"
+def committed_files(output: Path, attempts: int = 100) -> set[str]:
+    """The Parquet files the file sink's log lists as committed, by path.
+
+    Every tenth batch the sink compacts its log into one file, and deletes the files that file replaced once
+    they are older than spark.sql.streaming.fileSink.log.cleanupDelay (10 minutes): one listed may be gone when
+    it is read. Its entries are then in a compacted file the next listing holds, so the log is listed and read
+    again (a round of deletions takes a moment)."""
+    for attempt in itertools.count(1):
+        try:
+            return _files_in_log(output / "_spark_metadata")
+        except FileNotFoundError:
+            if attempt >= attempts:
+                raise
+            time.sleep(0.1)
+
+
+def _files_in_log(log_dir: Path) -> set[str]:
     files: set[str] = set()
     for entry in sorted(log_dir.iterdir()) if log_dir.exists() else []:
         if entry.name.startswith("."):  # a log file still being written under a temporary name
