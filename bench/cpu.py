@@ -15,8 +15,9 @@ from __future__ import annotations
 import os
 import threading
 import time
-from pathlib import Path
 from typing import NamedTuple
+
+from dev.process import descendants, stat_fields
 
 TICKS = os.sysconf("SC_CLK_TCK")
 SAMPLE_S = 0.25
@@ -30,12 +31,6 @@ class Cpu(NamedTuple):
     @property
     def total(self) -> float:
         return sum(self)
-
-
-def stat_fields(pid: int) -> list[str]:
-    """/proc/<pid>/stat from its state on ("pid (command) state ppid ..."): the command may hold spaces, so the
-    fields are split after its ")". Raises OSError for a process that is gone."""
-    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
 
 
 def _processes() -> dict[int, tuple[int, int]]:
@@ -61,15 +56,7 @@ class Meter:
 
     def pythons(self, processes: dict[int, tuple[int, int]]) -> set[int]:
         """This process and the JVM's descendants."""
-        children: dict[int, list[int]] = {}
-        for pid, (parent, _) in processes.items():
-            children.setdefault(parent, []).append(pid)
-        found, todo = {os.getpid()}, [self.jvm_pid]
-        while todo:
-            for child in children.get(todo.pop(), []):
-                found.add(child)
-                todo.append(child)
-        return found
+        return {os.getpid()} | descendants(self.jvm_pid, {pid: parent for pid, (parent, _) in processes.items()})
 
 
 class Measurement:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import sys
 import tempfile
 import threading
@@ -22,42 +21,26 @@ import time
 import uuid
 from pathlib import Path
 
-from bench.cpu import stat_fields
+from bench.job_memory import command_line, vm_rss_kb
 from bench.run import machine, spark_session
 from dev import broker as local_broker
+from dev.process import descendants
 from kafkasource.progress_lag import input_rows
 
 SAMPLE_EVERY_S = 15
 PARTITIONS = 4
 
 
-def parent_of(pid: int) -> int:
-    return int(stat_fields(pid)[1])
-
-
-def descends_from_us(pid: int) -> bool:
-    while pid > 1:
-        pid = parent_of(pid)
-        if pid == os.getpid():
-            return True
-    return False
-
-
 def python_worker_rss_kb(marker: bytes = b"pyspark.worker") -> dict[int, int]:
     """VmRSS of this run's Python processes whose command line holds `marker`: by default the daemon that forks
     the workers running the readers, and those workers (Spark's planning daemons come and go)."""
     found = {}
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-            if not os.path.basename(argv[0]).startswith(b"python") or marker not in argv \
-                    or not descends_from_us(int(pid)):
-                continue
-            match = re.search(r"VmRSS:\s+(\d+)", Path(f"/proc/{pid}/status").read_text())
-            if match:
-                found[int(pid)] = int(match.group(1))
-        except OSError:  # the process ended meanwhile
-            continue
+    for pid in descendants(os.getpid()):
+        argv = command_line(pid)
+        if argv and os.path.basename(argv[0]).startswith(b"python") and marker in argv:
+            rss = vm_rss_kb(pid)
+            if rss is not None:  # None: the process ended meanwhile
+                found[pid] = rss
     return found
 
 

@@ -36,6 +36,37 @@ def wait(condition: Callable[[], object], timeout: float, interval: float = 0.1)
     return bool(condition())
 
 
+def stat_fields(pid: int) -> list[str]:
+    """/proc/<pid>/stat from its state on ("pid (command) state ppid ..."): the command may hold spaces, so the
+    fields are split after its ")". Raises OSError for a process that is gone."""
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+
+
+def parents() -> dict[int, int]:
+    """pid -> parent pid of every process readable now."""
+    found = {}
+    for pid in map(int, filter(str.isdigit, os.listdir("/proc"))):
+        try:
+            found[pid] = int(stat_fields(pid)[1])
+        except OSError:  # gone meanwhile
+            continue
+    return found
+
+
+def descendants(root: int, parent_of: dict[int, int] | None = None) -> set[int]:
+    """The pids of every process below `root` (children, their children, ...), as /proc shows them now."""
+    children: dict[int, list[int]] = {}
+    for pid, parent in (parent_of if parent_of is not None else parents()).items():
+        children.setdefault(parent, []).append(pid)
+    found: set[int] = set()
+    todo = [root]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.add(child)
+            todo.append(child)
+    return found
+
+
 def log_tail(paths: Iterable[Path], folder: Path, lines: int = 40) -> str:
     """The last lines of each log that exists, for an error message."""
     parts = [f"--- last lines of {path} ---\n" + "\n".join(path.read_text(errors="replace").splitlines()[-lines:])

@@ -1,79 +1,18 @@
-"""Running the jobs as users do: pyspark's own spark-submit as a subprocess, a TOML config per test."""
+"""Running the jobs as users do, for the tests: dev/submit.py (spark-submit, killing a job, the sink's durable
+rows), which the soak test shares, and `run_job`, a job run to its end with its output captured."""
 
 from __future__ import annotations
 
-import json
 import os
-import signal
 import subprocess
-import sys
-from pathlib import Path
-from urllib.parse import urlparse
 
-import pyarrow.parquet as pq
-import pyspark
+from dev.process import REPO_ROOT
+from dev.submit import SUBMIT_ENV, durable_positions, kill_group, start_job, submit_command, write_config
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
-SPARK_SUBMIT = Path(pyspark.__file__).parent / "bin" / "spark-submit"
-SUBMIT_ENV = {"PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable, "SPARK_LOCAL_IP": "127.0.0.1"}
-
-
-def write_config(path: Path, bootstrap: str, topic: str, group: str | None, out_dir: Path,
-                 trigger: str = "availableNow", value: str = "raw", schema: str | None = None,
-                 extra_source: str = "") -> Path:
-    lines = ["[kafka]", f'"bootstrap.servers" = "{bootstrap}"', '"auto.offset.reset" = "earliest"']
-    if group:
-        lines.append(f'"group.id" = "{group}"')
-    lines += ["[source]", f'subscribe = "{topic}"', extra_source,
-              "[decode]", f'value = "{value}"'] + ([f'schema = "{schema}"'] if schema else []) + [
-              "[sink]", f'path = "{out_dir / "out"}"', f'checkpoint = "{out_dir / "ck"}"',
-              "[job]", f'trigger = "{trigger}"']
-    path.write_text("\n".join(lines) + "\n")
-    return path
-
-
-def submit_command(job: str, *args: str, master: str = "local[2]", extra: tuple[str, ...] = ()) -> list[str]:
-    return [str(SPARK_SUBMIT), "--master", master, "--properties-file", str(REPO_ROOT / "conf" / "spark-defaults.conf"),
-            "--conf", "spark.ui.enabled=false", "--conf", "spark.driver.host=127.0.0.1",
-            "--conf", f"spark.driver.extraJavaOptions=-Dlog4j2.configurationFile={REPO_ROOT / 'conf' / 'log4j2.properties'}",
-            *extra, str(REPO_ROOT / "jobs" / f"{job}.py"), *args]
+__all__ = ["REPO_ROOT", "durable_positions", "kill_group", "run_job", "start_job", "write_config"]
 
 
 def run_job(job: str, *args: str, timeout: float = 600, env: dict | None = None, **kwargs) -> subprocess.CompletedProcess:
     """A job under spark-submit, to its end."""
     return subprocess.run(submit_command(job, *args, **kwargs), cwd=REPO_ROOT, capture_output=True, text=True,
                           timeout=timeout, env={**os.environ, **SUBMIT_ENV, **(env or {})})
-
-
-def start_job(job: str, *args: str, log_path: Path, **kwargs) -> subprocess.Popen:
-    """A job under spark-submit in a process group of its own, logging to log_path."""
-    with open(log_path, "ab") as log_file:
-        return subprocess.Popen(submit_command(job, *args, **kwargs), cwd=REPO_ROOT, env={**os.environ, **SUBMIT_ENV},
-                                stdout=log_file, stderr=subprocess.STDOUT, start_new_session=True)
-
-
-def kill_group(process: subprocess.Popen) -> None:
-    """SIGKILL the whole application: spark-submit's JVM and every Python process it started."""
-    try:
-        os.killpg(process.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    process.wait(30)
-
-
-def durable_positions(output: Path) -> list[tuple[int, int]]:
-    """(kafka_partition, kafka_offset) of every row in the files the file sink's log lists as committed."""
-    log_dir = output / "_spark_metadata"
-    files: set[str] = set()
-    for entry in sorted(log_dir.iterdir()) if log_dir.exists() else []:
-        if entry.name.startswith("."):  # a log file still being written under a temporary name
-            continue
-        for line in entry.read_text().splitlines()[1:]:  # the first line is the log's version
-            item = json.loads(line)
-            if item.get("action", "add") == "add":
-                files.add(urlparse(item["path"]).path)
-    rows = []
-    for path in sorted(files):
-        table = pq.read_table(path, columns=["kafka_partition", "kafka_offset"])
-        rows.extend(zip(table.column("kafka_partition").to_pylist(), table.column("kafka_offset").to_pylist()))
-    return rows
