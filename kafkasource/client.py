@@ -211,9 +211,6 @@ class KafkaClient:
 
     def committed(self, partitions: list[TopicPartition]) -> dict[TopicPartition, int | None]:
         """The group's committed offsets (OffsetFetch); None where the group has none."""
-        return {(tp.topic, tp.partition): (tp.offset if tp.offset >= 0 else None) for tp in self._offset_fetch(partitions)}
-
-    def _offset_fetch(self, partitions: list[TopicPartition]) -> list[KafkaTopicPartition]:
         deadline = time.monotonic() + self._timeout_s
         while True:
             try:
@@ -226,4 +223,4 @@ class KafkaClient:
                     time.sleep(0.2)
                     continue
                 raise self._fail(f"fetch the committed offsets of group {self.options.group_id}", exc) from None
-        return result
+        return {(tp.topic, tp.partition): (tp.offset if tp.offset >= 0 else None) for tp in result}

@@ -43,6 +43,15 @@ def is_secret(name: str) -> bool:
     return any(marker in name.lower() for marker in SECRET_MARKERS)
 
 
+def masked(text: str, config: Mapping[str, object], also: tuple[str, ...] | list[str] = ()) -> str:
+    """`text` with the value of every secret setting (and `also`) hidden, longest first: librdkafka's messages
+    quote values, and others' answers it passes on (an identity provider's) may quote them too."""
+    hidden = [str(v) for n, v in config.items() if v and is_secret(n)] + [v for v in also if v]
+    for value in sorted(hidden, key=len, reverse=True):
+        text = text.replace(value, "*****")
+    return text
+
+
 def redact(config: Mapping[str, object]) -> dict[str, object]:
     """The config with secret values hidden, for messages and logs."""
     return {k: ("*****" if is_secret(k) else v) for k, v in config.items()}
@@ -94,9 +103,8 @@ def _check_librdkafka_accepts(config: Mapping[str, str]) -> None:
         name = quoted.group(1) if quoted and quoted.group(1) in config else next(iter(mentioned), None)
         unknown = "No such configuration property" in message
         # the refused name itself may hold what looks like its value (a value of "sasl" for kafka.sasl.pasword)
-        hidden = [v for n, v in config.items() if v and (is_secret(n) or (unknown and n == name and v not in n))]
-        for value in sorted(hidden, key=len, reverse=True):
-            message = message.replace(value, "*****")
+        misnamed = [config[name]] if unknown and name is not None and config[name] not in name else []
+        message = masked(message, config, also=misnamed)
         if name is None:
             raise OptionError(f"librdkafka rejected a kafka.* setting: {message}. {_LIBRDKAFKA_NAMES}") from None
         shown = f"kafka.{name}" + ("" if is_secret(name) or unknown else f"={config[name]!r}")

@@ -16,7 +16,7 @@ from typing import Mapping
 from confluent_kafka import KafkaError
 
 from kafkasource.errors import AccessError
-from kafkasource.kafka_settings import is_secret
+from kafkasource.kafka_settings import masked
 
 REFUSED = {KafkaError._AUTHENTICATION, KafkaError._SSL}
 TLS_ALERT = re.compile(r"SSL alert number (\d+)")  # how OpenSSL words an alert the peer sent
@@ -42,7 +42,7 @@ def refusal_error(what: str, error: KafkaError, kafka_config: Mapping[str, objec
     secret (any secret setting's value in librdkafka's reason is masked too)."""
     servers = kafka_config.get("bootstrap.servers")
     protocol = kafka_config.get("security.protocol", "plaintext")
-    reason = _masked(error.str(), kafka_config)
+    reason = masked(error.str(), kafka_config)
     if error.code() == KafkaError._AUTHENTICATION:
         mechanism = kafka_config.get("sasl.mechanism") or kafka_config.get("sasl.mechanisms") or "GSSAPI"
         if str(mechanism).upper() == "OAUTHBEARER":
@@ -73,10 +73,3 @@ def refusal_error(what: str, error: KafkaError, kafka_config: Mapping[str, objec
         f"could not {what}: the TLS handshake with Kafka at {servers} failed: {reason}. If the brokers' "
         "certificate cannot be verified, set kafka.ssl.ca.location to the PEM file of the CA that signed it")
 
-
-def _masked(text: str, kafka_config: Mapping[str, object]) -> str:
-    """`text` with the value of every secret setting hidden, longest first (librdkafka's reasons quote what
-    others sent back, such as an identity provider's answer)."""
-    for value in sorted((str(v) for n, v in kafka_config.items() if v and is_secret(n)), key=len, reverse=True):
-        text = text.replace(value, "*****")
-    return text
