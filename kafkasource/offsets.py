@@ -29,16 +29,33 @@ class OutsideLog(Enum):
     NEAREST_BOUND = "the nearest end of the log"  # an end: a batch read never reaches past what exists
 
 
-def to_json_dict(positions: Mapping[TopicPartition, int]) -> dict[str, dict[str, int]]:
-    """Positions in the built-in source's checkpoint shape: {"topic": {"0": 42}}."""
-    out: dict[str, dict[str, int]] = {}
+# The key under which a stream's offsets carry each topic's id, beside the built-in's topic -> partition -> offset
+# map. Kafka topic names hold only [a-zA-Z0-9._-], so no topic can be called this; tools that read the map skip it.
+TOPIC_IDS_KEY = "@topicIds"
+
+
+def to_json_dict(positions: Mapping[TopicPartition, int],
+                 topic_ids: Mapping[str, str] | None = None) -> dict[str, dict[str, int] | dict[str, str]]:
+    """Positions in the built-in source's checkpoint shape: {"topic": {"0": 42}}; with `topic_ids`, those of the
+    topics in `positions` are kept beside the map: {"topic": {"0": 42}, "@topicIds": {"topic": "<id>"}}."""
+    out: dict = {}
     for (topic, partition), offset in sorted(positions.items()):
         out.setdefault(topic, {})[str(partition)] = int(offset)
+    ids = {t: topic_ids[t] for t in sorted(out) if topic_ids and t in topic_ids}
+    if ids:
+        out[TOPIC_IDS_KEY] = ids
     return out
 
 
 def from_json_dict(data: Mapping[str, Mapping[str, int]]) -> Positions:
-    return {(topic, int(p)): int(o) for topic, parts in data.items() for p, o in parts.items()}
+    """The positions of an offsets JSON (the topic ids beside them left out)."""
+    return {(topic, int(p)): int(o) for topic, parts in data.items() if topic != TOPIC_IDS_KEY
+            for p, o in parts.items()}
+
+
+def topic_ids_of(data: Mapping[str, Mapping]) -> dict[str, str]:
+    """The topic ids an offsets JSON carries; none in offsets written before they were kept, or by the built-in."""
+    return dict(data.get(TOPIC_IDS_KEY) or {})
 
 
 class OffsetLookup(Protocol):

@@ -25,7 +25,7 @@ from pyspark.sql.streaming.datasource import (ReadAllAvailable, ReadLimit, ReadM
 from kafkasource.client import KafkaClient
 from kafkasource.commit import OffsetCommitter
 from kafkasource.dataloss import report_data_loss
-from kafkasource.offsets import OffsetLookup, from_json_dict, to_json_dict
+from kafkasource.offsets import OffsetLookup, from_json_dict, to_json_dict, topic_ids_of
 from kafkasource.partitions import Positions, TopicPartition, describe, partition_name
 from kafkasource.options import SourceOptions
 from kafkasource.task_reader import read_ranges
@@ -79,7 +79,8 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._target: Positions | None = None  # Trigger.AvailableNow: the log ends when the run started
         self._latest_seen: Positions | None = None
         self._known: set[TopicPartition] = set()
-        self._topic_ids: dict[str, str] = {}  # as the last look found them: a new id is a recreated topic
+        # as the last look found them, or as the checkpoint kept them until then: a new id is a recreated topic
+        self._topic_ids: dict[str, str] = {}
         self._superseded: Positions = {}  # positions in logs since replaced: never to be committed
         self._last_batch_at = clock()
         self._held_back = HeldBackWatch(clock)
@@ -116,7 +117,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._initial = positions
         log.info("new query over %s starts at %s (%s)", self.options.subscription.describe(),
                  to_json_dict(positions), self.options.starting)
-        return to_json_dict(positions)
+        return to_json_dict(positions, self._topic_ids)
 
     def getDefaultReadLimit(self) -> ReadLimit:
         if self.options.min_offsets_per_trigger is not None:
@@ -130,12 +131,19 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         log.info("Trigger.AvailableNow: reading up to %s", to_json_dict(self._target))
 
     def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
+        """The next batch's end, with the ids of its topics beside the positions: Spark keeps it in the checkpoint's
+        offset log and hands it back as `start`, so a query restarted from its checkpoint compares the ids it
+        sees first with those its last batch was read under."""
         start_positions = from_json_dict(start)
+        for topic, topic_id in topic_ids_of(start).items():  # a restarted query: its first look compares with these
+            self._topic_ids.setdefault(topic, topic_id)
         try:
             end = self._next_end(start_positions, limit)
         finally:  # the batch that ended at `start` is complete even when planning the next one fails
             self._commit_completed(start_positions, final=self._run_complete(start_positions))
-        return start if end == start_positions else to_json_dict(end)
+        planned = to_json_dict(end, self._topic_ids)
+        # a changed id alone is a new end too: the checkpoint must keep the id the next batch is read under
+        return start if planned == start else planned
 
     def reportLatestOffset(self) -> dict | None:
         return to_json_dict(self._latest_seen) if self._latest_seen is not None else None
@@ -207,10 +215,8 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                                   seen_before: Positions) -> Positions:
         """A topic whose id changed since the last look was deleted and created again, even if its new log already
         reaches past the query's place: data loss; with failOnDataLoss=false, its partitions the query was reading
-        (`previous`) are read again from their new log start. The ids are this process's own: the first look of a
-        restarted query has nothing to compare with (Kafka deletes a group's committed offsets with the topic, and
-        the checkpoint holds offsets only), so a topic recreated while the query was stopped is found by its log
-        end alone."""
+        (`previous`) are read again from their new log start. A restarted query compares with the ids its
+        checkpoint kept (latestOffset), so a topic recreated while it was stopped is found too."""
         ids = self.client.topic_ids(sorted({t for t, _ in current}))
         recreated = {t: (self._topic_ids[t], i) for t, i in ids.items() if self._topic_ids.get(t, i) != i}
         self._topic_ids.update(ids)

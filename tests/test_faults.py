@@ -8,6 +8,7 @@ offset), with what Kafka acknowledged: nothing lost, nothing duplicated. Figures
 
 from __future__ import annotations
 
+import json
 import logging
 import random
 import subprocess
@@ -21,6 +22,7 @@ from confluent_kafka.admin import NewTopic
 
 from dev import broker as local_broker
 from kafkasource.client import KafkaClient
+from kafkasource.offsets import TOPIC_IDS_KEY
 from kafkasource.options import parse_options
 from tests.job_helpers import durable_positions, kill_group, start_job, write_config
 from tests.kafka_helpers import KafkaHarness, Record, await_condition
@@ -176,6 +178,60 @@ def test_topic_deleted_and_recreated_mid_stream(spark, kafka, tmp_path, fail_on_
                                                                                         for r in renewed]
         report(capsys, f"topic deleted and recreated with {refill} records, failOnDataLoss=false: the new topic was "
                        f"read from offset 0, {refill} of {refill} records, 0 lost; the group committed {refill}")
+
+
+def checkpointed_topic_ids(checkpoint: Path) -> dict[str, str]:
+    """The topic ids the checkpoint's newest offset log entry keeps beside the source's offsets."""
+    newest = max((path for path in (checkpoint / "offsets").iterdir() if path.name.isdigit()), key=lambda p: int(p.name))
+    # an offset log entry: its version, its metadata, then the source's offsets JSON
+    return json.loads(newest.read_text().splitlines()[2])[TOPIC_IDS_KEY]
+
+
+@pytest.mark.parametrize("fail_on_data_loss", ["true", "false"])
+def test_topic_recreated_while_the_query_was_stopped_is_told_by_the_id_its_checkpoint_kept(
+        spark, kafka, tmp_path, fail_on_data_loss, capsys):
+    """A topic replaced and refilled past the query's position while the query was stopped: its log end alone
+    cannot tell (the built-in source reads on from the old position). The checkpoint keeps the topic's id, so the
+    restarted query fails naming the topic under failOnDataLoss=true, and under false reads exactly the new topic's
+    records from its log start, its group's committed offset following the new log."""
+    topic = kafka.create_topic(kafka.unique_name("recreated-stopped"), partitions=1)
+    group = kafka.unique_name("recreated-stopped-group")
+    kafka.produce_values(topic, 6)
+    options = base_options(kafka, subscribe=topic, startingOffsets="earliest", failOnDataLoss=fail_on_data_loss,
+                           **{"kafka.group.id": group})
+    first = Collector()
+    with running_stream(spark, tmp_path / "cp", options, first) as query:
+        await_rows(first, 6, query)
+        # the batch's end is committed at the next trigger: the group then holds the query's place
+        await_condition("the group's commit to reach 6", lambda: kafka.committed(group, topic, 1) == {0: 6}, query)
+    old_id = checkpointed_topic_ids(tmp_path / "cp")[topic]
+
+    recreate_topic(kafka, topic, partitions=1)
+    renewed = kafka.produce_values(topic, 10, prefix="new")  # past the checkpoint's position 6
+    second = Collector()
+    with running_stream(spark, tmp_path / "cp", options, second) as query:  # the same checkpoint
+        if fail_on_data_loss == "true":
+            await_condition("the query to fail", lambda: query.exception() is not None, timeout=120)
+            message = str(query.exception())
+        else:
+            rows = await_rows(second, 10, query)
+            await_condition("the group's commit to reach 10 in the new log",
+                            lambda: kafka.committed(group, topic, 1) == {0: 10}, query)
+            rows = second.rows
+
+    if fail_on_data_loss == "true":
+        assert f"topic {topic} was deleted and created again (its topic id changed from {old_id} to " in message, \
+            message
+        assert "set failOnDataLoss=false" in message
+        report(capsys, f"topic recreated with 10 records past the position 6 while the query was stopped, "
+                       "failOnDataLoss=true: the restarted query failed naming the topic and its old id")
+    else:
+        assert [(row[2], row[4]) for row in rows] == [(r.offset, r.value) for r in renewed]  # offsets 0..9, once
+        new_id = checkpointed_topic_ids(tmp_path / "cp")[topic]
+        assert new_id != old_id
+        report(capsys, "topic recreated with 10 records past the position 6 while the query was stopped, "
+                       "failOnDataLoss=false: the restarted query read the new topic from offset 0, 10 of 10 records; "
+                       "the group committed 10")
 
 
 # -- leader failover: a 3-node cluster --------------------------------------------------------------

@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Mapping
 
 import pytest
 
 from kafkasource.errors import NoCommittedOffsetError, OptionError
 from kafkasource.offsets import (EARLIEST, LATEST, Committed, Earliest, Latest, OutsideLog, SpecificOffsets,
-                                 Timestamps, TopicPartition, describe, from_json_dict, nearest_in_log, to_json_dict,
-                                 within_log)
+                                 TOPIC_IDS_KEY, Timestamps, TopicPartition, describe, from_json_dict, nearest_in_log,
+                                 to_json_dict, topic_ids_of, within_log)
 
 A0, A1, A2, B0 = ("a", 0), ("a", 1), ("a", 2), ("b", 0)
 
@@ -238,6 +239,20 @@ def test_json_round_trip():
 def test_from_json_dict():
     assert from_json_dict({"topic": {"0": 42, "1": 7}}) == {("topic", 0): 42, ("topic", 1): 7}
     assert from_json_dict({}) == {}
+
+
+def test_topic_ids_sit_beside_the_built_in_map_under_a_key_no_topic_name_can_be():
+    data = to_json_dict({("b", 0): 5, ("a", 1): 7, ("a", 0): 3}, {"a": "id-a", "b": "id-b", "gone": "id-gone"})
+
+    # the built-in's topic -> partition -> offset map as it was, the ids of its topics (only) after it
+    assert json.dumps(data) == '{"a": {"0": 3, "1": 7}, "b": {"0": 5}, "@topicIds": {"a": "id-a", "b": "id-b"}}'
+    assert {t: parts for t, parts in data.items() if t != TOPIC_IDS_KEY} == to_json_dict(
+        {("b", 0): 5, ("a", 1): 7, ("a", 0): 3})
+    assert from_json_dict(json.loads(json.dumps(data))) == {("a", 0): 3, ("a", 1): 7, ("b", 0): 5}
+    assert topic_ids_of(json.loads(json.dumps(data))) == {"a": "id-a", "b": "id-b"}
+    assert topic_ids_of({"a": {"0": 3}}) == {}  # offsets written before ids were kept, or by the built-in source
+    # Kafka's legal topic names (Topic.java: [a-zA-Z0-9._-]+) match a real name and never the key
+    assert re.fullmatch(r"[a-zA-Z0-9._-]+", "orders.v2_eu-1") and not re.fullmatch(r"[a-zA-Z0-9._-]+", TOPIC_IDS_KEY)
 
 
 def test_describe():

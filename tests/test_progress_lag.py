@@ -54,6 +54,14 @@ def test_classic_shaped_progress_keeps_its_own_row_count_and_nested_offsets():
     assert lag_from_progress(classic) == Lag({("orders", 0): 0, ("orders", 1): 1, ("orders", 2): 0})
 
 
+def test_lag_skips_the_topic_ids_kept_beside_the_end_offsets():
+    with_ids = {**CONNECT_PROGRESS, "sources": [{
+        **CONNECT_PROGRESS["sources"][0],
+        "endOffset": "{\"orders\": {\"0\": 4, \"1\": 4, \"2\": 4}, \"@topicIds\": {\"orders\": \"x1\"}}"}]}
+
+    assert lag_from_progress(with_ids) == Lag({("orders", 0): 6, ("orders", 1): 6, ("orders", 2): 5})
+
+
 def test_progress_before_any_offsets_has_no_lag_and_no_rows():
     empty = {**CONNECT_PROGRESS, "sources": [{**CONNECT_PROGRESS["sources"][0], "endOffset": None,
                                               "latestOffset": None, "numInputRows": 0}]}

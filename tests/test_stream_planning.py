@@ -11,6 +11,7 @@ import pytest
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows, ReadMinRows
 
 from kafkasource.errors import BrokerUnavailableError, DataLossError
+from kafkasource.offsets import TOPIC_IDS_KEY
 from kafkasource.options import parse_options
 from kafkasource.stream import KafkaStreamReader
 from tests.fakes import FakeClock
@@ -66,6 +67,10 @@ class FakeCommitter:
         self.closed += 1
 
 
+# the ids of the topic beside the positions, as every end the reader plans carries them (FakeClient's ids)
+T_ID, T_ID2 = {TOPIC_IDS_KEY: {"t": "t-id-1"}}, {TOPIC_IDS_KEY: {"t": "t-id-2"}}
+
+
 def reader(client, clock: Callable[[], float] = time.monotonic, **options) -> tuple[KafkaStreamReader, FakeCommitter]:
     opts = {"kafka.bootstrap.servers": "127.0.0.1:9", "subscribe": "t", **options}
     committer = FakeCommitter()
@@ -77,9 +82,9 @@ def test_first_start_is_not_committed_then_each_completed_end_is():
     stream, committer = reader(client, **{"kafka.group.id": "g", "kafka.auto.offset.reset": "earliest"})
 
     initial = stream.initialOffset()
-    assert initial == {"t": {"0": 3, "1": 0}}
+    assert initial == {"t": {"0": 3, "1": 0}, **T_ID}
     end = stream.latestOffset(initial, ReadAllAvailable())
-    assert end == {"t": {"0": 10, "1": 4}}
+    assert end == {"t": {"0": 10, "1": 4}, **T_ID}
     assert committer.commits == []  # nothing has completed yet
 
     assert stream.latestOffset(end, ReadAllAvailable()) == end  # idle: same end, no new batch
@@ -96,9 +101,9 @@ def test_available_now_stops_at_ends_fixed_at_start_and_ignores_new_partitions()
     client.logs = {"t": [(0, 25), (0, 7)]}  # more records and a new partition after the run started
 
     end = stream.latestOffset(start, ReadMaxRows(6))
-    assert end == {"t": {"0": 6, "1": 0}}
+    assert end == {"t": {"0": 6, "1": 0}, **T_ID}
     end = stream.latestOffset(end, ReadMaxRows(6))
-    assert end == {"t": {"0": 10, "1": 0}}
+    assert end == {"t": {"0": 10, "1": 0}, **T_ID}
     assert stream.latestOffset(end, ReadMaxRows(6)) == end  # done: the run can stop
     assert stream.reportLatestOffset() == {"t": {"0": 25, "1": 7}}  # progress still shows the real log end
 
@@ -111,7 +116,7 @@ def test_available_now_waits_for_the_final_commit_only_once_the_target_is_reache
 
     first = stream.latestOffset(start, ReadMaxRows(8))
     second = stream.latestOffset(first, ReadMaxRows(8))  # the first batch completed: an ordinary commit
-    assert second == {"t": {"0": 10, "1": 4}}
+    assert second == {"t": {"0": 10, "1": 4}, **T_ID}
     assert committer.commits == [{("t", 0): 6, ("t", 1): 2}] and committer.final_commits == []
 
     assert stream.latestOffset(second, ReadMaxRows(8)) == second  # the run ends here
@@ -134,7 +139,7 @@ def test_new_partition_joins_at_its_log_start():
 
     end = stream.latestOffset(start, ReadAllAvailable())
 
-    assert end == {"t": {"0": 5, "1": 9}}
+    assert end == {"t": {"0": 5, "1": 9}, **T_ID}
     ranges = [r for p in stream.partitions(start, end) for r in p.ranges]
     assert [(r.partition, r.start, r.until) for r in ranges] == [(0, 0, 5), (1, 3, 9)]
 
@@ -146,10 +151,10 @@ def test_max_rows_limit_and_min_rows_wait():
     start = stream.initialOffset()
     assert stream.getDefaultReadLimit() == ReadMinRows(50)
     assert stream.latestOffset(start, ReadMinRows(50)) == start  # 40 < 50 records: wait
-    assert stream.latestOffset(start, ReadMaxRows(20)) == {"t": {"0": 15, "1": 5}}  # shared by backlog
-    assert stream.latestOffset(start, ReadAllAvailable()) == {"t": {"0": 30, "1": 10}}
+    assert stream.latestOffset(start, ReadMaxRows(20)) == {"t": {"0": 15, "1": 5}, **T_ID}  # shared by backlog
+    assert stream.latestOffset(start, ReadAllAvailable()) == {"t": {"0": 30, "1": 10}, **T_ID}
     client.logs = {"t": [(0, 100), (0, 10)]}
-    assert stream.latestOffset(start, ReadMinRows(50)) == {"t": {"0": 54, "1": 6}}  # enough; capped by max 60
+    assert stream.latestOffset(start, ReadMinRows(50)) == {"t": {"0": 54, "1": 6}, **T_ID}  # enough; capped by max 60
 
 
 def test_min_rows_wait_ends_once_max_trigger_delay_has_passed_since_the_last_batch():
@@ -163,12 +168,12 @@ def test_min_rows_wait_ends_once_max_trigger_delay_has_passed_since_the_last_bat
     assert stream.latestOffset(start, ReadMinRows(50)) == start  # still within maxTriggerDelay
     clock.now = 10.0
     end = stream.latestOffset(start, ReadMinRows(50))
-    assert end == {"t": {"0": 30}}  # the delay has passed: the records there are
+    assert end == {"t": {"0": 30}, **T_ID}  # the delay has passed: the records there are
 
     client.logs = {"t": [(0, 40)]}
     assert stream.latestOffset(end, ReadMinRows(50)) == end  # the delay counts again from that batch
     clock.now = 20.0
-    assert stream.latestOffset(end, ReadMinRows(50)) == {"t": {"0": 40}}
+    assert stream.latestOffset(end, ReadMinRows(50)) == {"t": {"0": 40}, **T_ID}
 
 
 def test_vanished_topic_is_reported():
@@ -209,7 +214,7 @@ def test_recreated_topic_is_read_again_from_its_new_start_or_fails(caplog):
 
     with caplog.at_level(logging.WARNING, logger="kafkasource.stream"):
         again = stream.latestOffset({"t": {"0": 11}}, ReadAllAvailable())
-    assert again == {"t": {"0": 4}}
+    assert again == {"t": {"0": 4}, **T_ID}
     assert [(r.partition, r.start, r.until) for p in stream.partitions({"t": {"0": 11}}, again) for r in p.ranges] \
         == [(0, 0, 4)]
     assert caplog.records[-1].getMessage() == (
@@ -232,7 +237,7 @@ def test_a_log_that_went_back_is_committed_from_the_new_log_and_never_at_the_old
     stream.commit(first)  # Spark's commit of the first batch, one batch late
     third = stream.latestOffset(second, ReadAllAvailable())
 
-    assert (second, third) == ({"t": {"0": 30}}, {"t": {"0": 30}})
+    assert (second, third) == ({"t": {"0": 30}, **T_ID}, {"t": {"0": 30}, **T_ID})
     assert committer.restarts == [[("t", 0)]]
     assert committer.commits == [{("t", 0): 30}]  # never 100 into the new log; 30 although it is lower
 
@@ -246,7 +251,7 @@ def test_a_topic_recreated_past_the_query_position_is_told_by_its_id(caplog):
 
     with caplog.at_level(logging.WARNING, logger="kafkasource.stream"):
         second = stream.latestOffset(first, ReadAllAvailable())
-    assert second == {"t": {"0": 25}}
+    assert second == {"t": {"0": 25}, **T_ID2}
     assert [(r.start, r.until) for p in stream.partitions(first, second) for r in p.ranges] == [(0, 25)]
     assert [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING] == [
         "topic t was deleted and created again (its topic id changed from t-id-1 to t-id-2); it held no record the "
@@ -261,6 +266,43 @@ def test_a_topic_recreated_past_the_query_position_is_told_by_its_id(caplog):
     with pytest.raises(DataLossError, match=r"^topic t was deleted and created again \(its topic id changed from "
                                             r"t-id-2 to t-id-3\); .* set failOnDataLoss=false"):
         strict.latestOffset(start, ReadAllAvailable())
+
+
+def test_a_topic_recreated_while_the_query_was_stopped_is_told_by_the_id_its_checkpoint_kept(caplog):
+    client = FakeClient({"t": [(0, 10)]})
+    first_run, _ = reader(client, startingOffsets="earliest", **{"kafka.group.id": "g"})
+    checkpoint = first_run.latestOffset(first_run.initialOffset(), ReadAllAvailable())  # the batch 0..10
+    assert checkpoint == {"t": {"0": 10}, **T_ID}
+    client.logs, client.ids = {"t": [(0, 25)]}, {"t": "t-id-2"}  # while stopped: recreated, refilled with 25 records
+
+    restarted, committer = reader(client, startingOffsets="earliest", failOnDataLoss="false",
+                                  **{"kafka.group.id": "g"})
+    with caplog.at_level(logging.WARNING, logger="kafkasource.stream"):
+        end = restarted.latestOffset(checkpoint, ReadAllAvailable())
+    assert end == {"t": {"0": 25}, **T_ID2}
+    assert ranges_of(restarted, checkpoint, end) == [(0, 25)]
+    assert [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING] == [
+        "topic t was deleted and created again (its topic id changed from t-id-1 to t-id-2); it held no record the "
+        "query had seen and not read (failOnDataLoss=false: reading it again from its log start)"]
+    assert (committer.restarts, committer.commits) == ([[("t", 0)]], [])  # never the old log's 10 into the new one
+    restarted.latestOffset(end, ReadAllAvailable())
+    assert committer.commits == [{("t", 0): 25}]
+
+    strict, _ = reader(client, startingOffsets="earliest")
+    with pytest.raises(DataLossError, match=r"^topic t was deleted and created again \(its topic id changed from "
+                                            r"t-id-1 to t-id-2\); .* set failOnDataLoss=false"):
+        strict.latestOffset(checkpoint, ReadAllAvailable())
+
+
+def test_a_checkpoint_without_topic_ids_resumes_without_data_loss_and_keeps_ids_from_then_on(caplog):
+    client = FakeClient({"t": [(0, 25)]})
+    restarted, _ = reader(client, startingOffsets="earliest")  # failOnDataLoss=true: any data loss would raise
+
+    with caplog.at_level(logging.WARNING, logger="kafkasource.stream"):
+        end = restarted.latestOffset({"t": {"0": 10}}, ReadAllAvailable())  # written before ids were kept
+    assert end == {"t": {"0": 25}, **T_ID}
+    assert ranges_of(restarted, {"t": {"0": 10}}, end) == [(10, 25)]
+    assert [r for r in caplog.records if r.levelno >= logging.WARNING] == []
 
 
 def ranges_of(stream, start, end) -> list[tuple[int, int]]:
@@ -278,7 +320,7 @@ def test_a_new_log_that_ends_where_the_old_position_was_is_read_once_and_committ
 
     second = stream.latestOffset(first, ReadAllAvailable())
     stream.commit(first)  # Spark's late commit of the old log's 1000
-    assert (second, ranges_of(stream, first, second)) == ({"t": {"0": 1000}}, [(0, 1000)])
+    assert (second, ranges_of(stream, first, second)) == ({"t": {"0": 1000}, **T_ID2}, [(0, 1000)])
     client.logs = {"t": [(0, 1100)]}
     third = stream.latestOffset(second, ReadAllAvailable())
     assert ranges_of(stream, second, third) == [(1000, 1100)]  # never the new log's 0..1000 again
@@ -355,7 +397,7 @@ def test_a_partition_an_open_transaction_holds_back_is_reported_after_a_minute_t
         return held_back_warnings(caplog)
 
     end = stream.latestOffset(start, ReadAllAvailable())
-    assert end == {"t": {"0": 5, "1": 4}}  # up to the last stable offset
+    assert end == {"t": {"0": 5, "1": 4}, **T_ID}  # up to the last stable offset
     assert trigger_at(59.9) == []
     assert trigger_at(60.0) == [held_back("t-0", 5, 60, 12)]
     assert trigger_at(61.0) == trigger_at(119.9) == []  # at most once a minute
@@ -364,14 +406,14 @@ def test_a_partition_an_open_transaction_holds_back_is_reported_after_a_minute_t
     client.logs, client.high = {"t": [(0, 8), (0, 4)]}, {"t": [14, 4]}  # the stable offset moved: counted anew
     clock.now = 130.0
     end = stream.latestOffset(end, ReadAllAvailable())
-    assert end == {"t": {"0": 8, "1": 4}}
+    assert end == {"t": {"0": 8, "1": 4}, **T_ID}
     assert trigger_at(189.9) == []
     assert trigger_at(190.0) == [held_back("t-0", 8, 60, 14)]
 
     client.logs = {"t": [(0, 14), (0, 4)]}  # the transaction ended: nothing is held back any more
     clock.now = 200.0
     end = stream.latestOffset(end, ReadAllAvailable())
-    assert end == {"t": {"0": 14, "1": 4}}
+    assert end == {"t": {"0": 14, "1": 4}, **T_ID}
     assert trigger_at(400.0) == []
     client.logs, client.high = {"t": [(0, 14), (0, 4)]}, {"t": [20, 9]}  # another one, on both partitions
     assert trigger_at(401.0) == trigger_at(460.9) == []
