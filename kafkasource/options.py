@@ -30,7 +30,7 @@ SOURCE_OPTIONS = ("subscribe", "subscribePattern", "assign", "startingOffsets", 
                   "startingOffsetsByTimestamp", "startingOffsetsByTimestampStrategy", "endingOffsets",
                   "endingTimestamp", "endingOffsetsByTimestamp", "failOnDataLoss", "maxOffsetsPerTrigger",
                   "minOffsetsPerTrigger", "maxTriggerDelay", "minPartitions", "packRecordsPerTask", "includeHeaders",
-                  "kafkaConsumer.pollTimeoutMs", "commitMode", "commitTimeoutMs", "readPath")
+                  "kafkaConsumer.pollTimeoutMs", "commitMode", "commitTimeoutMs", "readPath", "metadataRefreshIntervalMs")
 # options of Spark's built-in source that mean nothing here: accepted, so a format("kafka") reader switches unchanged
 IGNORED_BUILTIN_OPTIONS = {
     "fetchoffset.numretries": "driver requests retry until kafkaConsumer.pollTimeoutMs",
@@ -44,6 +44,9 @@ MAX_LONG = 2**63 - 1
 MAX_TIMEOUT_MS = 2**31 - 1  # about 24.8 days: what librdkafka's int timeouts hold
 
 CommitMode = Literal["sync", "async", "none"]  # commitMode
+# a stream asks for the cluster's topics, partitions and topic ids at most this often (every trigger in between
+# asks the log ends only): at 10,000 partitions the two requests cost more than the rest of a trigger's planning
+DEFAULT_METADATA_REFRESH_INTERVAL_MS = 5_000
 
 
 @dataclass(frozen=True)
@@ -66,6 +69,7 @@ class SourceOptions:
     read_path: ReadPath
     poll_timeout_ms: int
     read_committed: bool
+    metadata_refresh_interval_ms: int  # streams: how often the topics, their partitions and ids are asked again
     # librdkafka settings (prefix stripped), secrets included: never print this field
     kafka_config: dict[str, str] = field(repr=False)
 
@@ -121,6 +125,11 @@ def _whole_number(name: str, raw: str, low: int, high: int, meaning: str = "a wh
 def _positive_int(options: Mapping[str, str], name: str, default: int | None = None, high: int = MAX_LONG) -> int | None:
     raw = _get(options, name)
     return default if raw is None else _whole_number(name, raw, 1, high)
+
+
+def _whole_number_option(options: Mapping[str, str], name: str, default: int) -> int:
+    raw = _get(options, name)
+    return default if raw is None else _whole_number(name, raw, 0, MAX_TIMEOUT_MS)
 
 
 def _bool(options: Mapping[str, str], name: str, default: bool) -> bool:
@@ -383,6 +392,8 @@ def parse_options(raw_options: Mapping[str, str], streaming: bool | None = None)
         read_path=_read_path(options),
         poll_timeout_ms=_positive_int(options, "kafkaConsumer.pollTimeoutMs", 120_000, high=MAX_TIMEOUT_MS),
         read_committed=isolation == "read_committed",
+        metadata_refresh_interval_ms=_whole_number_option(options, "metadataRefreshIntervalMs",
+                                                          DEFAULT_METADATA_REFRESH_INTERVAL_MS),
         kafka_config=kafka_config,
     )
     if streaming is None:

@@ -10,6 +10,11 @@ latestOffset plans before it commits `start`: a partition whose log was replaced
 or truncated) must not get the old log's position committed into the new one. Such a partition is
 restarted: the committer forgets what it sent for it, so the new log's lower positions are committed,
 and positions of the old log that arrive afterwards (commit(end), one batch late) are left out.
+
+What a trigger costs grows with what changed, not with the number of partitions: the topics, their
+partitions and ids are asked again at most every metadataRefreshIntervalMs (or at once when the log
+ends name a partition that no longer exists), the log ends once per trigger in one ListOffsets request
+per broker, and the offsets JSON is built once per trigger and parsed once per shape Spark hands back.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from pyspark.sql.streaming.datasource import (ReadAllAvailable, ReadLimit, ReadM
 from kafkasource.client import KafkaClient
 from kafkasource.commit import OffsetCommitter
 from kafkasource.dataloss import report_data_loss
+from kafkasource.errors import BrokerUnavailableError, KafkaSourceError
 from kafkasource.offsets import OffsetLookup, from_json_dict, to_json_dict, topic_ids_of
 from kafkasource.partitions import Positions, TopicPartition, describe, partition_name
 from kafkasource.options import SourceOptions
@@ -79,6 +85,9 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._target: Positions | None = None  # Trigger.AvailableNow: the log ends when the run started
         self._latest_seen: Positions | None = None
         self._known: set[TopicPartition] = set()
+        self._current: list[TopicPartition] = []  # the partitions the query reads, as the last metadata had them
+        self._metadata_at: float | None = None  # when (clock) the metadata was last asked
+        self._parsed: list[tuple[dict, Positions]] = []  # offsets JSON the reader built or read lately, parsed
         # as the last look found them, or as the checkpoint kept them until then: a new id is a recreated topic
         self._topic_ids: dict[str, str] = {}
         self._superseded: Positions = {}  # positions in logs since replaced: never to be committed
@@ -111,13 +120,13 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     # -- the DataSourceStreamReader protocol --------------------------------------------------------
     def initialOffset(self) -> dict:
-        current = self._current_partitions()
+        current = self._current_partitions(refresh=True)
         self._topic_ids.update(self.client.topic_ids(sorted({t for t, _ in current})))
         positions = self.options.starting.resolve(current, self.client)
         self._initial = positions
         log.info("new query over %s starts at %s (%s)", self.options.subscription.describe(),
                  to_json_dict(positions), self.options.starting)
-        return to_json_dict(positions, self._topic_ids)
+        return self._offsets_json(positions)
 
     def getDefaultReadLimit(self) -> ReadLimit:
         if self.options.min_offsets_per_trigger is not None:
@@ -127,21 +136,21 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return ReadAllAvailable()
 
     def prepareForTriggerAvailableNow(self) -> None:
-        self._target = self.client.end(self._current_partitions())
+        self._target = self.client.end(self._current_partitions(refresh=True))
         log.info("Trigger.AvailableNow: reading up to %s", to_json_dict(self._target))
 
     def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
         """The next batch's end, with the ids of its topics beside the positions: Spark keeps it in the checkpoint's
         offset log and hands it back as `start`, so a query restarted from its checkpoint compares the ids it
         sees first with those its last batch was read under."""
-        start_positions = from_json_dict(start)
+        start_positions = self._positions(start)
         for topic, topic_id in topic_ids_of(start).items():  # a restarted query: its first look compares with these
             self._topic_ids.setdefault(topic, topic_id)
         try:
             end = self._next_end(start_positions, limit)
         finally:  # the batch that ended at `start` is complete even when planning the next one fails
             self._commit_completed(start_positions, final=self._run_complete(start_positions))
-        planned = to_json_dict(end, self._topic_ids)
+        planned = self._offsets_json(end)
         # a changed id alone is a new end too: the checkpoint must keep the id the next batch is read under
         return start if planned == start else planned
 
@@ -149,15 +158,15 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return to_json_dict(self._latest_seen) if self._latest_seen is not None else None
 
     def partitions(self, start: dict, end: dict) -> list[InputPartition]:
-        end_positions = from_json_dict(end)
-        start_positions = self._batch_starts(from_json_dict(start), end_positions)
+        end_positions = self._positions(end)
+        start_positions = self._batch_starts(self._positions(start), end_positions)
         return plan_partitions(batch_ranges(start_positions, end_positions), self.options)
 
     def read(self, partition: KafkaInputPartition):
         return read_ranges(partition.ranges, self.fetch_config)
 
     def commit(self, end: dict) -> None:
-        self._commit_completed(from_json_dict(end))
+        self._commit_completed(self._positions(end))
 
     def stop(self) -> None:
         """Flush pending async commits (bounded) and close the driver's clients, once."""
@@ -174,27 +183,47 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def _next_end(self, start: Positions, limit: ReadLimit) -> Positions:
         """Where the next batch ends: from the query's place in each partition that exists now, up to its log
         end, within the AvailableNow run's target and the read limit."""
+        refresh = self._metadata_due()
+        try:
+            return self._plan(start, limit, refresh)
+        except BrokerUnavailableError:
+            raise
+        except KafkaSourceError:
+            if refresh:
+                raise
+            # the log ends named a partition the metadata no longer holds (topic deleted): ask it now. Planning
+            # with the metadata as it was changed nothing before the log ends were asked.
+            return self._plan(start, limit, refresh=True)
+
+    def _plan(self, start: Positions, limit: ReadLimit, refresh: bool) -> Positions:
         seen_before = self._latest_seen or {}
-        current = self._current_partitions()
+        current = self._current_partitions(refresh)
         self._report_vanished(start, current, seen_before)
         base = self._join_new_partitions(start, current)
-        base = self._restart_recreated_topics(base, start, current, seen_before)
+        if refresh:
+            base = self._restart_recreated_topics(base, start, current, seen_before)
         latest = self._look_up_log_ends(current)
         base = self._restart_where_log_went_back(base, latest, seen_before)
         end = self._apply_limit(base, self._cap_at_target(base, latest), limit)
-        if any(end[tp] > base[tp] for tp in end):
+        if end != base:  # an end is never below its base: some partition moved
             self._last_batch_at = self._clock()
         return end
 
-    def _current_partitions(self) -> list[TopicPartition]:
-        partitions = self.options.subscription.partitions(self.client.topics())
-        self._known = set(partitions)
-        return partitions
+    def _metadata_due(self) -> bool:
+        interval_s = self.options.metadata_refresh_interval_ms / 1000
+        return self._metadata_at is None or self._clock() - self._metadata_at >= interval_s
+
+    def _current_partitions(self, refresh: bool) -> list[TopicPartition]:
+        """The partitions the query reads: asked of the brokers with `refresh`, else as they were last asked."""
+        if refresh:
+            self._current = self.options.subscription.partitions(self.client.topics())
+            self._known = set(self._current)
+            self._metadata_at = self._clock()
+        return self._current
 
     def _report_vanished(self, start: Positions, current: list[TopicPartition], seen_before: Positions) -> None:
         """Partitions the query was reading that no longer exist (topic deleted?): data loss."""
-        exist = set(current)
-        vanished = [tp for tp in start if tp not in exist]
+        vanished = sorted(start.keys() - self._known)
         if vanished:
             one = len(vanished) == 1
             self._restarted(start, vanished)  # should the topic come back, its new log is read from its start
@@ -205,6 +234,8 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def _join_new_partitions(self, start: Positions, current: list[TopicPartition]) -> Positions:
         """The query's place in each current partition; new ones join at their earliest offset, as in the built-in
         source."""
+        if start.keys() == self._known:  # the usual trigger: no partition joined or left
+            return start
         new = [tp for tp in current if tp not in start]
         first = self.client.beginning(new) if new else {}
         if new:
@@ -248,7 +279,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def _restart_where_log_went_back(self, base: Positions, latest: Positions, seen_before: Positions) -> Positions:
         """A log that now ends below the query's place was recreated or truncated: data loss; with
         failOnDataLoss=false, the new log is read from its start."""
-        went_back = [tp for tp in base if latest[tp] < base[tp]]
+        went_back = sorted(tp for tp, offset in latest.items() - base.items() if offset < base[tp])
         if not went_back:
             return base
         self._restarted(base, went_back)
@@ -280,8 +311,9 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         """Where each partition's batch begins: at `start`, or at its log start for a partition that joined the
         query (no start), whose log went back (a start beyond the end) or whose topic was recreated (`start` is
         a position in the old log), as latestOffset planned it."""
-        from_log_start = [tp for tp in end if start.get(tp, end[tp] + 1) > end[tp]
-                          or self._superseded.get(tp) == start[tp]]
+        # only partitions whose position differs can have joined or gone back: a set difference finds them
+        from_log_start = sorted({tp for tp, until in end.items() - start.items() if start.get(tp, until + 1) > until}
+                                | {tp for tp, old in self._superseded.items() if tp in end and start.get(tp) == old})
         if not from_log_start:
             return start
         for tp in from_log_start:  # Spark commits the old position before it plans this batch: no more to leave out
@@ -299,8 +331,8 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         """Commit positions that a completed batch reached (the first start of a new query is not one)."""
         if self.committer is None or not positions or positions == self._initial:
             return
-        if self._known:  # leave alone partitions that no longer exist: the broker would refuse them
-            positions = {tp: o for tp, o in positions.items() if tp in self._known}
+        if self._known and not positions.keys() <= self._known:  # partitions that no longer exist: the broker
+            positions = {tp: o for tp, o in positions.items() if tp in self._known}  # would refuse them
         positions = self._without_superseded(positions)
         if not positions:
             return
@@ -312,6 +344,8 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def _without_superseded(self, positions: Positions) -> Positions:
         """`positions` without those of logs since replaced: Spark hands the old position over once more (the end
         of the batch before, committed late) before it plans the first batch of the new log, which ends the watch."""
+        if not self._superseded:
+            return positions
         kept = {}
         for tp, offset in positions.items():
             if self._superseded.get(tp) == offset:
@@ -319,6 +353,27 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             self._superseded.pop(tp, None)
             kept[tp] = offset
         return kept
+
+    # -- the offsets JSON Spark keeps and hands back ------------------------------------------------------
+    def _offsets_json(self, positions: Positions) -> dict:
+        """`positions` as the offsets JSON Spark keeps, with the ids of their topics; remembered parsed, as Spark
+        hands it back to partitions() and commit() and as the next latestOffset's start."""
+        data = to_json_dict(positions, self._topic_ids)
+        self._remember(data, positions)
+        return data
+
+    def _positions(self, data: dict) -> Positions:
+        """The positions of an offsets JSON; parsed once (comparing with one already parsed is far cheaper)."""
+        for known, positions in self._parsed:
+            if known == data:
+                return positions
+        positions = from_json_dict(data)
+        self._remember(data, positions)
+        return positions
+
+    def _remember(self, data: dict, positions: Positions) -> None:
+        # the last few: a batch's start and end, and the end being planned
+        self._parsed = [(data, positions), *(p for p in self._parsed if p[0] is not data)][:3]
 
     def _data_loss(self, what: str, then: str) -> None:
         report_data_loss(what, self.options.fail_on_data_loss, then)

@@ -146,8 +146,11 @@ def test_topic_deleted_and_recreated_mid_stream(spark, kafka, tmp_path, fail_on_
     group = kafka.unique_name("recreated-group")
     kafka.produce_values(topic, 6)
     collector = Collector(hold=True)
+    # a new log longer than the old position is told by the topic's id, asked at each metadata refresh: at every
+    # trigger here, so that the trigger right after the recreation asks (by default, within 5 s)
+    refresh = {"metadataRefreshIntervalMs": "0"} if refill > 6 else {}
     options = base_options(kafka, subscribe=topic, startingOffsets="earliest", failOnDataLoss=fail_on_data_loss,
-                           **{"kafka.group.id": group})
+                           **{"kafka.group.id": group}, **refresh)
 
     with running_stream(spark, tmp_path / "cp", options, collector) as query:
         await_condition("the first batch to be held", collector.holding.is_set, query)

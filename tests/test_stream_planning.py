@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import pickle
 import time
@@ -10,7 +11,7 @@ from typing import Callable
 import pytest
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows, ReadMinRows
 
-from kafkasource.errors import BrokerUnavailableError, DataLossError
+from kafkasource.errors import BrokerUnavailableError, DataLossError, KafkaSourceError
 from kafkasource.offsets import TOPIC_IDS_KEY
 from kafkasource.options import parse_options
 from kafkasource.stream import KafkaStreamReader
@@ -24,17 +25,23 @@ class FakeClient:
         self.logs = logs
         self.committed_offsets = committed or {}
         self.ids = {t: f"{t}-id-1" for t in logs}
+        self.asked: list[str] = []  # the metadata and topic-id requests, in order
 
     def topics(self):
+        self.asked.append("metadata")
         return {t: len(parts) for t, parts in self.logs.items()}
 
     def topic_ids(self, topics):
+        self.asked.append("topic ids")
         return {t: self.ids[t] for t in topics}
 
     def beginning(self, partitions):
         return {(t, p): self.logs[t][p][0] for t, p in partitions}
 
     def end(self, partitions):
+        unknown = [(t, p) for t, p in partitions if p >= len(self.logs.get(t, []))]
+        if unknown:  # as the real client's ListOffsets fails for a partition the cluster no longer has
+            raise KafkaSourceError(f"could not list latest offsets: Unknown topic or partition {unknown}")
         return {(t, p): self.logs[t][p][1] for t, p in partitions}
 
     def committed(self, partitions):
@@ -72,7 +79,8 @@ T_ID, T_ID2 = {TOPIC_IDS_KEY: {"t": "t-id-1"}}, {TOPIC_IDS_KEY: {"t": "t-id-2"}}
 
 
 def reader(client, clock: Callable[[], float] = time.monotonic, **options) -> tuple[KafkaStreamReader, FakeCommitter]:
-    opts = {"kafka.bootstrap.servers": "127.0.0.1:9", "subscribe": "t", **options}
+    # the tests below change the cluster between two triggers: each trigger asks its metadata, unless a test says
+    opts = {"kafka.bootstrap.servers": "127.0.0.1:9", "subscribe": "t", "metadataRefreshIntervalMs": "0", **options}
     committer = FakeCommitter()
     return KafkaStreamReader(parse_options(opts), client=client, committer=committer, clock=clock), committer
 
@@ -303,6 +311,83 @@ def test_a_checkpoint_without_topic_ids_resumes_without_data_loss_and_keeps_ids_
     assert end == {"t": {"0": 25}, **T_ID}
     assert ranges_of(restarted, {"t": {"0": 10}}, end) == [(10, 25)]
     assert [r for r in caplog.records if r.levelno >= logging.WARNING] == []
+
+
+def test_metadata_and_topic_ids_are_asked_at_most_every_interval_and_new_partitions_join_within_it():
+    client, clock = FakeClient({"t": [(0, 10)]}), FakeClock()
+    stream, _ = reader(client, clock, startingOffsets="earliest", metadataRefreshIntervalMs="5000")
+    start = stream.initialOffset()
+    assert client.asked == ["metadata", "topic ids"]
+    client.logs = {"t": [(0, 12), (0, 3)]}  # a partition added, and 2 records in t-0
+
+    clock.now = 4.9
+    end = stream.latestOffset(start, ReadAllAvailable())
+    assert end == {"t": {"0": 12}, **T_ID}  # the log ends are asked at every trigger, the metadata not yet
+    assert client.asked == ["metadata", "topic ids"]
+
+    clock.now = 5.0
+    joined = stream.latestOffset(end, ReadAllAvailable())
+    assert joined == {"t": {"0": 12, "1": 3}, **T_ID}  # within the interval: the new partition joins from its start
+    assert ranges_of(stream, end, joined) == [(0, 3)]
+    assert client.asked == ["metadata", "topic ids"] * 2
+
+
+def test_a_topic_deleted_between_two_metadata_requests_is_found_at_the_next_trigger(caplog):
+    client, clock = FakeClient({"t": [(0, 10)], "u": [(0, 5)]}), FakeClock()
+    stream, _ = reader(client, clock, subscribe="t,u", startingOffsets="earliest", failOnDataLoss="false",
+                       metadataRefreshIntervalMs="5000")
+    end = stream.latestOffset(stream.initialOffset(), ReadAllAvailable())
+    del client.logs["u"]  # the log ends of u-0 fail as the real ListOffsets does: the metadata is asked at once
+
+    clock.now = 1.0
+    with caplog.at_level(logging.WARNING, logger="kafkasource.stream"):
+        after = stream.latestOffset(end, ReadAllAvailable())
+    assert after == {"t": {"0": 10}, TOPIC_IDS_KEY: {"t": "t-id-1"}}
+    assert client.asked == ["metadata", "topic ids"] * 2
+    assert [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING] == [
+        "u-0 no longer exists in the cluster (topic deleted?); it held no record the query had seen and not read "
+        "(failOnDataLoss=false: the query stops reading it)"]
+
+
+def test_a_trigger_builds_the_offsets_json_once_and_parses_what_spark_hands_back_once(monkeypatch):
+    import kafkasource.stream as stream_module
+
+    calls = {"to_json_dict": 0, "from_json_dict": 0}
+    for name in calls:
+        original = getattr(stream_module, name)
+        monkeypatch.setattr(stream_module, name, lambda *a, _f=original, _n=name: calls.__setitem__(_n, calls[_n] + 1)
+                            or _f(*a))
+    client = FakeClient({"t": [(0, 10), (0, 10)]})
+    stream, committer = reader(client, startingOffsets="earliest", **{"kafka.group.id": "g"})
+    start = json.loads(json.dumps(stream.initialOffset()))  # Spark hands the offsets back as new objects
+    first = json.loads(json.dumps(stream.latestOffset(start, ReadAllAvailable())))
+    stream.partitions(start, first)
+    stream.commit(first)
+    calls.update(to_json_dict=0, from_json_dict=0)
+    client.logs = {"t": [(0, 11), (0, 10)]}
+
+    second = json.loads(json.dumps(stream.latestOffset(first, ReadAllAvailable())))
+    stream.partitions(first, second)
+    stream.commit(second)
+    assert calls == {"to_json_dict": 1, "from_json_dict": 0}  # one JSON built; the ones handed back known already
+    # each completed batch's end, as Spark hands it over (latestOffset's start, then commit())
+    assert committer.commits == [{("t", 0): 10, ("t", 1): 10}] * 2 + [{("t", 0): 11, ("t", 1): 10}]
+
+
+@pytest.mark.parametrize("pack, tasks", [(None, 20), ("1000", 1)], ids=["a-task-per-range", "packRecordsPerTask"])
+def test_a_trigger_with_records_in_20_of_10000_partitions_makes_tasks_only_for_those(pack, tasks):
+    client = FakeClient({"t": [(0, 100)] * 10_000})
+    options = {"packRecordsPerTask": pack} if pack else {}
+    stream, _ = reader(client, startingOffsets="latest", **options)
+    start = stream.initialOffset()
+    moving = list(range(0, 10_000, 500))  # 20 partitions, 3 records each
+    client.logs = {"t": [(0, 103 if p in moving else 100) for p in range(10_000)]}
+
+    end = stream.latestOffset(start, ReadAllAvailable())
+    planned = stream.partitions(start, end)
+    assert len(planned) == tasks
+    assert sorted((r.partition, r.start, r.until) for task in planned for r in task.ranges) == [
+        (p, 100, 103) for p in moving]
 
 
 def ranges_of(stream, start, end) -> list[tuple[int, int]]:
