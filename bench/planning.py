@@ -26,6 +26,7 @@ import json
 import os
 import pstats
 import random
+import signal
 import statistics
 import sys
 import tempfile
@@ -88,10 +89,26 @@ def create_topics(admin, names: list[str], partitions_each: int) -> None:
     while True:
         topics = admin.list_topics(timeout=30).topics
         if all(name in topics and len(topics[name].partitions) == partitions_each for name in names):
-            return
+            break
         if time.monotonic() > deadline:
             raise RuntimeError(f"the broker's metadata does not show {partitions_each} partitions of {names[0]}")
         time.sleep(0.5)
+    # and until every partition has a leader answering ListOffsets: a new broker takes a while over thousands
+    from confluent_kafka import TopicPartition
+    from confluent_kafka.admin import OffsetSpec
+
+    wanted = [TopicPartition(t, p) for t in names for p in range(partitions_each)]
+    while True:
+        try:
+            for i in range(0, len(wanted), 500):
+                for future in admin.list_offsets({tp: OffsetSpec.latest() for tp in wanted[i:i + 500]},
+                                                 request_timeout=30).values():
+                    future.result(60)
+            return
+        except Exception:  # noqa: BLE001 - not led yet
+            if time.monotonic() > deadline + 300:
+                raise
+            time.sleep(2)
 
 
 def layout_topics(layout: str, partitions: int) -> tuple[list[str], int, dict[str, str]]:
@@ -232,6 +249,7 @@ def with_spark(spark, bootstrap: str, names: list[str], each: int, subscription:
 
 
 def main(argv: list[str] | None = None) -> int:
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # stop the broker on the way out
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--partitions", default="1000,5000,10000")
     parser.add_argument("--layouts", default="one,spread")

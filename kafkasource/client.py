@@ -36,9 +36,8 @@ ANSWER_SLICE_S = 1.0  # how often a request waiting for an unreachable cluster c
 # (whose request would wait out its whole timeout) costs a trigger this much, and the next trigger asks again
 TOPIC_IDS_TIMEOUT_S = 2.0
 FIRST_ATTEMPT_S = 1.0  # the first ListOffsets attempt's timeout; each retry doubles it
-# partitions per ListOffsets call: librdkafka matches a call's answers to its partitions at a cost that grows with
-# the square of their number (5,000 partitions: 150-170 ms of CPU in one call, 55-70 ms in calls of 500, all sent
-# before any answer is awaited; bench/PLANNING.md)
+# partitions per ListOffsets call: a librdkafka call's CPU grows faster than its number of partitions (5,000 of
+# them: 150-170 ms in one call, 55-70 ms in calls of 500 all sent before any answer is awaited; bench/PLANNING.md)
 LIST_OFFSETS_CHUNK = 500
 
 
