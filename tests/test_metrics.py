@@ -15,6 +15,7 @@ import pytest
 from kafkasource import metrics
 from kafkasource.metrics import CommitCounts, broker
 from kafkasource.metrics.queries import Queries
+from kafkasource.metrics.text import parse
 from tests.job_helpers import REPO_ROOT, run_job, write_config
 from tests.kafka_helpers import await_condition
 from tests.query_helpers import base_options, stream
@@ -42,19 +43,6 @@ METRIC_NAMES = [  # what dashboards and alerts rely on: a change here is a break
 DASHBOARD = REPO_ROOT / "conf" / "grafana-dashboard.json"
 
 
-def parse(text: str) -> dict[str, dict[tuple, float]]:
-    """Exposition text as {metric name: {sorted (label, value) pairs: value}}."""
-    found: dict[str, dict[tuple, float]] = {}
-    for line in text.splitlines():
-        if line.startswith("#") or not line:
-            continue
-        match = re.fullmatch(r'(\w+)(?:\{(.*)\})? (\S+)', line)
-        assert match, line
-        labels = tuple(sorted(re.findall(r'(\w+)="((?:[^"\\]|\\.)*)"', match.group(2) or "")))
-        found.setdefault(match.group(1), {})[labels] = float(match.group(3))
-    return found
-
-
 def by_partition(samples: dict[tuple, float]) -> dict[int, float]:
     return {int(dict(labels)["partition"]): value for labels, value in samples.items()}
 
@@ -77,6 +65,7 @@ def test_every_dashboard_query_uses_only_exported_metric_names():
     dashboard = json.loads(DASHBOARD.read_text())
     expressions = [target["expr"] for panel in dashboard["panels"] for target in panel.get("targets", [])]
     assert len(expressions) >= 5
+    expressions += [variable["query"] for variable in dashboard["templating"]["list"] if variable["type"] == "query"]
     used = {name for expr in expressions for name in re.findall(r"\b(kafkasource_\w+)", expr)}
     # range functions and label names are not metric names; every kafkasource_ word must be one
     assert sorted(used - set(METRIC_NAMES)) == []

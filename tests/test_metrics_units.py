@@ -14,7 +14,7 @@ from kafkasource.commit_events import ENV_ADDRESS, CommitOutcome, OutcomeReceive
 from kafkasource.metrics import CommitCounts
 from kafkasource.metrics.lag_seconds import LogEndHistory
 from kafkasource.metrics.queries import Queries
-from kafkasource.metrics.text import Family, render
+from kafkasource.metrics.text import Family, parse, render
 from kafkasource.progress_lag import rows_per_second
 
 QID = "5b1c0f3e-0000-4000-8000-000000000001"
@@ -47,6 +47,7 @@ def test_text_format_escapes_labels_and_lists_empty_families():
         '# HELP kafkasource_x_total X\n# TYPE kafkasource_x_total counter\n'
         'kafkasource_x_total{query="a\\"b\\\\c\\nd",partition="0"} 3\n'
         '# HELP kafkasource_y Y\n# TYPE kafkasource_y gauge\n')
+    assert parse(render([counter])) == {"kafkasource_x_total": {(("partition", "0"), ("query", 'a"b\\c\nd')): 3.0}}
 
 
 def test_lag_seconds_interpolates_the_log_end_growth():

@@ -7,6 +7,7 @@ lines and one line per labelled sample, label values escaped as the format requi
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
@@ -49,3 +50,23 @@ def render(families: list[Family]) -> str:
             lines.append(f"{family.name}{{{rendered}}} {_number(value)}" if rendered else
                          f"{family.name} {_number(value)}")
     return "\n".join(lines) + "\n"
+
+
+_SAMPLE = re.compile(r'(\w+)(?:\{(.*)\})? (\S+)')
+_LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
+_ESCAPED = re.compile(r"\\(.)")
+
+
+def parse(text: str) -> dict[str, dict[tuple, float]]:
+    """Exposition text (as `render` writes it) read back: {metric name: {sorted (label, value) pairs: value}}."""
+    found: dict[str, dict[tuple, float]] = {}
+    for line in text.splitlines():
+        if not line or line.startswith("#"):
+            continue
+        match = _SAMPLE.fullmatch(line)
+        if match is None:
+            raise ValueError(f"not a sample line: {line!r}")
+        labels = tuple(sorted((k, _ESCAPED.sub(lambda m: "\n" if m.group(1) == "n" else m.group(1), v))
+                              for k, v in _LABEL.findall(match.group(2) or "")))
+        found.setdefault(match.group(1), {})[labels] = float(match.group(3))
+    return found
