@@ -234,6 +234,9 @@ def test_ingest_job_over_connect_reports_its_rate_metrics_and_commits(connect_se
     assert all(rate > 0 for rate in rates), batches  # computed from rows and the trigger's duration, as classic
     assert kafka.committed(group, topic, 3) == {0: 10, 1: 10, 2: 10}
     found = parse(textfile.read_text())  # progress through the client-side listener, offsets from the brokers
+    metric_rate = list(found["kafkasource_query_rows_per_second"].values())[0]
+    shown = f"{metric_rate:,.0f}" if metric_rate >= 100 else f"{metric_rate:.2g}"
+    assert f"batch 2: 6 rows, {shown} rows/s" in batches[-1]  # the log line's figure is the exported one
     assert by_partition(found["kafkasource_partition_offset"]) == {0: 10, 1: 10, 2: 10}
     assert by_partition(found["kafkasource_group_committed_offset"]) == {0: 10, 1: 10, 2: 10}
     assert list(found["kafkasource_query_input_rows_total"].values()) == [30]
