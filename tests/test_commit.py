@@ -14,6 +14,7 @@ from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, KafkaExcepti
 import kafkasource
 from kafkasource import committer as committer_metadata
 from kafkasource.commit import OffsetCommitter
+from kafkasource.commit_events import ENV_ADDRESS, CommitOutcome, OutcomeReceiver, OutcomeSender
 from kafkasource.errors import CommitError
 from tests.kafka_helpers import await_condition, described_group
 from tests.query_helpers import base_options, positions, run_available_now, stream
@@ -269,14 +270,22 @@ def test_async_commits_flush_on_close_and_never_go_backwards(kafka, topic):
 
 def test_sync_commit_gives_up_after_commit_timeout_with_clear_error(kafka, topic):
     group = kafka.unique_name("unreachable")
+    outcomes = OutcomeReceiver()  # what a metrics exporter would count
     sync_committer = OffsetCommitter(group, "sync", 3000, lambda on_commit: Consumer({
         # nothing listens on port 1 of loopback: the coordinator can never be reached
         "bootstrap.servers": "127.0.0.1:1", "group.id": group, "enable.auto.commit": False,
-        "socket.timeout.ms": 1000, "log_level": 0, "on_commit": on_commit}))
+        "socket.timeout.ms": 1000, "log_level": 0, "on_commit": on_commit}),
+        OutcomeSender({ENV_ADDRESS: outcomes.address}))
     started = time.monotonic()
     with pytest.raises(CommitError) as failure:
         sync_committer.commit({(topic, 0): 5})
     elapsed = time.monotonic() - started
+    received = []
+    while (outcome := outcomes.receive(timeout=0)) is not None:
+        received.append(outcome)
+    outcomes.close()
+    # the one attempt waited the whole commitTimeoutMs for an answer: no retry, one failure
+    assert received == [CommitOutcome(group, "failure", "_TIMED_OUT", 1, "sync")]
     message = str(failure.value)
     assert message.startswith(f"committing offsets of group {group} for {topic}-0 failed")
     assert "(still failing after retrying for 3 s, commitTimeoutMs)" in message
