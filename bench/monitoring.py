@@ -54,7 +54,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         bootstrap = broker.bootstrap_servers
         topic = "orders"
-        AdminClient({"bootstrap.servers": bootstrap}).create_topics([NewTopic(topic, PARTITIONS, 1)])[topic].result(30)
+        admin = AdminClient({"bootstrap.servers": bootstrap})
+        admin.create_topics([NewTopic(topic, PARTITIONS, 1)])[topic].result(30)
+        while len(admin.list_topics(topic, timeout=10).topics[topic].partitions) < PARTITIONS:
+            time.sleep(0.1)
         produce(bootstrap, topic, 20_000, 0)
         port = free_port()
         config = write_config(work / "ingest.toml", bootstrap, topic, "orders-ingest", work,

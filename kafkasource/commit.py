@@ -216,21 +216,22 @@ class OffsetCommitter:
         positions, self._in_flight = self._in_flight, None
         if error is None:
             self._confirmed.update(positions)
-            self._report("success", None, positions, "async")
+            self._report("success", None, positions)
             log.info("committed group %s (async): %s", self.group_id, _show(positions))
             return
         self.failed_async_commits += 1
-        self._report("failure", error, positions, "async")
+        self._report("failure", error, positions)
         # allow the next commit to resend these positions: a failed commit is superseded, never replayed out of order
         for tp, offset in positions.items():
             if self._sent.get(tp) == offset:
                 del self._sent[tp]
         log.warning("async %s (%d failed so far)", explain(self.group_id, positions, error), self.failed_async_commits)
 
-
-    def _report(self, outcome: str, error: KafkaError | None, positions: Positions, mode: str = "sync") -> None:
+    def _report(self, outcome: str, error: KafkaError | None, positions: Positions) -> None:
+        """One outcome for the metrics exporter, labelled with the query's commitMode (an async query's final
+        commit waits for its answer, and still counts as async)."""
         self._outcomes.send(CommitOutcome(self.group_id, outcome, error.name() if error is not None else "",
-                                          len(positions), mode))
+                                          len(positions), self.mode))
 
 
 def _to_kafka(positions: Positions) -> list[KafkaTopicPartition]:

@@ -33,7 +33,7 @@ class CommitOutcome:
     outcome: str  # success | failure | retry
     reason: str  # "" for a success, else Kafka's error name (REQUEST_TIMED_OUT, _TRANSPORT, ...)
     partitions: int  # how many partitions the commit covered
-    mode: str  # sync | async
+    mode: str  # the query's commitMode: sync | async
 
     def encode(self) -> bytes:
         return json.dumps(self.__dict__, separators=(",", ":")).encode()[:MAX_DATAGRAM]

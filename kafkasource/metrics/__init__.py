@@ -59,7 +59,7 @@ class CommitCounts:
         failures = Family("kafkasource_commit_failures_total", "counter",
                           "Commits that failed for good, per group, mode and Kafka error name")
         retries = Family("kafkasource_commit_retries_total", "counter",
-                         "Sync commits retried after a retriable error, per group and Kafka error name")
+                         "Commits retried after a retriable error, per group and Kafka error name")
         for (group, mode), n in sorted(self.successes.items()):
             successes.add(n, group=group, mode=mode)
         for (group, mode, reason), n in sorted(self.failures.items()):
