@@ -8,6 +8,19 @@ __all__ = ["KafkaDataSource", "register", "KafkaSourceError", "OptionError", "Br
            "NoCommittedOffsetError", "DataLossError", "CommitError", "AccessError"]
 
 
-def register(spark) -> None:
-    """Register format("kafkasource") on this session explicitly (it also registers itself on install)."""
+def register(spark, environment: dict[str, str] | None = None) -> None:
+    """Register format("kafkasource") on this session explicitly (it also registers itself on install).
+
+    On classic Spark this also tells the source's readers the application's id and name (for the metadata of
+    their commits) and any `environment` given, through the session's Python environment, which Spark hands to
+    the process that runs a registered source's reader. Queries started after the call see it."""
+    from kafkasource.committer import committer_environment
+
+    try:
+        context = spark.sparkContext  # a Spark Connect session has none: the server registers with its own
+    except Exception:
+        context = None
+    if context is not None:
+        context.environment.update(committer_environment(context.applicationId, context.appName))
+        context.environment.update(environment or {})
     spark.dataSource.register(KafkaDataSource)

@@ -224,6 +224,10 @@ class KafkaClient:
 
     def committed(self, partitions: list[TopicPartition]) -> dict[TopicPartition, int | None]:
         """The group's committed offsets (OffsetFetch); None where the group has none."""
+        return {tp: offset for tp, (offset, _) in self.committed_with_metadata(partitions).items()}
+
+    def committed_with_metadata(self, partitions: list[TopicPartition]) -> dict[TopicPartition, tuple[int | None, str]]:
+        """The group's committed offsets (None where it has none) with each commit's metadata."""
         deadline = time.monotonic() + self._timeout_s
         while True:
             try:
@@ -236,4 +240,4 @@ class KafkaClient:
                     time.sleep(0.2)
                     continue
                 raise self._fail(f"fetch the committed offsets of group {self.options.group_id}", exc) from None
-        return {(tp.topic, tp.partition): (tp.offset if tp.offset >= 0 else None) for tp in result}
+        return {(tp.topic, tp.partition): (tp.offset if tp.offset >= 0 else None, tp.metadata or "") for tp in result}

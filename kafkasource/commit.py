@@ -4,6 +4,10 @@ The source commits from a client that is not a group member (generation -1); the
 accepts such commits only while the group has no active members (a group with subscribed members
 answers UNKNOWN_MEMBER_ID). Positions only move forward: an offset below one already sent is never
 sent again.
+
+Every commit carries metadata naming who made it (kafkasource.committer), and every outcome (a success,
+a retry, a failure with Kafka's error name) goes to the metrics exporter when one listens
+(kafkasource.commit_events), by a datagram that never waits.
 """
 
 from __future__ import annotations
@@ -15,7 +19,9 @@ from typing import Callable
 from confluent_kafka import Consumer, KafkaError, KafkaException
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 
+from kafkasource import committer
 from kafkasource.client import COORDINATOR_RETRIABLE
+from kafkasource.commit_events import CommitOutcome, OutcomeSender
 from kafkasource.errors import CommitError
 from kafkasource.partitions import Positions, TopicPartition, describe, partition_name
 from kafkasource.shutdown import close_within, signal_deferred
@@ -24,7 +30,6 @@ log = logging.getLogger(__name__)
 
 RETRIABLE = COORDINATOR_RETRIABLE | {KafkaError.REQUEST_TIMED_OUT, KafkaError.NETWORK_EXCEPTION, KafkaError._TIMED_OUT,
                                      KafkaError._TRANSPORT, KafkaError.REBALANCE_IN_PROGRESS}
-COMMIT_METADATA = "kafkasource"
 GROUP_IN_USE = {KafkaError.UNKNOWN_MEMBER_ID, KafkaError.ILLEGAL_GENERATION,
                 getattr(KafkaError, "FENCED_MEMBER_EPOCH", -999), getattr(KafkaError, "STALE_MEMBER_EPOCH", -999)}
 ASYNC_FLUSH_SECONDS = 10.0
@@ -51,7 +56,7 @@ class OffsetCommitter:
     commit's answer to `on_commit` (confluent-kafka's on_commit setting)."""
 
     def __init__(self, group_id: str, mode: str, timeout_ms: int,
-                 consumer_factory: Callable[[Callable], Consumer]):
+                 consumer_factory: Callable[[Callable], Consumer], outcomes: OutcomeSender | None = None):
         self.group_id = group_id
         self.mode = mode
         self.timeout_s = timeout_ms / 1000
@@ -63,6 +68,7 @@ class OffsetCommitter:
         self._confirmed: Positions = {}  # newest positions the broker acknowledged, per partition
         self._sync_answer: object = None  # _PENDING while a sync commit waits for its answer
         self.failed_async_commits = 0
+        self._outcomes = outcomes or OutcomeSender({})
 
     @property
     def consumer(self) -> Consumer:
@@ -143,14 +149,18 @@ class OffsetCommitter:
             error = self._try_commit_sync(positions, deadline)
             if error is None:
                 self._confirmed.update(positions)
+                self._report("success", None, positions)
                 log.info("committed group %s: %s", self.group_id, _show(positions))
                 return
             retriable = error.code() in RETRIABLE or (error.retriable() and error.code() not in GROUP_IN_USE)
             if not retriable:
+                self._report("failure", error, positions)
                 raise CommitError(explain(self.group_id, positions, error))
             if time.monotonic() + backoff > deadline:
+                self._report("failure", error, positions)
                 raise CommitError(explain(self.group_id, positions, error) +
                                   f" (still failing after retrying for {self.timeout_s:.0f} s, commitTimeoutMs)")
+            self._report("retry", error, positions)
             log.warning("commit of group %s failed (%s); retrying in %.1f s", self.group_id, error.str(), backoff)
             time.sleep(backoff)
             backoff = min(backoff * 2, 5.0)
@@ -210,18 +220,27 @@ class OffsetCommitter:
         positions, self._in_flight = self._in_flight, None
         if error is None:
             self._confirmed.update(positions)
+            self._report("success", None, positions)
             log.info("committed group %s (async): %s", self.group_id, _show(positions))
             return
         self.failed_async_commits += 1
+        self._report("failure", error, positions)
         # allow the next commit to resend these positions: a failed commit is superseded, never replayed out of order
         for tp, offset in positions.items():
             if self._sent.get(tp) == offset:
                 del self._sent[tp]
         log.warning("async %s (%d failed so far)", explain(self.group_id, positions, error), self.failed_async_commits)
 
+    def _report(self, outcome: str, error: KafkaError | None, positions: Positions) -> None:
+        """One outcome for the metrics exporter, labelled with the query's commitMode (an async query's final
+        commit waits for its answer, and still counts as async)."""
+        self._outcomes.send(CommitOutcome(self.group_id, outcome, error.name() if error is not None else "",
+                                          len(positions), self.mode))
+
 
 def _to_kafka(positions: Positions) -> list[KafkaTopicPartition]:
-    return [KafkaTopicPartition(t, p, o, metadata=COMMIT_METADATA) for (t, p), o in sorted(positions.items())]
+    metadata = committer.metadata()
+    return [KafkaTopicPartition(t, p, o, metadata=metadata) for (t, p), o in sorted(positions.items())]
 
 
 def _show(positions: Positions) -> str:

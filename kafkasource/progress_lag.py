@@ -21,7 +21,7 @@ from typing import Any, Mapping
 from pyspark.sql.streaming import StreamingQueryListener
 
 from kafkasource.offsets import from_json_dict
-from kafkasource.partitions import TopicPartition
+from kafkasource.partitions import Positions, TopicPartition
 
 log = logging.getLogger(__name__)
 
@@ -59,16 +59,14 @@ def _offsets(value: Any) -> dict | None:
     return None
 
 
-def lag_from_progress(progress: Any) -> Lag | None:
-    """Per-partition lag of the query's Kafka sources, from `query.lastProgress` (a StreamingQueryProgress,
-    a dict, or JSON text).
-
-    None when the progress holds no source with both an end and a latest offset (e.g. before the
-    first batch)."""
+def positions_from_progress(progress: Any) -> tuple[Positions, Positions] | None:
+    """(where the last batch ended, the log ends the source saw) per partition of the query's Kafka sources, from
+    a progress in any shape; None when no source has both (e.g. before the first batch)."""
     if progress is None:
         return None
     progress = _as_dict(progress)
-    per_partition: dict[TopicPartition, int] = {}
+    ends: Positions = {}
+    log_ends: Positions = {}
     found = False
     for source in progress.get("sources", []):
         end, latest = _offsets(source.get("endOffset")), _offsets(source.get("latestOffset"))
@@ -77,8 +75,22 @@ def lag_from_progress(progress: Any) -> Lag | None:
         found = True
         end_positions = from_json_dict(end)
         for tp, log_end in from_json_dict(latest).items():
-            per_partition[tp] = max(0, log_end - end_positions.get(tp, 0))
-    return Lag(per_partition) if found else None
+            log_ends[tp] = log_end
+            ends[tp] = end_positions.get(tp, 0)
+    return (ends, log_ends) if found else None
+
+
+def lag_from_progress(progress: Any) -> Lag | None:
+    """Per-partition lag of the query's Kafka sources, from `query.lastProgress` (a StreamingQueryProgress,
+    a dict, or JSON text).
+
+    None when the progress holds no source with both an end and a latest offset (e.g. before the
+    first batch)."""
+    found = positions_from_progress(progress)
+    if found is None:
+        return None
+    ends, log_ends = found
+    return Lag({tp: max(0, log_end - ends[tp]) for tp, log_end in log_ends.items()})
 
 
 def input_rows(progress: Any) -> int:
@@ -91,6 +103,21 @@ def input_rows(progress: Any) -> int:
     if total is not None:
         return int(total)
     return sum(int(source.get("numInputRows") or 0) for source in progress.get("sources", []))
+
+
+def batch_duration_s(progress: Any) -> float:
+    """How long the progress's trigger took, in seconds (durationMs.triggerExecution, in both shapes)."""
+    duration = (_as_dict(progress).get("durationMs") or {}).get("triggerExecution")
+    return int(duration) / 1000 if duration is not None else 0.0
+
+
+def rows_per_second(progress: Any) -> float:
+    """Rows the batch read per second of its trigger: input rows over durationMs.triggerExecution.
+
+    Classic progress carries Spark's processedRowsPerSecond, computed the same way from the trigger's start and
+    end; a Spark Connect client's progress lacks it, so it is computed here from what both shapes carry."""
+    duration = batch_duration_s(progress)
+    return input_rows(progress) / duration if duration > 0 else 0.0
 
 
 class LagListener(StreamingQueryListener):

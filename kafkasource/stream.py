@@ -29,6 +29,7 @@ from pyspark.sql.streaming.datasource import (ReadAllAvailable, ReadLimit, ReadM
 
 from kafkasource.client import KafkaClient
 from kafkasource.commit import OffsetCommitter
+from kafkasource.commit_events import OutcomeSender
 from kafkasource.dataloss import report_data_loss
 from kafkasource.errors import BrokerUnavailableError, KafkaSourceError
 from kafkasource.offsets import OffsetLookup, from_json_dict, to_json_dict, topic_ids_of
@@ -115,7 +116,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if self._committer is None and self.options.commit_mode != "none":
             self._committer = OffsetCommitter(
                 self.options.group_id, self.options.commit_mode, self.options.commit_timeout_ms,
-                lambda on_commit: self.client.new_group_consumer(on_commit=on_commit))
+                lambda on_commit: self.client.new_group_consumer(on_commit=on_commit), OutcomeSender())
         return self._committer
 
     # -- the DataSourceStreamReader protocol --------------------------------------------------------

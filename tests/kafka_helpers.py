@@ -136,10 +136,11 @@ class KafkaHarness:
         finally:
             consumer.close()
 
-    def commit(self, group_id: str, offsets: dict[tuple[str, int], int]) -> None:
+    def commit(self, group_id: str, offsets: dict[tuple[str, int], int], metadata: str | None = None) -> None:
         consumer = self.consumer(group_id)
         try:
-            consumer.commit(offsets=[TopicPartition(t, p, o) for (t, p), o in offsets.items()], asynchronous=False)
+            consumer.commit(offsets=[TopicPartition(t, p, o, metadata=metadata) for (t, p), o in offsets.items()],
+                            asynchronous=False)
         finally:
             consumer.close()
 

@@ -9,9 +9,12 @@ import threading
 import time
 
 import pytest
-from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, KafkaException, TopicPartition
 
-from kafkasource.commit import COMMIT_METADATA, OffsetCommitter
+import kafkasource
+from kafkasource import committer as committer_metadata
+from kafkasource.commit import OffsetCommitter
+from kafkasource.commit_events import ENV_ADDRESS, CommitOutcome, OutcomeReceiver, OutcomeSender
 from kafkasource.errors import CommitError
 from tests.kafka_helpers import await_condition, described_group
 from tests.query_helpers import base_options, positions, run_available_now, stream
@@ -89,17 +92,51 @@ def test_query_stop_keeps_every_signalled_commit_and_nothing_beyond_the_last_bat
     assert committed in (batch_ends[-2], batch_ends[-1]), (committed, batch_ends)
 
 
-def test_commits_carry_metadata_naming_kafkasource(spark, kafka, topic, tmp_path):
+def committed_metadata(kafka, group, topic, partitions=3) -> list[tuple[int, str]]:
+    """(offset, metadata) per partition as the admin client reads them back from the group."""
+    request = ConsumerGroupTopicPartitions(group, [TopicPartition(topic, p) for p in range(partitions)])
+    found = kafka.admin.list_consumer_group_offsets([request])[group].result(30)
+    return [(tp.offset, tp.metadata) for tp in sorted(found.topic_partitions, key=lambda tp: tp.partition)]
+
+
+def test_commits_carry_metadata_naming_the_application_and_cut_to_stay_under_the_limit(spark, kafka, topic, tmp_path):
     kafka.produce_values(topic, 3, partitions=3)
     group = kafka.unique_name("meta")
+    before = int(time.time() * 1000)
+    kafkasource.register(spark)  # tells the source's readers this application's id and name
     drain(spark, kafka, topic, group, tmp_path / "ck")
 
-    consumer = kafka.consumer(group)
+    found = committed_metadata(kafka, group, topic)
+    assert [offset for offset, _ in found] == [1, 1, 1]
+    assert len({metadata for _, metadata in found}) == 1  # one commit for the three partitions
+    who = committer_metadata.parse(found[0][1])
+    assert (who.by, who.app, who.app_id, who.version) == (
+        "kafkasource", "kafkasource-tests", spark.sparkContext.applicationId, committer_metadata.version())
+    assert before <= who.at_ms <= int(time.time() * 1000)
+
+    # an application name that would not fit: cut, so that the commit still lands
+    long_group = kafka.unique_name("meta-long")
+    long_name = "orders-" + "x" * 6000
     try:
-        committed = consumer.committed([TopicPartition(topic, p) for p in range(3)], timeout=10)
+        kafkasource.register(spark, committer_metadata.committer_environment(spark.sparkContext.applicationId, long_name))
+        drain(spark, kafka, topic, long_group, tmp_path / "ck-long")
+    finally:
+        kafkasource.register(spark)
+    found = committed_metadata(kafka, long_group, topic)
+    assert [offset for offset, _ in found] == [1, 1, 1]
+    assert len(found[0][1].encode()) <= committer_metadata.MAX_BYTES
+    app = committer_metadata.parse(found[0][1]).app
+    assert app.endswith("…") and long_name.startswith(app[:-1]) and len(app) > 800
+
+    # the limit is the broker's: metadata past offset.metadata.max.bytes (4096) is refused
+    consumer = Consumer({"bootstrap.servers": kafka.bootstrap_servers, "group.id": long_group})
+    try:
+        with pytest.raises(KafkaException) as refused:
+            consumer.commit(offsets=[TopicPartition(topic, 0, 2, metadata="m" * 4097)], asynchronous=False)
     finally:
         consumer.close()
-    assert [(tp.offset, tp.metadata) for tp in committed] == [(1, COMMIT_METADATA)] * 3
+    assert "OFFSET_METADATA_TOO_LARGE" in str(refused.value)
+    assert committed_metadata(kafka, long_group, topic, 1)[0][0] == 1  # the refused commit changed nothing
 
 
 @pytest.mark.parametrize("mode", ["sync", "async"])
@@ -233,14 +270,22 @@ def test_async_commits_flush_on_close_and_never_go_backwards(kafka, topic):
 
 def test_sync_commit_gives_up_after_commit_timeout_with_clear_error(kafka, topic):
     group = kafka.unique_name("unreachable")
+    outcomes = OutcomeReceiver()  # what a metrics exporter would count
     sync_committer = OffsetCommitter(group, "sync", 3000, lambda on_commit: Consumer({
         # nothing listens on port 1 of loopback: the coordinator can never be reached
         "bootstrap.servers": "127.0.0.1:1", "group.id": group, "enable.auto.commit": False,
-        "socket.timeout.ms": 1000, "log_level": 0, "on_commit": on_commit}))
+        "socket.timeout.ms": 1000, "log_level": 0, "on_commit": on_commit}),
+        OutcomeSender({ENV_ADDRESS: outcomes.address}))
     started = time.monotonic()
     with pytest.raises(CommitError) as failure:
         sync_committer.commit({(topic, 0): 5})
     elapsed = time.monotonic() - started
+    received = []
+    while (outcome := outcomes.receive(timeout=0)) is not None:
+        received.append(outcome)
+    outcomes.close()
+    # the one attempt waited the whole commitTimeoutMs for an answer: no retry, one failure
+    assert received == [CommitOutcome(group, "failure", "_TIMED_OUT", 1, "sync")]
     message = str(failure.value)
     assert message.startswith(f"committing offsets of group {group} for {topic}-0 failed")
     assert "(still failing after retrying for 3 s, commitTimeoutMs)" in message

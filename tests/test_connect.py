@@ -205,3 +205,40 @@ def test_example_reads_kafka_over_connect(connect_server, kafka, tmp_path):
         f"group {group}: read 26 records past its committed offsets, and committed the end",
     ]
     assert kafka.committed(group, topic, 3) == {0: 11, 1: 10, 2: 10}
+
+
+def test_ingest_job_over_connect_reports_its_rate_metrics_and_commits(connect_server, kafka, tmp_path):
+    from tests.job_helpers import write_config
+    from kafkasource.metrics.text import parse
+    from tests.test_metrics import by_partition
+
+    topic = kafka.create_topic(kafka.unique_name("connect-ingest"), partitions=3)
+    group = kafka.unique_name("connect-ingest-group")
+    kafka.produce_values(topic, 30, partitions=3)
+    textfile = tmp_path / "ingest.prom"
+    config = write_config(tmp_path / "ingest.toml", kafka.bootstrap_servers, topic, group, tmp_path,
+                          extra_source="maxOffsetsPerTrigger = 12")
+    with open(config, "a") as f:
+        f.write(f'[metrics]\ntextfile = "{textfile}"\n')
+
+    # the job's own process, as a user runs it with --remote (the client side needs no Spark of its own)
+    result = subprocess.run([sys.executable, str(REPO_ROOT / "jobs" / "ingest.py"), "--config", str(config),
+                             "--remote", connect_server.remote],
+                            capture_output=True, text=True, timeout=300, cwd=tmp_path,
+                            env={**os.environ, "PYTHONPATH": str(REPO_ROOT)})
+
+    assert result.returncode == 0, result.stderr[-3000:]
+    batches = [line.split("kafkasource.jobs: ")[1] for line in result.stderr.splitlines() if "kafkasource.jobs: batch" in line]
+    assert [line.split(",")[0] for line in batches] == ["batch 0: 12 rows", "batch 1: 12 rows", "batch 2: 6 rows"]
+    rates = [float(line.split(", ")[1].split(" ")[0].replace(",", "")) for line in batches]
+    assert all(rate > 0 for rate in rates), batches  # computed from rows and the trigger's duration, as classic
+    assert kafka.committed(group, topic, 3) == {0: 10, 1: 10, 2: 10}
+    found = parse(textfile.read_text())  # progress through the client-side listener, offsets from the brokers
+    metric_rate = list(found["kafkasource_query_rows_per_second"].values())[0]
+    shown = f"{metric_rate:,.0f}" if metric_rate >= 100 else f"{metric_rate:.2g}"
+    assert f"batch 2: 6 rows, {shown} rows/s" in batches[-1]  # the log line's figure is the exported one
+    assert by_partition(found["kafkasource_partition_offset"]) == {0: 10, 1: 10, 2: 10}
+    assert by_partition(found["kafkasource_group_committed_offset"]) == {0: 10, 1: 10, 2: 10}
+    assert list(found["kafkasource_query_input_rows_total"].values()) == [30]
+    # commit outcomes travel only within one machine's classic Spark: the server's commits do not report here
+    assert "kafkasource_commits_total" not in found and "# TYPE kafkasource_commits_total counter" in textfile.read_text()

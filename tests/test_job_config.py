@@ -73,7 +73,7 @@ def test_unset_environment_variable_is_named(tmp_path, monkeypatch):
      "kafka_partition, kafka_offset, kafka_timestamp, date, _corrupt)"),
     (MINIMAL + '[sink]\n', None),  # a table defined twice is invalid TOML: checked below
     (MINIMAL.replace("[sink]", "[snk]"), "unknown section [snk] (did you mean 'sink'?); known sections: "
-                                         "[kafka], [source], [decode], [sink], [job]"),
+                                         "[kafka], [source], [decode], [sink], [job], [metrics]"),
     (MINIMAL + '[job]\ntriger = "availableNow"\n',
      "unknown key 'triger' in [job] (did you mean 'trigger'?); known keys: name, trigger"),
     (MINIMAL.replace('subscribe = "orders"', 'subscribe = ["orders"]'),
@@ -142,3 +142,22 @@ def test_bad_config_exits_2_with_one_line(tmp_path):
                             capture_output=True, text=True, timeout=60)
     assert (result.returncode, result.stdout) == (2, "")
     assert result.stderr == f"ingest: configuration error: {path}: [sink] partition_by_date must be true or false, got 'yes'\n"
+
+
+def test_metrics_table_is_off_by_default_and_checked(tmp_path):
+    assert load(write(tmp_path, MINIMAL)).metrics is None
+    path = write(tmp_path, MINIMAL + f'[metrics]\nport = 9108\ntextfile = "{tmp_path}/ingest.prom"\n'
+                                      'broker_interval = "15s"\n')
+    metrics = load(path).metrics
+    assert (metrics.port, metrics.host, metrics.textfile, metrics.broker_interval_s) == (
+        9108, "127.0.0.1", f"{tmp_path}/ingest.prom", 15.0)
+    for table, message in [
+        ('host = "0.0.0.0"', "[metrics] needs port (Prometheus scrapes http://host:port/metrics) or textfile"),
+        ("port = 70000", "[metrics] port must be a port number from 0 to 65535 (0: any free port), got 70000"),
+        ('port = "9108"', "[metrics] port must be a port number from 0 to 65535 (0: any free port), got '9108'"),
+        ('textfile = "/nowhere/x.prom"', "[metrics] textfile: the directory /nowhere does not exist"),
+        ('port = 0\nbroker_interval = "500ms"', "[metrics] broker_interval must be at least 1s"),
+        ('port = 0\nbroker_interval = "soon"', "[metrics] broker_interval must be a duration such as 15s or 1m"),
+        ("prot = 9108", "unknown key 'prot' in [metrics] (did you mean 'port'?)"),
+    ]:
+        assert message in error_of(write(tmp_path, MINIMAL + "[metrics]\n" + table + "\n")), table

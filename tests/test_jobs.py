@@ -5,12 +5,14 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 
 import pyarrow.dataset as ds
 import pytest
 
+from kafkasource import committer
 from tests.job_helpers import REPO_ROOT, durable_positions, kill_group, run_job, start_job, write_config
 from tests.kafka_helpers import Record, await_condition, described_group
 
@@ -197,25 +199,31 @@ def test_replay_writes_the_range_and_never_commits(kafka, tmp_path):
     assert kafka.committed(group, topic, 2) == {}
 
 
-def test_lag_job_prints_the_table_and_exits_3_above_max(kafka, tmp_path):
-    topic = kafka.create_topic(kafka.unique_name("lag"), partitions=2)
+def test_lag_job_prints_the_table_with_who_committed_and_exits_3_above_max(kafka, tmp_path):
+    topic = kafka.create_topic(kafka.unique_name("lag"), partitions=3)
     group = kafka.unique_name("lag-group")
-    kafka.produce_values(topic, 10, partitions=2)
-    kafka.commit(group, {(topic, 0): 4})
+    kafka.produce_values(topic, 15, partitions=3)
+    ours = committer.metadata(committer.committer_environment("local-1795600000000", "orders-ingest"),
+                              now_ms=1795600000000)
+    kafka.commit(group, {(topic, 0): 4}, metadata=ours)
+    kafka.commit(group, {(topic, 1): 5}, metadata="kafkasource")  # what older versions wrote
     config = write_config(tmp_path / "lag.toml", kafka.bootstrap_servers, topic, group, tmp_path)
 
     within = subprocess.run([sys.executable, str(REPO_ROOT / "jobs" / "lag.py"), "--config", str(config),
                              "--max-lag", "6"], capture_output=True, text=True, timeout=120)
     above = run_job("lag", "--config", str(config), "--max-lag", "5")
 
-    width = len(group)
     assert within.returncode == 0, within.stderr
-    assert within.stdout.splitlines() == [
-        f"{'GROUP':{width}}  {'TOPIC':{len(topic)}}  PARTITION  COMMITTED  LOG-END  LAG",
-        f"{group}  {topic}          0          4        5    1",
-        f"{group}  {topic}          1          -        5    5",
-        "total lag: 6 records over 2 partitions",
+    lines = within.stdout.splitlines()
+    assert lines[0].split() == ["GROUP", "TOPIC", "PARTITION", "COMMITTED", "LOG-END", "LAG", "COMMITTED-AT",
+                                "COMMITTED-BY"]
+    assert [line.split(None, 7) for line in lines[1:4]] == [
+        [group, topic, "0", "4", "5", "1", "2026-11-25T09:46:40Z",
+         f"orders-ingest (local-1795600000000) on {socket.gethostname()} pid {os.getpid()}"],
+        [group, topic, "1", "5", "5", "0", "-", "kafkasource"],
+        [group, topic, "2", "-", "5", "5", "-", "-"],
     ]
+    assert lines[4:] == ["total lag: 6 records over 3 partitions"]
     assert above.returncode == 3, above.stderr[-2000:]
     assert above.stdout.splitlines()[-1] == "lag 6 is above --max-lag 5"
 

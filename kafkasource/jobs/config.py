@@ -44,6 +44,15 @@ class Trigger:
 
 
 @dataclass(frozen=True)
+class Metrics:
+    """[metrics]: Prometheus metrics over HTTP (port) and/or as a file for node_exporter's textfile collector."""
+    port: int | None
+    host: str
+    textfile: str | None
+    broker_interval_s: float
+
+
+@dataclass(frozen=True)
 class JobConfig:
     path: Path
     source_options: dict[str, str]  # kafkasource options, kafka.* included; secrets included: never print
@@ -53,6 +62,7 @@ class JobConfig:
     partition_by_date: bool
     trigger: Trigger
     app_name: str
+    metrics: Metrics | None = None  # off unless the file has a [metrics] section
 
     def parsed_options(self, streaming: bool) -> SourceOptions:
         try:
@@ -153,7 +163,34 @@ def _read_toml(path: Path) -> dict:
 
 
 SECTIONS = {"kafka": None, "source": None, "decode": ("value", "schema"),
-            "sink": ("path", "checkpoint", "partition_by_date"), "job": ("name", "trigger")}
+            "sink": ("path", "checkpoint", "partition_by_date"), "job": ("name", "trigger"),
+            "metrics": ("port", "host", "textfile", "broker_interval")}
+
+
+def _metrics(section: _Section) -> Metrics | None:
+    if not section.data:
+        return None
+    port = section.data.get("port")
+    if port is not None and (isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535):
+        raise ConfigError(f"{section.where('port')} must be a port number from 0 to 65535 (0: any free port), "
+                          f"got {port!r}")
+    textfile = section.text("textfile")
+    if port is None and textfile is None:
+        raise ConfigError(f"{section.path}: [metrics] needs port (Prometheus scrapes http://host:port/metrics) or "
+                          f"textfile (a .prom file for node_exporter's textfile collector), or both")
+    if textfile is not None and not Path(textfile).parent.is_dir():
+        raise ConfigError(f"{section.where('textfile')}: the directory {Path(textfile).parent} does not exist; "
+                          f"point it into node_exporter's --collector.textfile.directory")
+    interval = section.text("broker_interval", default="30s")
+    try:
+        interval_ms = parse_duration_ms("broker_interval", interval)
+    except OptionError:
+        raise ConfigError(f"{section.where('broker_interval')} must be a duration such as 15s or 1m, "
+                          f"got {interval!r}") from None
+    if interval_ms < 1000:
+        raise ConfigError(f"{section.where('broker_interval')} must be at least 1s: it bounds how often the group's "
+                          f"offsets are read from the brokers, got {interval!r}")
+    return Metrics(port, section.text("host", default="127.0.0.1"), textfile, interval_ms / 1000)
 
 
 def load(path: str | Path, required: tuple[str, ...] = (), trigger_override: str | None = None) -> JobConfig:
@@ -205,4 +242,5 @@ def load(path: str | Path, required: tuple[str, ...] = (), trigger_override: str
         partition_by_date=sink.flag("partition_by_date", True),
         trigger=trigger,
         app_name=job.text("name", default=f"kafkasource-{path.stem.split('.')[0]}"),
+        metrics=_metrics(section["metrics"]),
     )

@@ -61,7 +61,9 @@ def ingest(config: JobConfig, remote: str | None) -> int:
     spark = session(config.app_name, remote)
     stop = StopRequest()
     stop.install(spark)
+    exporter = None
     try:
+        exporter = start_metrics(spark, config, options)
         reader = spark.readStream.format("kafkasource").options(**config.source_options)
         kafka_rows = reader.load()
         if config.decoding.schema:
@@ -83,6 +85,8 @@ def ingest(config: JobConfig, remote: str | None) -> int:
         log.info("reading %s into %s (trigger %s)", options.subscription.describe(), config.sink_path, config.trigger)
         batches = BatchLog()
         stopped = run_query(query, stop, batches)
+        if exporter is not None:
+            exporter.observe_query(query)  # the last progress may not have reached the listener yet
         described = options.subscription.describe()
         if batches.rows == 0:
             print(f"ingest: 0 rows: nothing new on {described} since the last run")
@@ -93,10 +97,29 @@ def ingest(config: JobConfig, remote: str | None) -> int:
             print("ingest: stopped on request; the next run resumes after the last completed batch")
         return 0
     finally:
+        if exporter is not None:
+            exporter.close()  # reads the group once more and writes the textfile a last time
         if not stop.jvm_exiting.is_set():  # a JVM that is not exiting yet must not call back later
             stop.uninstall()
         spark.stop()
         stop.done()
+
+
+def start_metrics(spark, config: JobConfig, options):
+    """[metrics]: the exporter, started before the query so that its commits report to it."""
+    if config.metrics is None:
+        return None
+    from kafkasource import metrics
+
+    m = config.metrics
+    exporter = metrics.serve(spark, port=m.port, host=m.host, textfile=m.textfile,
+                             source_options=config.source_options if options.group_id else (),
+                             broker_interval_s=m.broker_interval_s)
+    if exporter.url:
+        log.info("metrics at %s", exporter.url)
+    if m.textfile:
+        log.info("metrics written to %s after each batch", m.textfile)
+    return exporter
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -12,6 +12,9 @@ from __future__ import annotations
 import argparse
 import sys
 
+from datetime import datetime, timezone
+
+from kafkasource.committer import Committer
 from kafkasource.jobs import plan
 from kafkasource.jobs.config import ConfigError, load
 from kafkasource.jobs.running import add_common_arguments, run_main, setup_logging
@@ -32,8 +35,10 @@ def report(config_path: str, max_lag: int | None) -> int:
     if not options.group_id:
         raise ConfigError(f"{config.path}: [kafka] group.id is required: the group whose lag to show")
     found = plan.positions(options)
-    rows = [[options.group_id, t, p, s.committed, s.log_end, s.lag] for s in found for t, p in [s.partition]]
-    print(plan.table(["GROUP", "TOPIC", "PARTITION", "COMMITTED", "LOG-END", "LAG"], rows) if rows
+    rows = [[options.group_id, t, p, s.committed, s.log_end, s.lag, *committed_by(s.committer)]
+            for s in found for t, p in [s.partition]]
+    print(plan.table(["GROUP", "TOPIC", "PARTITION", "COMMITTED", "LOG-END", "LAG", "COMMITTED-AT", "COMMITTED-BY"], rows)
+          if rows
           else f"no partition matches {options.subscription.describe()}")
     total = sum(s.lag for s in found)
     print(f"total lag: {total:,} records over {len(found)} partitions")
@@ -41,6 +46,16 @@ def report(config_path: str, max_lag: int | None) -> int:
         print(f"lag {total:,} is above --max-lag {max_lag:,}", file=sys.stderr)
         return EXIT_LAG_ABOVE_MAX
     return 0
+
+
+def committed_by(who: Committer | None) -> list[str | None]:
+    """(when, who) of a partition's last commit, as far as its metadata tells: kafkasource's names the application
+    and the time; commits by older kafkasource versions say "kafkasource", other clients' their own metadata."""
+    if who is None:
+        return [None, None]
+    at = (datetime.fromtimestamp(who.at_ms / 1000, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+          if who.at_ms is not None else None)
+    return [at, who.describe()]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from kafkasource.client import KafkaClient
+from kafkasource.committer import Committer, parse
 from kafkasource.partitions import TopicPartition
 from kafkasource.kafka_settings import redact
 from kafkasource.options import SourceOptions
@@ -22,6 +23,8 @@ class PartitionPositions:
     end: int | None  # where a batch read would stop (None: not asked, or a stream)
     log_start: int
     log_end: int
+    committer: Committer | None = None  # who made the commit, as its metadata says
+
 
     @property
     def lag(self) -> int:
@@ -36,13 +39,14 @@ def positions(options: SourceOptions, resolve: bool = False) -> list[PartitionPo
         partitions = sorted(options.subscription.partitions(client.topics()))
         if not partitions:
             return []
-        committed = client.committed(partitions) if options.group_id else {}
+        committed = client.committed_with_metadata(partitions) if options.group_id else {}
         starts = options.starting.resolve(partitions, client) if resolve else {}
         ends = options.ending.resolve(partitions, client) if resolve and options.ending else {}
         log_start, log_end = client.beginning(partitions), client.end(partitions)
     finally:
         client.close()
-    return [PartitionPositions(tp, committed.get(tp), starts.get(tp), ends.get(tp), log_start[tp], log_end[tp])
+    return [PartitionPositions(tp, committed.get(tp, (None, ""))[0], starts.get(tp), ends.get(tp), log_start[tp],
+                               log_end[tp], parse(committed.get(tp, (None, ""))[1]))
             for tp in partitions]
 
 

@@ -21,7 +21,7 @@ from typing import Callable
 import kafkasource
 from kafkasource.errors import KafkaSourceError
 from kafkasource.jobs.config import ConfigError
-from kafkasource.progress_lag import input_rows, lag_from_progress
+from kafkasource.progress_lag import input_rows, lag_from_progress, rows_per_second
 
 log = logging.getLogger("kafkasource.jobs")
 
@@ -180,8 +180,9 @@ class BatchLog:
             lag = lag_from_progress(progress)
             self.rows += rows
             self.batches += 1
-            rate = progress["processedRowsPerSecond"] or 0
-            log.info("batch %d: %s rows, %s rows/s, lag %s", batch, f"{rows:,}", f"{rate:,.0f}",
+            rate = rows_per_second(progress)
+            log.info("batch %d: %s rows, %s rows/s, lag %s", batch, f"{rows:,}",
+                     f"{rate:,.0f}" if rate >= 100 else f"{rate:.2g}",
                      f"{lag.total:,}" if lag is not None else "unknown")
 
 

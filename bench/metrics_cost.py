@@ -1,0 +1,95 @@
+"""What the metrics exporter costs the read path: the 4p-100B data set drained with kafkasource, metrics off and
+on in alternation, in one Spark session.
+
+Each drain is an AvailableNow query into the noop sink with a fresh consumer group (so it commits as any
+query with a group does); "on" drains run while `kafkasource.metrics.serve` listens (HTTP on a free port,
+scraped every second by a thread here, the group read from the brokers every second) and were started after
+it, so their commits send their outcomes to it. Prints the medians of rows/s end to end and inside Spark's
+triggers, and their ratio on/off.
+
+    python3 -m bench.metrics_cost [--scale 0.25] [--repeat 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import threading
+import time
+import urllib.request
+import uuid
+
+from bench import datasets, readers
+from dev import broker as local_broker
+from kafkasource import metrics
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--scale", type=float, default=0.25)
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args(argv)
+    data_set = next(d for d in datasets.DATA_SETS if d.name == "4p-100B").scaled(args.scale)
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
+    from pyspark.sql import SparkSession
+
+    broker = local_broker.start()
+    try:
+        bootstrap = broker.bootstrap_servers
+        topic = f"bench-metrics-{uuid.uuid4().hex[:6]}"
+        datasets.produce(bootstrap, topic, data_set)
+        print(f"produced {data_set.describe()}", flush=True)
+        spark = (SparkSession.builder.master("local[2]").appName("kafkasource-bench-metrics")
+                 .config("spark.ui.enabled", "false").config("spark.driver.bindAddress", "127.0.0.1")
+                 .config("spark.driver.memory", "2g").config("spark.ui.showConsoleProgress", "false").getOrCreate())
+        spark.sparkContext.setLogLevel("ERROR")
+
+        def drain(group: str) -> readers.Drain:
+            return readers._timed(spark.readStream.format("kafkasource").option("kafka.bootstrap.servers", bootstrap)
+                                  .option("subscribe", topic).option("kafka.group.id", group)
+                                  .option("startingOffsets", "earliest").load())
+
+        results: dict[str, list[readers.Drain]] = {"off": [], "on": []}
+        for round_ in range(1 + args.repeat):  # the first round warms up, untimed
+            for mode in (("off", "on") if round_ % 2 == 0 else ("on", "off")):
+                group = f"bench-metrics-{uuid.uuid4().hex[:8]}"
+                if mode == "off":
+                    result = drain(group)
+                else:
+                    exporter = metrics.serve(spark, port=0, source_options={
+                        "kafka.bootstrap.servers": bootstrap, "subscribe": topic, "kafka.group.id": group},
+                        broker_interval_s=1)
+                    scraping = threading.Event()
+                    scraper = threading.Thread(target=_scrape_every_second, args=(exporter.url, scraping), daemon=True)
+                    scraper.start()
+                    try:
+                        result = drain(group)
+                    finally:
+                        scraping.set()
+                        scraper.join()
+                        exporter.close()
+                if round_ > 0:
+                    results[mode].append(result)
+                print(f"{'warm-up' if round_ == 0 else f'round {round_}'} metrics {mode}: {result.rows:,} rows in "
+                      f"{result.seconds:.2f} s ({result.reading:.2f} s in triggers)", flush=True)
+        print(f"\n{data_set.describe()}, median of {args.repeat}:")
+        for what, seconds in (("end to end", lambda d: d.seconds), ("inside triggers", lambda d: d.reading)):
+            rate = {mode: statistics.median(d.rows / seconds(d) for d in drains) for mode, drains in results.items()}
+            print(f"  {what}: off {rate['off']:,.0f} rows/s, on {rate['on']:,.0f} rows/s, on/off {rate['on'] / rate['off']:.3f}")
+        spark.stop()
+    finally:
+        broker.stop()
+    return 0
+
+
+def _scrape_every_second(url: str, done: threading.Event) -> None:
+    while not done.wait(1):
+        with urllib.request.urlopen(url, timeout=5) as answer:
+            answer.read()
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,92 @@
+"""The consumer group's committed offsets as the brokers report them: what Burrow or kafka-consumer-groups see.
+
+Read with the admin client (OffsetFetch for the group, ListOffsets for the log ends, read
+uncommitted as Kafka's own tools do) for the partitions the query's options subscribe to, at most
+once per interval, on the exporter's own thread: never on a query's path.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Mapping
+
+from confluent_kafka import ConsumerGroupTopicPartitions
+from confluent_kafka import TopicPartition as KafkaTopicPartition
+
+from kafkasource.client import KafkaClient
+from kafkasource.committer import Committer, parse
+from kafkasource.metrics.text import Family
+from kafkasource.options import SourceOptions, parse_options
+from kafkasource.partitions import TopicPartition
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class GroupView:
+    group: str
+    committed: dict[TopicPartition, int] = field(default_factory=dict)  # partitions with a commit only
+    committers: dict[TopicPartition, Committer | None] = field(default_factory=dict)
+    log_ends: dict[TopicPartition, int] = field(default_factory=dict)
+    read_at: float | None = None
+    read_errors: int = 0
+
+
+def group_options(source_options: Mapping[str, str]) -> SourceOptions:
+    """A query's source options, checked as the source checks them; they must name a kafka.group.id."""
+    options = parse_options(source_options, streaming=True)
+    if not options.group_id:
+        from kafkasource.errors import OptionError
+
+        raise OptionError("the metrics exporter reads the committed offsets of a consumer group: the source options "
+                          "given to it need kafka.group.id")
+    return options
+
+
+def read_group(options: SourceOptions, timeout_s: float = 10.0) -> GroupView:
+    """One look at the group: committed offsets with their metadata, and the log ends, per subscribed partition."""
+    client = KafkaClient(options)
+    try:
+        partitions = sorted(options.subscription.partitions(client.topics()))
+        view = GroupView(options.group_id)
+        if not partitions:
+            return view
+        request = ConsumerGroupTopicPartitions(options.group_id, [KafkaTopicPartition(t, p) for t, p in partitions])
+        answer = client.admin.list_consumer_group_offsets([request], request_timeout=timeout_s)
+        for tp in answer[options.group_id].result(timeout_s).topic_partitions:
+            if tp.offset >= 0:
+                view.committed[(tp.topic, tp.partition)] = tp.offset
+                view.committers[(tp.topic, tp.partition)] = parse(tp.metadata)
+        view.log_ends = client.high_watermarks(partitions)
+        view.read_at = time.time()
+        return view
+    finally:
+        client.close()
+
+
+def families(views: list[GroupView]) -> list[Family]:
+    committed = Family("kafkasource_group_committed_offset", "gauge",
+                       "The consumer group's committed offset for the partition, as the brokers report it")
+    lag = Family("kafkasource_group_lag_records", "gauge",
+                 "Log end offset minus the group's committed offset, both read from the brokers at the same time")
+    commit_time = Family("kafkasource_group_commit_timestamp_seconds", "gauge",
+                         "Unix time of the group's last commit for the partition, from the commit's metadata")
+    read_at = Family("kafkasource_group_offsets_read_timestamp_seconds", "gauge",
+                     "Unix time the exporter last read the group's offsets from the brokers")
+    errors = Family("kafkasource_group_offsets_read_errors_total", "counter",
+                    "Failed reads of the group's offsets from the brokers")
+    for view in sorted(views, key=lambda v: v.group):
+        for (topic, partition), offset in sorted(view.committed.items()):
+            labels = {"group": view.group, "topic": topic, "partition": partition}
+            committed.add(offset, **labels)
+            if (topic, partition) in view.log_ends:
+                lag.add(max(0, view.log_ends[(topic, partition)] - offset), **labels)
+            who = view.committers.get((topic, partition))
+            if who is not None and who.at_ms is not None:
+                commit_time.add(who.at_ms / 1000, **labels)
+        if view.read_at is not None:
+            read_at.add(view.read_at, group=view.group)
+        errors.add(view.read_errors, group=view.group)
+    return [committed, lag, commit_time, read_at, errors]
