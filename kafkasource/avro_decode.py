@@ -104,9 +104,11 @@ class NativeDecoder:
             self.native.add_writer(schema_id, plan)
 
     def decode(self, payloads: pa.Array) -> tuple[pa.Array, pa.StringArray]:
+        if len(payloads) == 0:
+            return pa.array([], self.arrow_type), pa.array([], pa.string())
         validity, offsets, data = payloads.buffers()
         values, reasons = self.native.decode(len(payloads), payloads.offset, validity, offsets,
-                                             data if data is not None else b"")
+                                             data if data is not None else pa.py_buffer(b""))
         return _from_buffers(self.arrow_type, values), _from_buffers(pa.string(), reasons)
 
 

@@ -214,7 +214,7 @@ def union_shape(union: Node):
 # A plan is nested tuples, read by native/src/avro.rs. Each step reads the writer's encoding of one value and
 # appends it to the column of the reader's Arrow type:
 #   ("null",)  ("bool",)  ("int", to)  ("long", to, factor)  ("float", to)  ("double",)   to: i32 i64 f32 f64
-#   ("bytes", utf8)  ("fixed", size)  ("decimal", size or -1 for bytes, precision)
+#   ("bytes", utf8)  ("fixed", size)  ("decimal", size or -1 for bytes, precision, scale)
 #   ("enum", [(symbol or None, error or None), ...])
 #   ("record", [("field", index, plan) | ("skip", skip) | ("default", index, encoded default, plan)])
 #   ("array", plan)  ("map", plan)  ("union", [plan per writer branch])  ("member", index, plan)  ("error", why)
@@ -329,7 +329,7 @@ def _decimal(writer: Node, reader: Node, cannot: Unresolvable) -> tuple:
                            f"decimal({reader.precision}, {reader.scale})")
     if writer.kind == "fixed" and writer.size != reader.size:
         raise Unresolvable(f"the writer's {writer.describe()} has {writer.size} bytes, the reader's {reader.size}")
-    return ("decimal", writer.size if writer.kind == "fixed" else -1, reader.precision)
+    return ("decimal", writer.size if writer.kind == "fixed" else -1, reader.precision, reader.scale)
 
 
 def _symbol(symbol: str, writer: Node, reader: Node) -> tuple:

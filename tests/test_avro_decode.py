@@ -17,7 +17,7 @@ import pytest
 from kafkasource import avro_decode
 from kafkasource.avro_decode import AvroDecoder, arrow_type, schema_ids
 
-DECODERS = ["python"]
+DECODERS = ["python", "native"]
 UTC = datetime.timezone.utc
 
 
@@ -372,3 +372,30 @@ def test_the_native_decoder_is_refused_clearly_where_the_extension_lacks_it(monk
     monkeypatch.setattr(avro_decode, "_native", None)
     with pytest.raises(RuntimeError, match="the native Avro decoder is not available"):
         AvroDecoder(json.dumps(record("R", ("x", "int"))), native=True)
+
+
+@pytest.mark.parametrize("decoder", DECODERS)
+def test_a_record_failing_halfway_leaves_nothing_behind(decoder):
+    """A record cut short inside a nested list fails alone: the rows before and after it are whole."""
+    schema = record("R", ("id", "int"), ("items", {"type": "array", "items": record("I", ("tags", {"type": "map", "values": "string"}))}),
+                    ("after", "string"))
+    rows = [{"id": i, "items": [{"tags": {"k": "v" * i}}, {"tags": {}}] * i, "after": f"end{i}"} for i in range(4)]
+    payloads = [frame(1, schema, row) for row in rows]
+    payloads[2] = payloads[2][:-9]  # inside the second item's map
+    values, reasons = decode(decoder, schema, payloads, {1: schema})
+    assert reasons[2].startswith("malformed Avro record: ") and reasons[:2] + reasons[3:] == [None, None, None]
+    for row in rows:
+        row["items"] = [{"tags": list(item["tags"].items())} for item in row["items"]]
+    assert values == [rows[0], rows[1], None, rows[3]]
+
+
+@pytest.mark.parametrize("decoder", DECODERS)
+def test_a_slice_of_payloads_decodes_as_its_copy_and_no_payloads_as_nothing(decoder):
+    schema = record("R", ("s", "string"))
+    payloads = pa.array([frame(1, schema, {"s": str(i)}) if i % 3 else None for i in range(10)], pa.binary())
+    avro = AvroDecoder(json.dumps(schema), native=decoder == "native")
+    values, reasons = avro.decode(payloads.slice(3, 5), {1: json.dumps(schema)})
+    assert values.to_pylist() == [None, {"s": "4"}, {"s": "5"}, None, {"s": "7"}]
+    assert reasons.to_pylist() == [None] * 5
+    values, reasons = avro.decode(pa.array([], pa.binary()), {1: json.dumps(schema)})
+    assert (len(values), len(reasons), values.type) == (0, 0, avro.arrow_type)
