@@ -196,7 +196,7 @@ enum Plan {
     Double,
     Bytes { utf8: bool },
     Fixed(usize),
-    Decimal { size: Option<usize>, precision: u32, scale: u32 },
+    Decimal { size: Option<usize>, precision: u32, scale: u32, limit: u128 }, // limit: 10^precision
     Enum(Vec<Result<String, String>>),
     Record(Vec<Step>),
     Array(Box<Plan>),
@@ -259,11 +259,9 @@ impl Plan {
             "fixed" => Plan::Fixed(item(1)?.extract()?),
             "decimal" => {
                 let size: i64 = item(1)?.extract()?;
-                Plan::Decimal {
-                    size: usize::try_from(size).ok(),
-                    precision: item(2)?.extract()?,
-                    scale: item(3)?.extract()?,
-                }
+                let precision: u32 = item(2)?.extract()?;
+                let limit = 10u128.checked_pow(precision).ok_or_else(|| PyValueError::new_err("decimal precision over 38"))?;
+                Plan::Decimal { size: usize::try_from(size).ok(), precision, scale: item(3)?.extract()?, limit }
             }
             "enum" => Plan::Enum(each(&item(1)?, |s| {
                 let (symbol, error): (Option<String>, Option<String>) = s.extract()?;
@@ -447,13 +445,13 @@ fn read(plan: &Plan, r: &mut Reader<'_>, column: &mut Column) -> Outcome<()> {
             column.push_bytes(value)?;
         }
         Plan::Fixed(size) => column.push_bytes(r.take(*size)?)?,
-        Plan::Decimal { size, precision, scale } => {
+        Plan::Decimal { size, precision, scale, limit } => {
             let raw = match size {
                 Some(size) => r.take(*size)?,
                 None => r.length_prefixed()?,
             };
             let value = unscaled(raw)?;
-            if value.unsigned_abs() >= 10u128.pow(*precision) {
+            if value.unsigned_abs() >= *limit {
                 return malformed(format!("the unscaled value {value} does not fit decimal({precision}, {scale})"));
             }
             column.push_bytes(&value.to_le_bytes())?;
