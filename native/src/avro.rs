@@ -323,7 +323,7 @@ impl<'a> Reader<'a> {
     fn long(&mut self) -> Outcome<i64> {
         let mut value: u64 = 0;
         for shift in (0..70).step_by(7) {
-            let byte = *self.data.get(self.pos).ok_or(Failure::Malformed("the record ends within a number".into()))?;
+            let Some(&byte) = self.data.get(self.pos) else { return malformed("the record ends within a number") };
             self.pos += 1;
             value |= u64::from(byte & 0x7F) << shift;
             if byte & 0x80 == 0 {
@@ -429,7 +429,9 @@ fn read(plan: &Plan, r: &mut Reader<'_>, column: &mut Column) -> Outcome<()> {
         }
         Plan::Long(to, factor) => {
             let value = r.long()?;
-            let scaled = value.checked_mul(*factor).ok_or(Failure::Malformed(format!("timestamp {value} out of range")))?;
+            let Some(scaled) = value.checked_mul(*factor) else {
+                return malformed(format!("timestamp {value} out of range"));
+            };
             push_number(column, *to, scaled, value as f64)?;
         }
         Plan::Float(to) => {
