@@ -162,8 +162,13 @@ class PythonDecoder:
         self.writers: dict[int, object] = {}  # id -> parsed writer schema, or the reason it cannot be read
 
     def add_writer(self, schema_id: int, text: str, plan: tuple | str) -> None:
-        self.writers[schema_id] = plan if isinstance(plan, str) else \
-            self.fastavro.parse_schema(_json(text), _write_hint=False)
+        if isinstance(plan, str):
+            self.writers[schema_id] = plan
+            return
+        try:
+            self.writers[schema_id] = self.fastavro.parse_schema(_json(text), _write_hint=False)
+        except Exception as e:  # a schema fastavro finds fault with where avro_schema found none
+            self.writers[schema_id] = unresolvable_reason(schema_id, f"it is not a valid Avro schema: {e}")
 
     def decode(self, payloads: pa.Array) -> tuple[pa.Array, pa.StringArray]:
         values, reasons = [], []

@@ -85,7 +85,12 @@ def parse(text: str) -> Node:
         schema = json.loads(text)
     except (TypeError, ValueError) as e:
         raise SchemaError(f"not JSON: {e}") from None
-    return _parse(schema, None, {})
+    try:
+        return _parse(schema, None, {})
+    except (KeyError, TypeError, ValueError, AttributeError) as e:
+        if isinstance(e, SchemaError):
+            raise
+        raise SchemaError(f"{type(e).__name__}: {e}") from None
 
 
 def _full_name(name: str, namespace: str | None) -> str:

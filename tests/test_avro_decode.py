@@ -91,6 +91,8 @@ def test_arrow_types_are_the_ones_spark_from_avro_gives():
     ({"type": "bytes", "logicalType": "decimal", "precision": 39}, "wider than Spark's 38 digits"),
     (["null"], "a union with no branch but null"),
     ({"type": "record", "name": "R", "fields": [{"name": "x", "type": "Missing"}]}, "unknown type 'Missing'"),
+    ({"type": "record", "name": "R", "fields": [{"type": "int"}]}, "KeyError: 'name'"),
+    ({"type": "fixed", "name": "F"}, "KeyError: 'size'"),
 ])
 def test_reader_schemas_without_a_spark_type_are_refused(schema, error):
     with pytest.raises(ValueError, match=error):
@@ -399,3 +401,21 @@ def test_a_slice_of_payloads_decodes_as_its_copy_and_no_payloads_as_nothing(deco
     assert reasons.to_pylist() == [None] * 5
     values, reasons = avro.decode(pa.array([], pa.binary()), {1: json.dumps(schema)})
     assert (len(values), len(reasons), values.type) == (0, 0, avro.arrow_type)
+
+
+@pytest.mark.parametrize("decoder", DECODERS)
+def test_blocks_with_negative_counts_and_sizes_are_read_and_skipped(decoder):
+    """Writers may prefix an array or map block with a negative count and the block's size in bytes (Java's
+    blocking encoder does): read where the reader wants the items, skipped by its size where it does not."""
+    writer = record("R", ("a", {"type": "array", "items": "int"}), ("gone", {"type": "map", "values": "string"}),
+                    ("b", "int"))
+    reader = record("R", ("a", {"type": "array", "items": "long"}), ("b", "int"))
+    body = bytes([3, 4, 2, 4, 0,            # a: -2 items in 2 bytes, 1 and 2, end
+                  1, 10, 2, ord("k"), 4, ord("x"), ord("y"), 0,  # gone: -1 entry in 5 bytes, "k" -> "xy", end
+                  10])                      # b: 5
+    payload = b"\x00\x00\x00\x00\x01" + body
+    assert fastavro.schemaless_reader(io.BytesIO(body), fastavro.parse_schema(writer)) == \
+        {"a": [1, 2], "gone": {"k": "xy"}, "b": 5}  # the bytes are what the comments say
+    values, reasons = decode(decoder, reader, [payload], {1: writer})
+    assert reasons == [None]
+    assert values == [{"a": [1, 2], "b": 5}]
