@@ -41,7 +41,9 @@ setup(
     ],
     extras_require={
         # pyspark's Connect client packages serve the Connect tests only; the source never needs them
-        "test": ["pytest>=8", "hypothesis>=6", "pandas>=2,<3", "pyspark[connect]>=4.2"],
+        "test": ["pytest>=8", "hypothesis>=6", "pandas>=2,<3", "pyspark[connect]>=4.2", "fastavro>=1.9"],
+        # the pure-Python Avro decoder (the native one needs nothing more)
+        "avro": ["fastavro>=1.9"],
         "bench": ["matplotlib>=3"],  # the benchmark's chart
     },
 )

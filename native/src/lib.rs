@@ -18,6 +18,8 @@ use pyo3::ffi;
 use pyo3::prelude::*;
 use rdkafka_sys as rd;
 
+mod avro;
+
 const ERRSTR_SIZE: usize = 512;
 
 /// librdkafka's "no offset": what `position` sends, to be overwritten with the partition's position.
@@ -665,6 +667,7 @@ fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<TakenRows>()?;
     module.add_class::<HeaderBuffers>()?;
     module.add_class::<BinaryBuffers>()?;
+    module.add_class::<avro::AvroDecoder>()?;
     module.add_function(wrap_pyfunction!(librdkafka_version, module)?)?;
     Ok(())
 }

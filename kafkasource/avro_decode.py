@@ -1,0 +1,297 @@
+"""Avro records in the schema-registry wire format to an Arrow column of the reader schema's type.
+
+A payload is a magic byte 0, the writer schema's id (4 bytes, big-endian) and the record in Avro binary. Each
+record is decoded with its own writer schema and resolved into the one reader schema (kafkasource.avro_schema
+says by which rules, and which Arrow type each Avro type becomes). A record that cannot be decoded is a null
+value with the reason beside it; nothing is dropped.
+
+Two decoders give the same values and reasons: the native one (kafkasource._native, Rust) appends straight
+into Arrow buffers without a Python object per record; the Python one, the fallback, decodes with fastavro and
+converts its Python objects. Only the wording after "malformed Avro record: " may differ between them (each
+describes the damage in its own words). One difference is known: in a union holding both int and long (or
+float and double) beside a third type, fastavro does not say which of the two branches a number was written
+as, so the Python decoder fills the first of them.
+"""
+
+from __future__ import annotations
+
+import datetime
+import io
+import uuid
+from decimal import Decimal
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from kafkasource import avro_schema
+from kafkasource.avro_schema import Node, SchemaError, Unresolvable
+
+try:
+    from kafkasource import _native
+except ImportError:  # not built: no Rust toolchain when it was installed
+    _native = None
+
+NO_PREFIX = "no schema-registry wire-format prefix"
+MAGIC = b"\x00"
+HEADER_SIZE = 5
+
+
+def arrow_type(reader_schema: str) -> pa.DataType:
+    """The Arrow type Spark's from_avro gives records of this Avro schema (JSON text)."""
+    return avro_schema.arrow_type(avro_schema.parse(reader_schema))
+
+
+def schema_ids(payloads: pa.BinaryArray) -> list[int]:
+    """The distinct writer schema ids among the payloads that carry the wire-format prefix, in ascending order."""
+    payloads = _binary(payloads)
+    prefixed = pc.and_(pc.greater_equal(pc.binary_length(payloads), HEADER_SIZE),
+                       pc.equal(pc.binary_slice(payloads, 0, 1), pa.scalar(MAGIC, pa.binary())))
+    ids = pc.unique(pc.binary_slice(pc.filter(payloads, prefixed), 1, HEADER_SIZE))
+    return sorted(int.from_bytes(raw, "big") for raw in ids.to_pylist())
+
+
+def _binary(payloads: pa.Array) -> pa.Array:
+    return payloads.cast(pa.binary()) if payloads.type != pa.binary() else payloads
+
+
+def unresolvable_reason(schema_id: int, why: str) -> str:
+    return f"writer schema {schema_id} cannot be resolved into the reader schema: {why}"
+
+
+class AvroDecoder:
+    """Decodes payloads into `arrow_type`, the reader schema's Arrow type. Writer schemas are parsed and resolved
+    once per id and kept."""
+
+    def __init__(self, reader_schema: str, native: bool):
+        self.reader = avro_schema.parse(reader_schema)
+        self.arrow_type = avro_schema.arrow_type(self.reader)
+        if native and (_native is None or not hasattr(_native, "AvroDecoder")):
+            raise RuntimeError("the native Avro decoder is not available: kafkasource._native is not built "
+                               "(no Rust toolchain when kafkasource was installed); decode with native=False")
+        self.impl = NativeDecoder(self.arrow_type) if native else PythonDecoder(self.reader, reader_schema)
+        self.known: dict[int, str] = {}  # id -> the writer schema text resolved for it
+
+    def decode(self, payloads: pa.BinaryArray, writer_schemas: dict[int, str]) -> tuple[pa.Array, pa.StringArray]:
+        """(values, reasons): a value of `arrow_type` per payload, null where it failed, and the reason beside it
+        (null where it decoded). A null payload is a null value with a null reason."""
+        for schema_id, text in writer_schemas.items():
+            if self.known.get(schema_id) != text:
+                self.impl.add_writer(schema_id, text, self._plan(schema_id, text))
+                self.known[schema_id] = text
+        return self.impl.decode(_binary(payloads))
+
+    def _plan(self, schema_id: int, text: str) -> tuple | str:
+        """The resolution plan for this writer schema, or the reason it cannot be read (a str)."""
+        try:
+            return avro_schema.resolve(avro_schema.parse(text), self.reader)
+        except SchemaError as e:
+            return unresolvable_reason(schema_id, f"it is not a valid Avro schema: {e}")
+        except Unresolvable as e:
+            return unresolvable_reason(schema_id, str(e))
+
+
+class NativeDecoder:
+    """The Rust decoder: resolution plans in, Arrow buffers out."""
+
+    def __init__(self, arrow_type: pa.DataType):
+        self.arrow_type = arrow_type
+        self.native = _native.AvroDecoder(_column_spec(arrow_type))
+
+    def add_writer(self, schema_id: int, text: str, plan: tuple | str) -> None:
+        if isinstance(plan, str):
+            self.native.add_unresolvable(schema_id, plan)
+        else:
+            self.native.add_writer(schema_id, plan)
+
+    def decode(self, payloads: pa.Array) -> tuple[pa.Array, pa.StringArray]:
+        if len(payloads) == 0:
+            return pa.array([], self.arrow_type), pa.array([], pa.string())
+        validity, offsets, data = payloads.buffers()
+        values, reasons = self.native.decode(len(payloads), payloads.offset, validity, offsets,
+                                             data if data is not None else pa.py_buffer(b""))
+        return _from_buffers(self.arrow_type, values), _from_buffers(pa.string(), reasons)
+
+
+def _column_spec(arrow_type: pa.DataType) -> tuple:
+    """The column builders the native decoder makes for an Arrow type, as nested tuples."""
+    if pa.types.is_null(arrow_type):
+        return ("null",)
+    if pa.types.is_boolean(arrow_type):
+        return ("bool",)
+    if pa.types.is_binary(arrow_type) or pa.types.is_string(arrow_type):
+        return ("bytes",)
+    if pa.types.is_struct(arrow_type):
+        return ("struct", [_column_spec(f.type) for f in arrow_type])
+    if pa.types.is_map(arrow_type):
+        return ("list", ("struct", [("bytes",), _column_spec(arrow_type.item_type)]))
+    if pa.types.is_list(arrow_type):
+        return ("list", _column_spec(arrow_type.value_type))
+    return ("fixed", arrow_type.bit_width // 8)
+
+
+def _from_buffers(arrow_type: pa.DataType, column) -> pa.Array:
+    """An Arrow array over the buffers the native decoder handed over (length, validity, buffers, children)."""
+    length, validity, buffers, children = column
+    if pa.types.is_null(arrow_type):
+        return pa.nulls(length)
+    if pa.types.is_struct(arrow_type):
+        child_types = [f.type for f in arrow_type]
+    elif pa.types.is_map(arrow_type):
+        child_types = [pa.struct([arrow_type.key_field, arrow_type.item_field])]
+    elif pa.types.is_list(arrow_type):
+        child_types = [arrow_type.value_type]
+    else:
+        child_types = []
+    return pa.Array.from_buffers(arrow_type, length, [pa.py_buffer(validity), *map(pa.py_buffer, buffers)],
+                                 children=[_from_buffers(t, c) for t, c in zip(child_types, children)])
+
+
+class PythonDecoder:
+    """The fallback: fastavro decodes each record into Python objects, which are converted to what pyarrow
+    builds the reader's Arrow type from."""
+
+    def __init__(self, reader: Node, reader_schema: str):
+        try:
+            import fastavro
+        except ImportError:
+            raise RuntimeError("the Python Avro decoder needs fastavro: pip install 'kafkasource[avro]'") from None
+        self.fastavro = fastavro
+        self.reader_schema = fastavro.parse_schema(_json(reader_schema), _write_hint=False)
+        self.arrow_type = avro_schema.arrow_type(reader)
+        self.convert = _converter(reader)
+        self.writers: dict[int, object] = {}  # id -> parsed writer schema, or the reason it cannot be read
+
+    def add_writer(self, schema_id: int, text: str, plan: tuple | str) -> None:
+        if isinstance(plan, str):
+            self.writers[schema_id] = plan
+            return
+        try:
+            self.writers[schema_id] = self.fastavro.parse_schema(_json(text), _write_hint=False)
+        except Exception as e:  # a schema fastavro finds fault with where avro_schema found none
+            self.writers[schema_id] = unresolvable_reason(schema_id, f"it is not a valid Avro schema: {e}")
+
+    def decode(self, payloads: pa.Array) -> tuple[pa.Array, pa.StringArray]:
+        values, reasons = [], []
+        for payload in payloads.to_pylist():
+            value, reason = (None, None) if payload is None else self._decode_one(payload)
+            values.append(value)
+            reasons.append(reason)
+        return pa.array(values, self.arrow_type), pa.array(reasons, pa.string())
+
+    def _decode_one(self, payload: bytes) -> tuple[object, str | None]:
+        if len(payload) < HEADER_SIZE or payload[0] != 0:
+            return None, NO_PREFIX
+        schema_id = int.from_bytes(payload[1:HEADER_SIZE], "big")
+        writer = self.writers.get(schema_id)
+        if writer is None:
+            return None, f"unknown schema id {schema_id}"
+        if isinstance(writer, str):
+            return None, writer
+        try:
+            value = self.fastavro.schemaless_reader(io.BytesIO(payload[HEADER_SIZE:]), writer, self.reader_schema,
+                                                    return_named_type=True)
+            return (self.convert(value) if self.convert and value is not None else value), None
+        except self.fastavro.read.SchemaResolutionError as e:
+            return None, unresolvable_reason(schema_id, str(e))
+        except Exception as e:  # fastavro reports damage as whatever its reading ran into
+            return None, f"malformed Avro record: {type(e).__name__}: {e}"
+
+
+def _json(text: str):
+    import json
+    return json.loads(text)
+
+
+# ---- fastavro's Python values -> what pyarrow builds the Arrow type from; None where they are that already ----
+
+def _converter(node: Node):
+    kind, logical = node.kind, node.logical
+    if logical == "uuid":
+        return str
+    if logical == "decimal":
+        return _decimal_check(node.precision, node.scale)
+    if logical == "time-millis":
+        return lambda t: _time_micros(t) // 1000
+    if logical == "time-micros":
+        return _time_micros
+    if kind == "record":
+        converters = [(f.name, _converter(f.type)) for f in node.fields]
+        converters = [(name, convert) for name, convert in converters if convert]
+        if not converters:
+            return None
+
+        def record(value: dict) -> dict:
+            for name, convert in converters:
+                if value[name] is not None:
+                    value[name] = convert(value[name])
+            return value
+        return record
+    if kind in ("array", "map"):
+        inner = _converter(node.items)
+        if inner is None:
+            return None
+        if kind == "array":
+            return lambda items: [None if item is None else inner(item) for item in items]
+        return lambda entries: {key: None if item is None else inner(item) for key, item in entries.items()}
+    if kind == "union":
+        return _union_converter(node)
+    return None
+
+
+def _union_converter(node: Node):
+    """fastavro gives a union's value alone, or (name, value) for a named type: Spark's shape of the union is
+    the one type it reads as, or a struct with the member the value belongs to set."""
+    shape = avro_schema.union_shape(node)
+    if isinstance(shape, Node):
+        inner = _converter(shape)
+
+        def one(value):
+            if isinstance(value, tuple):
+                value = value[1]
+            return inner(value) if inner else value
+        return one
+    members = [(i, branch, _converter(branch)) for i, branch in enumerate(shape)]
+
+    def member(value):
+        i, convert = _member(members, value)
+        if isinstance(value, tuple):
+            value = value[1]
+        return {f"member{i}": convert(value) if convert else value}
+    return member
+
+
+PYTHON_KINDS = [(bool, ("boolean",)), (int, ("int", "long")), (float, ("float", "double")), (str, ("string",)),
+                (bytes, ("bytes",)), (list, ("array",)), (dict, ("map",)), (Decimal, ("bytes", "fixed")),
+                (datetime.datetime, ("long",)), (datetime.date, ("int",)), (datetime.time, ("int", "long")),
+                (uuid.UUID, ("string",))]
+
+
+def _member(members: list, value) -> tuple:
+    if isinstance(value, tuple):
+        name = value[0].rpartition(".")[2]
+        for i, branch, convert in members:
+            if branch.name and (branch.name.rpartition(".")[2] == name
+                                or name in (alias.rpartition(".")[2] for alias in branch.aliases)):
+                return i, convert
+    else:
+        for python_type, kinds in PYTHON_KINDS:
+            if isinstance(value, python_type):
+                for i, branch, convert in members:
+                    if branch.kind in kinds:
+                        return i, convert
+    raise ValueError(f"no branch of the reader's union holds {value!r}")
+
+
+def _decimal_check(precision: int, scale: int):
+    """fastavro rounds a decimal to the schema's precision: a value that needed rounding is too wide for it."""
+    limit = Decimal(10) ** (precision - scale)
+
+    def check(value: Decimal) -> Decimal:
+        if value.copy_abs() >= limit:  # copy_abs: abs() would round to the context's 28 digits
+            raise ValueError(f"decimal {value} does not fit decimal({precision}, {scale})")
+        return value
+    return check
+
+
+def _time_micros(value: datetime.time) -> int:
+    return ((value.hour * 60 + value.minute) * 60 + value.second) * 1_000_000 + value.microsecond
