@@ -28,6 +28,7 @@ from kafkasource.dataloss import report_data_loss
 from kafkasource.offsets import OffsetLookup, from_json_dict, to_json_dict
 from kafkasource.partitions import Positions, TopicPartition, describe, partition_name
 from kafkasource.options import SourceOptions
+from kafkasource.decoding import decode_batches
 from kafkasource.task_reader import read_ranges
 from kafkasource.held_back import HeldBackWatch
 from kafkasource.planning import KafkaInputPartition, fetch_config, plan_partitions
@@ -146,7 +147,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return plan_partitions(batch_ranges(start_positions, end_positions), self.options)
 
     def read(self, partition: KafkaInputPartition):
-        return read_ranges(partition.ranges, self.fetch_config)
+        return decode_batches(read_ranges(partition.ranges, self.fetch_config), self.options.decoding)
 
     def commit(self, end: dict) -> None:
         self._commit_completed(from_json_dict(end))
