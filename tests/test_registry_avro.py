@@ -64,8 +64,8 @@ def avro_path(request) -> str:
 
 
 def options(kafka, registry_url: str, topic: str, **more: str) -> dict[str, str]:
-    return base_options(kafka, subscribe=topic, startingOffsets="earliest", valueFormat="avro",
-                        **{"schema.registry.url": registry_url}, **more)
+    return base_options(kafka, **{"subscribe": topic, "startingOffsets": "earliest", "valueFormat": "avro",
+                                  "schema.registry.url": registry_url, **more})
 
 
 def rows(spark, opts: dict) -> list[dict]:
@@ -203,3 +203,97 @@ def test_key_and_value_with_schemas_of_their_own_in_a_stream(spark, kafka, schem
     found = sorted(collected, key=lambda row: row["offset"])
     assert [(row["key"], row["value"]["customer"], row["key_raw"], row["value_raw"]) for row in found] == [
         ({"region": f"r{i}", "n": i}, f"c{i}", keys[i], values[i]) for i in range(3)]
+
+
+# -- bad records -------------------------------------------------------------------------------------------
+
+UNKNOWN_ID = 987_654
+INCOMPATIBLE = {"type": "record", "name": "Order", "namespace": "shop", "fields": [
+    {"name": "id", "type": "string"}]}  # id as a string: no Avro promotion makes it a long
+
+
+def bad_topic(kafka, schema_registry) -> tuple[str, list[bytes], dict[str, int]]:
+    """A topic holding a good record, then one record of each bad kind, each at a known offset (1..4)."""
+    topic = kafka.create_topic(kafka.unique_name("avro-bad"), partitions=1)
+    good = encode(avro_serializer(schema_registry, ORDER_V2), topic, {"id": 1, "customer": "ann", "amount": 5})
+    # a schema registered under another subject, whose records cannot be resolved into the reader schema
+    other = encode(avro_serializer(schema_registry, INCOMPATIBLE), f"{topic}-other", {"id": "x1"})
+    payloads = [good,
+                b"plain text, no prefix",
+                b"\x00" + UNKNOWN_ID.to_bytes(4, "big") + good[5:],
+                other,
+                good[:7]]  # the record cut short: malformed
+    produce_payloads(kafka, topic, payloads)
+    ids = {"good": int.from_bytes(good[1:5], "big"), "other": int.from_bytes(other[1:5], "big")}
+    return topic, payloads, ids
+
+
+def test_each_bad_record_fails_the_query_naming_topic_partition_offset_schema_id_and_reason(
+        spark, kafka, schema_registry, tmp_path):
+    topic, payloads, ids = bad_topic(kafka, schema_registry)
+    cases = {
+        1: f"cannot decode the value of the record at {topic}-0 offset 1 (no schema id): "
+           "no schema-registry wire-format prefix",
+        2: f"cannot decode the value of the record at {topic}-0 offset 2 (schema id {UNKNOWN_ID}): "
+           f"unknown schema id {UNKNOWN_ID}",
+        3: f"cannot decode the value of the record at {topic}-0 offset 3 (schema id {ids['other']}): "
+           f"writer schema {ids['other']} cannot be resolved into the reader schema: ",
+        4: f"cannot decode the value of the record at {topic}-0 offset 4 (schema id {ids['good']}): "
+           "malformed Avro record: ",
+    }
+    for offset, message in cases.items():
+        # the batch read from offset 0 to just past the bad record: the good one before it decodes, the bad fails
+        opts = options(kafka, schema_registry, topic, startingOffsets=json.dumps({topic: {"0": offset}}),
+                       endingOffsets=json.dumps({topic: {"0": offset + 1}}))
+        with pytest.raises(Exception) as failed:
+            batch(spark, opts).collect()
+        assert message in str(failed.value), (offset, str(failed.value)[:3000])
+        assert "Set onDecodeError=keep" in str(failed.value)
+    # a stream fails the same way, naming the first bad record
+    failure = available_now_failure(spark, tmp_path / "cp", options(kafka, schema_registry, topic))
+    assert cases[1] in failure
+    assert "(3 more in this batch)" in failure
+
+
+def test_keep_gives_a_null_value_the_bytes_and_the_reason_of_each_bad_record(spark, kafka, schema_registry,
+                                                                              avro_path):
+    topic, payloads, ids = bad_topic(kafka, schema_registry)
+
+    found = rows(spark, options(kafka, schema_registry, topic, onDecodeError="keep", readPath=avro_path))
+
+    assert [row["value_raw"] for row in found] == payloads
+    assert found[0]["value"] == {"id": 1, "customer": "ann", "amount": 5, "note": None, "channel": "web"}
+    assert [row["value"] for row in found[1:]] == [None] * 4
+    reasons = [row["value_error"] for row in found]
+    assert reasons[:3] == [None, "no schema-registry wire-format prefix", f"unknown schema id {UNKNOWN_ID}"]
+    assert reasons[3].startswith(f"writer schema {ids['other']} cannot be resolved into the reader schema: ")
+    assert reasons[4].startswith("malformed Avro record: ")
+
+
+def test_a_registry_that_is_down_fails_the_read_in_both_modes_naming_its_url_not_its_credentials(
+        spark, kafka, tmp_path):
+    """The reader schema is fetched when the query is defined; the registry stops before the executors ask it
+    for the writer schema. That is an outage, not a bad record: keep fails too. The client retries within a
+    bound (schema.registry.max.retries), then the error names the URL and never the password."""
+    registry = local_registry.start(log_dir=tmp_path / "registry")
+    try:
+        topic = kafka.create_topic(kafka.unique_name("avro-down"), partitions=1)
+        v1 = encode(avro_serializer(registry.url, ORDER_V1), topic, {"id": 1, "customer": "a", "amount": 1,
+                                                                      "legacy": "x"})
+        produce_payloads(kafka, topic, [v1])
+        # v2 registered too: the latest, so the reader schema; v1's records need v1, which no executor has yet
+        encode(avro_serializer(registry.url, ORDER_V2), topic, {"id": 2, "customer": "b", "amount": 2})
+        secrets = {"schema.registry.basic.auth.user.info": "reader:s3cret-pw", "schema.registry.max.retries": "1",
+                   "schema.registry.retries.wait.ms": "100"}
+        frames = {mode: batch(spark, options(kafka, registry.url, topic, onDecodeError=mode, **secrets))
+                  for mode in ("fail", "keep")}
+    finally:
+        registry.stop()
+    v1_id = int.from_bytes(v1[1:5], "big")
+    for mode, df in frames.items():
+        with pytest.raises(Exception) as failed:
+            df.collect()
+        message = str(failed.value)
+        assert f"the schema registry at {registry.url} could not give writer schema {v1_id} (after 1 retries, " \
+               "schema.registry.max.retries): ConnectError" in message, (mode, message[:3000])
+        assert registry.url in message and "s3cret-pw" not in message, mode
