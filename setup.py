@@ -18,6 +18,8 @@ def native_extensions() -> list:
                           py_limited_api=True, optional=True, debug=False)]
 
 
+REGISTRY = "confluent-kafka[schemaregistry,avro,json,protobuf]>=2.6"
+
 setup(
     name="kafkasource",
     version="0.1.0",
@@ -40,10 +42,10 @@ setup(
         "confluent-kafka>=2.6",
     ],
     extras_require={
+        # valueFormat/keyFormat avro, protobuf or json: confluent-kafka's schema-registry client and decoders
+        "registry": [REGISTRY],
         # pyspark's Connect client packages serve the Connect tests only; the source never needs them
-        "test": ["pytest>=8", "hypothesis>=6", "pandas>=2,<3", "pyspark[connect]>=4.2", "fastavro>=1.9"],
-        # the pure-Python Avro decoder (the native one needs nothing more)
-        "avro": ["fastavro>=1.9"],
+        "test": ["pytest>=8", "hypothesis>=6", "pandas>=2,<3", "pyspark[connect]>=4.2", REGISTRY],
         "bench": ["matplotlib>=3"],  # the benchmark's chart
     },
 )

@@ -154,7 +154,7 @@ class PythonDecoder:
         try:
             import fastavro
         except ImportError:
-            raise RuntimeError("the Python Avro decoder needs fastavro: pip install 'kafkasource[avro]'") from None
+            raise RuntimeError("the Python Avro decoder needs fastavro: pip install 'kafkasource[registry]'") from None
         self.fastavro = fastavro
         self.reader_schema = fastavro.parse_schema(_json(reader_schema), _write_hint=False)
         self.arrow_type = avro_schema.arrow_type(reader)

@@ -6,6 +6,7 @@ from pyspark.sql.datasource import DataSourceReader, InputPartition
 
 from kafkasource.client import KafkaClient
 from kafkasource.errors import OptionError
+from kafkasource.decoding import decode_batches
 from kafkasource.task_reader import read_ranges
 from kafkasource.options import SourceOptions
 from kafkasource.partitions import partition_name
@@ -33,4 +34,4 @@ class KafkaBatchReader(DataSourceReader):
         return plan_partitions(batch_ranges(start, end), self.options)
 
     def read(self, partition: KafkaInputPartition):
-        return read_ranges(partition.ranges, self.fetch_config)
+        return decode_batches(read_ranges(partition.ranges, self.fetch_config), self.options.decoding)

@@ -25,5 +25,9 @@ class CommitError(KafkaSourceError):
     """The consumer group's offsets could not be committed."""
 
 
+class DecodeError(KafkaSourceError):
+    """A key or value in a schema registry's wire format could not be decoded (onDecodeError=fail)."""
+
+
 class AccessError(KafkaSourceError):
     """The brokers refused this client: authentication failed, the TLS handshake failed, or an ACL denies it."""

@@ -36,7 +36,8 @@ UNSUPPORTED_KAFKA_SETTINGS = {
 MANAGED_KAFKA_SETTINGS = {"group.id", "auto.offset.reset", "enable.auto.commit", "enable.auto.offset.store",
                           "enable.partition.eof", "bootstrap.servers"}
 
-SECRET_MARKERS = ("password", "passphrase", "secret", "jaas", "key.pem", "token")
+# names holding secrets: librdkafka's, and the schema registry client's (basic.auth.user.info is user:password)
+SECRET_MARKERS = ("password", "passphrase", "secret", "jaas", "key.pem", "token", "user.info")
 
 
 def is_secret(name: str) -> bool:

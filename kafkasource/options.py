@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import Literal, Mapping, TypeVar, get_args
 
-from kafkasource import kafka_settings, native
+from kafkasource import decoding, kafka_settings, native
 from kafkasource.errors import OptionError
 from kafkasource.offsets import (EARLIEST, LATEST, AutoOffsetReset, Committed, Earliest, Latest, OffsetSpec,
                                  OutsideLog, SpecificOffsets, Timestamps)
@@ -30,7 +30,8 @@ SOURCE_OPTIONS = ("subscribe", "subscribePattern", "assign", "startingOffsets", 
                   "startingOffsetsByTimestamp", "startingOffsetsByTimestampStrategy", "endingOffsets",
                   "endingTimestamp", "endingOffsetsByTimestamp", "failOnDataLoss", "maxOffsetsPerTrigger",
                   "minOffsetsPerTrigger", "maxTriggerDelay", "minPartitions", "packRecordsPerTask", "includeHeaders",
-                  "kafkaConsumer.pollTimeoutMs", "commitMode", "commitTimeoutMs", "readPath", "metadataRefreshIntervalMs")
+                  "kafkaConsumer.pollTimeoutMs", "commitMode", "commitTimeoutMs", "readPath",
+                  "metadataRefreshIntervalMs", *decoding.OPTIONS)
 # options of Spark's built-in source that mean nothing here: accepted, so a format("kafka") reader switches unchanged
 IGNORED_BUILTIN_OPTIONS = {
     "fetchoffset.numretries": "driver requests retry until kafkaConsumer.pollTimeoutMs",
@@ -72,6 +73,8 @@ class SourceOptions:
     metadata_refresh_interval_ms: int  # streams: how often the topics, their partitions and ids are asked again
     # librdkafka settings (prefix stripped), secrets included: never print this field
     kafka_config: dict[str, str] = field(repr=False)
+    # valueFormat/keyFormat other than binary: the reader schemas and registry settings (None: both binary)
+    decoding: decoding.Decoding | None = field(default=None, repr=False)
 
     def client_config(self, **overrides: object) -> dict[str, object]:
         """librdkafka configuration for a client of ours: the user's kafka.* settings plus `overrides`."""
@@ -331,7 +334,7 @@ def _check_names(options: Mapping[str, str]) -> None:
     """Refuse option names the source does not know, suggesting the closest; note the built-in's ignored ones."""
     known = {name.lower(): name for name in SOURCE_OPTIONS}
     for name in options:
-        if name.startswith("kafka.") or name in known:
+        if name.startswith(("kafka.", "schema.registry.")) or name in known:
             continue
         if name in IGNORED_BUILTIN_OPTIONS:
             log.info("option %s has no effect on kafkasource: %s", name, IGNORED_BUILTIN_OPTIONS[name])
@@ -339,7 +342,7 @@ def _check_names(options: Mapping[str, str]) -> None:
         close = difflib.get_close_matches(name, list(known), n=1, cutoff=0.75)
         hint = f"did you mean {known[close[0]]}? " if close else ""
         raise OptionError(f"unknown option {_shown(name)}: {hint}kafkasource's options are {', '.join(SOURCE_OPTIONS)}"
-                          ", and kafka.<setting> for librdkafka")
+                          ", kafka.<setting> for librdkafka and schema.registry.<setting> for the schema registry client")
     strategy = _get(options, "startingOffsetsByTimestampStrategy")
     if strategy is not None and strategy.lower() != "latest":
         raise OptionError(f"option startingOffsetsByTimestampStrategy={_shown(strategy)} is not supported: a partition "
@@ -370,6 +373,7 @@ def parse_options(raw_options: Mapping[str, str], streaming: bool | None = None)
     commit_mode = _commit_mode(options, group_id)
     isolation = _choice(options, "kafka.isolation.level", ("read_committed", "read_uncommitted"), "read_uncommitted")
     max_per_trigger, min_per_trigger = _per_trigger_bounds(options)
+    read_path = _read_path(options)
     delay_raw = _get(options, "maxTriggerDelay")
     max_trigger_delay_ms = parse_duration_ms("maxTriggerDelay", delay_raw) if delay_raw else 15 * 60_000
 
@@ -389,12 +393,14 @@ def parse_options(raw_options: Mapping[str, str], streaming: bool | None = None)
         min_partitions=_positive_int(options, "minPartitions", high=MAX_PARTITION),
         pack_records_per_task=_positive_int(options, "packRecordsPerTask"),
         include_headers=_bool(options, "includeHeaders", False),
-        read_path=_read_path(options),
+        read_path=read_path,
         poll_timeout_ms=_positive_int(options, "kafkaConsumer.pollTimeoutMs", 120_000, high=MAX_TIMEOUT_MS),
         read_committed=isolation == "read_committed",
         metadata_refresh_interval_ms=_whole_number_option(options, "metadataRefreshIntervalMs",
                                                           DEFAULT_METADATA_REFRESH_INTERVAL_MS),
         kafka_config=kafka_config,
+        # last: the only check that asks a server (the registry, for the reader schemas)
+        decoding=decoding.parse_decoding(options, subscription, read_path),
     )
     if streaming is None:
         return parsed

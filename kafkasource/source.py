@@ -5,7 +5,7 @@ from __future__ import annotations
 from pyspark.sql.datasource import DataSource
 from pyspark.sql.types import StructType
 
-from kafkasource.arrow import schema_ddl
+from kafkasource.decoding import output_schema
 from kafkasource.options import parse_options
 
 
@@ -22,8 +22,8 @@ class KafkaDataSource(DataSource):
     def name(cls) -> str:
         return "kafkasource"
 
-    def schema(self) -> str:
-        return schema_ddl(self._options.include_headers)
+    def schema(self):
+        return output_schema(self._options.decoding, self._options.include_headers)
 
     def streamReader(self, schema: StructType):
         from kafkasource.stream import KafkaStreamReader

@@ -35,6 +35,7 @@ from kafkasource.errors import BrokerUnavailableError, KafkaSourceError
 from kafkasource.offsets import OffsetLookup, from_json_dict, to_json_dict, topic_ids_of
 from kafkasource.partitions import Positions, TopicPartition, describe, partition_name
 from kafkasource.options import SourceOptions
+from kafkasource.decoding import decode_batches
 from kafkasource.task_reader import read_ranges
 from kafkasource.held_back import HeldBackWatch
 from kafkasource.planning import KafkaInputPartition, fetch_config, plan_partitions
@@ -164,7 +165,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return plan_partitions(batch_ranges(start_positions, end_positions), self.options)
 
     def read(self, partition: KafkaInputPartition):
-        return read_ranges(partition.ranges, self.fetch_config)
+        return decode_batches(read_ranges(partition.ranges, self.fetch_config), self.options.decoding)
 
     def commit(self, end: dict) -> None:
         self._commit_completed(self._positions(end))

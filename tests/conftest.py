@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from dev import broker as local_broker
+from dev import registry as local_registry
 from dev import secure_broker
 from kafkasource import native
 from tests.kafka_helpers import KafkaHarness
@@ -34,14 +35,29 @@ def pytest_collection_modifyitems(items) -> None:
 def kafka_broker(request):
     started = time.monotonic()
     broker = local_broker.start()
-    message = (f"Kafka {local_broker.KAFKA_VERSION} broker up on {broker.bootstrap_servers} "
-               f"in {time.monotonic() - started:.1f} s")
-    log.info(message)
-    capture = request.config.pluginmanager.get_plugin("capturemanager")
-    with capture.global_and_fixture_disabled():  # shown in the run's output, not captured
-        print(f"\n{message}")
+    _announce(request, f"Kafka {local_broker.KAFKA_VERSION} broker up on {broker.bootstrap_servers} "
+                       f"in {time.monotonic() - started:.1f} s")
     yield broker
     broker.stop()
+
+
+def _announce(request, message: str) -> None:
+    """Say in the run's output (not captured) what a session fixture started and how long it took."""
+    log.info(message)
+    capture = request.config.pluginmanager.get_plugin("capturemanager")
+    with capture.global_and_fixture_disabled():
+        print(f"\n{message}")
+
+
+@pytest.fixture(scope="session")
+def schema_registry(request) -> str:
+    """The URL (`schema.registry.url`) of one real schema registry (Apicurio, in memory) for the whole run."""
+    started = time.monotonic()
+    registry = local_registry.start()
+    _announce(request, f"Apicurio Registry {local_registry.APICURIO_VERSION} up on {registry.url} "
+                       f"in {time.monotonic() - started:.1f} s")
+    yield registry.url
+    registry.stop()
 
 
 @pytest.fixture(scope="session")

@@ -242,3 +242,31 @@ def test_ingest_job_over_connect_reports_its_rate_metrics_and_commits(connect_se
     assert list(found["kafkasource_query_input_rows_total"].values()) == [30]
     # commit outcomes travel only within one machine's classic Spark: the server's commits do not report here
     assert "kafkasource_commits_total" not in found and "# TYPE kafkasource_commits_total counter" in textfile.read_text()
+
+
+def test_avro_values_decode_over_connect_with_no_jar_on_the_server(connect, kafka, schema_registry, tmp_path):
+    """valueFormat=avro over Connect: the reader schema is fetched where the server defines the read, the records
+    are decoded by the server's Python workers; a batch read and a stream (into a memory table) give the same
+    typed rows."""
+    from tests.registry_helpers import avro_serializer, encode, produce_payloads
+
+    topic = kafka.create_topic(kafka.unique_name("connect-avro"), partitions=1)
+    schema = {"type": "record", "name": "Reading", "fields": [
+        {"name": "sensor", "type": "string"}, {"name": "celsius", "type": ["null", "double"], "default": None},
+        {"name": "tags", "type": {"type": "map", "values": "string"}}]}
+    serializer = avro_serializer(schema_registry, schema)
+    values = [{"sensor": f"s{i}", "celsius": None if i == 2 else i / 2, "tags": {"room": f"r{i}"}} for i in range(4)]
+    produce_payloads(kafka, topic, [encode(serializer, topic, value) for value in values])
+    options = {"kafka.bootstrap.servers": kafka.bootstrap_servers, "subscribe": topic,
+               "startingOffsets": "earliest", "valueFormat": "avro", "schema.registry.url": schema_registry}
+
+    batch_rows = batch(connect, options).orderBy("offset").select("value").collect()
+    table = f"avro_{uuid.uuid4().hex[:8]}"
+    query = (stream(connect, options).writeStream.format("memory").queryName(table)
+             .option("checkpointLocation", str(tmp_path / "ck")).trigger(availableNow=True).start())
+    query.awaitTermination(300)
+    assert not query.isActive and query.exception() is None
+    stream_rows = connect.table(table).orderBy("offset").select("value").collect()
+
+    for rows in (batch_rows, stream_rows):
+        assert [row.value.asDict(recursive=True) for row in rows] == values

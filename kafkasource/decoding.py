@@ -1,0 +1,267 @@
+"""valueFormat / keyFormat: keys and values in a schema registry's wire format, decoded into typed columns.
+
+The options are read and the reader schemas fetched when the query is defined (Spark fixes a source's schema
+then). On the executors each Arrow batch the read path produced gets its `key`/`value` column decoded, record
+by record with the writer schema its id names (fetched once per process), into the reader schema's type. The
+bytes stay beside it (`key_raw`, `value_raw`). A record that cannot be decoded fails the task, naming it
+(onDecodeError=fail), or becomes a null value with the reason in `key_error`/`value_error` (onDecodeError=keep).
+A registry that cannot be asked fails the task in both modes: an outage says nothing about the records.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterator, Literal, Mapping
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from kafkasource import native
+from kafkasource.arrow import arrow_schema
+from kafkasource.errors import DecodeError, OptionError
+from kafkasource.schema_registry import (WRITER_SCHEMAS, RegistrySchema, UnknownSchemaId, reader_schema,
+                                         registry_config)
+from kafkasource.subscription import Assign, Subscribe, Subscription
+
+Format = Literal["binary", "avro", "protobuf", "json"]
+FORMATS: tuple[Format, ...] = ("binary", "avro", "protobuf", "json")
+OnDecodeError = Literal["fail", "keep"]
+# the registry's name for each format's schemas
+SCHEMA_TYPES = {"avro": "AVRO", "protobuf": "PROTOBUF", "json": "JSON"}
+DECODED_FORMATS = ("avro",)  # the formats this build decodes
+COLUMNS = ("key", "value")
+OPTIONS = ("valueFormat", "keyFormat", "valueSubject", "keySubject", "valueSchemaVersion", "keySchemaVersion",
+           "valueSchemaId", "keySchemaId", "onDecodeError")
+HEADER_SIZE = 5  # magic byte 0 and the writer schema id, 4 bytes big-endian
+
+
+@dataclass(frozen=True)
+class ColumnFormat:
+    """How one column (key or value) is decoded: its format and the reader schema fixed at definition."""
+
+    column: str
+    format: Format
+    reader: RegistrySchema
+
+    def arrow_type(self) -> pa.DataType:
+        return _decoder_class(self.format).arrow_type_of(self.reader.text)
+
+
+@dataclass(frozen=True)
+class Decoding:
+    """Everything the executors need to decode: small and picklable (no clients)."""
+
+    columns: tuple[ColumnFormat, ...]
+    on_error: OnDecodeError
+    native: bool  # the Avro decoder in the native extension (the read path's choice), else the Python one
+    registry: dict[str, object] = field(repr=False)  # may hold secrets: never print
+
+    def output_fields(self, include_headers: bool) -> list[pa.Field]:
+        decoded = {c.column: c for c in self.columns}
+        fields = [pa.field(f.name, decoded[f.name].arrow_type()) if f.name in decoded else f
+                  for f in arrow_schema(include_headers)]
+        for column in self.columns:
+            fields.append(pa.field(f"{column.column}_raw", pa.binary()))
+            if self.on_error == "keep":
+                fields.append(pa.field(f"{column.column}_error", pa.string()))
+        return fields
+
+
+def output_schema(decoding: Decoding | None, include_headers: bool):
+    """The source's Spark schema: Spark's Kafka columns, key/value typed where decoded, and their bytes and
+    reasons."""
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    from kafkasource.arrow import schema_ddl
+
+    if decoding is None:
+        return schema_ddl(include_headers)
+    return from_arrow_schema(pa.schema(decoding.output_fields(include_headers)))
+
+
+# ---- options, on the driver --------------------------------------------------------------------------------
+
+def _get(options: Mapping[str, str], name: str) -> str | None:
+    value = options.get(name.lower())
+    return None if value is None or not str(value).strip() else str(value).strip()
+
+
+def _format(options: Mapping[str, str], column: str) -> Format:
+    raw = _get(options, f"{column}Format")
+    if raw is None:
+        return "binary"
+    chosen = raw.lower()
+    if chosen not in FORMATS:
+        raise OptionError(f"option {column}Format must be one of {', '.join(FORMATS)} (json: JSON Schema in the "
+                          f"registry's wire format), got {raw[:40]!r}")
+    if chosen != "binary" and chosen not in DECODED_FORMATS:
+        raise OptionError(f"option {column}Format={chosen} is not supported yet; formats decoded: "
+                          f"{', '.join(DECODED_FORMATS)} (or binary, and decode in Spark)")
+    return chosen
+
+
+def _number(options: Mapping[str, str], name: str) -> int | None:
+    raw = _get(options, name)
+    if raw is None:
+        return None
+    if not raw.isdigit() or not 0 < int(raw) < 2**31:
+        raise OptionError(f"option {name} must be a positive whole number, got {raw[:40]!r}")
+    return int(raw)
+
+
+def _subject(options: Mapping[str, str], column: str, subscription: Subscription) -> str | None:
+    subject = _get(options, f"{column}Subject")
+    if subject is not None:
+        return subject
+    if _get(options, f"{column}SchemaId") is not None:
+        return None
+    topics = (subscription.topics if isinstance(subscription, Subscribe) else
+              tuple(dict.fromkeys(t for t, _ in subscription.partitions)) if isinstance(subscription, Assign) else ())
+    if len(topics) != 1:
+        raise OptionError(f"option {column}Format reads every topic with one reader schema, and "
+                          f"{subscription.describe()} does not name exactly one topic to take it from "
+                          f"(<topic>-{column}): set {column}Subject (the subject whose schema to read with) or "
+                          f"{column}SchemaId")
+    return f"{topics[0]}-{column}"
+
+
+def parse_decoding(options: Mapping[str, str], subscription: Subscription, read_path: str) -> Decoding | None:
+    """The decoding the options ask for (None: key and value stay binary), its reader schemas fetched now.
+    `options` has lower-case names."""
+    formats = {column: _format(options, column) for column in COLUMNS}
+    on_error = _get(options, "onDecodeError") or "fail"
+    if on_error.lower() not in ("fail", "keep"):
+        raise OptionError(f"option onDecodeError must be fail or keep, got {on_error[:40]!r}")
+    decoded = [column for column in COLUMNS if formats[column] != "binary"]
+    registry_options = [name for name in options if name.startswith("schema.registry.")]
+    if not decoded:
+        named = [name for name in OPTIONS[2:] if _get(options, name) is not None] + registry_options
+        if named:
+            raise OptionError(f"option {named[0]} has no effect while valueFormat and keyFormat are binary; set "
+                              "valueFormat or keyFormat (avro), or remove it")
+        return None
+    config = registry_config(options)
+    columns = []
+    for column in decoded:
+        schema_id = _number(options, f"{column}SchemaId")
+        version_raw = _get(options, f"{column}SchemaVersion")
+        if schema_id is not None and (version_raw is not None or _get(options, f"{column}Subject") is not None):
+            raise OptionError(f"option {column}SchemaId names the reader schema by itself; remove {column}Subject "
+                              f"and {column}SchemaVersion, or {column}SchemaId")
+        version = None if version_raw is None or version_raw.lower() == "latest" else \
+            _number(options, f"{column}SchemaVersion")
+        subject = _subject(options, column, subscription)
+        reader = reader_schema(config, column, subject, version, schema_id)
+        expected = SCHEMA_TYPES[formats[column]]
+        if reader.schema_type != expected:
+            raise OptionError(f"{column}Format is {formats[column]}, but the reader schema (id {reader.schema_id}) "
+                              f"is a {reader.schema_type} schema; set {column}Format to match it")
+        columns.append(ColumnFormat(column, formats[column], reader))
+    for column in columns:
+        try:
+            column.arrow_type()
+        except Exception as exc:
+            raise OptionError(f"the {column.column} column's reader schema (id {column.reader.schema_id}) cannot be "
+                              f"read: {exc}") from None
+    native_avro = read_path != "python" and avro_native_available()
+    return Decoding(tuple(columns), on_error.lower(), native_avro, config)
+
+
+def avro_native_available() -> bool:
+    return native.available() and hasattr(native._native, "AvroDecoder")
+
+
+# ---- decoding, on the executors ------------------------------------------------------------------------------
+
+class AvroColumnDecoder:
+    """kafkasource.avro_decode's decoder under the name the other formats' decoders would share."""
+
+    @staticmethod
+    def arrow_type_of(reader_schema: str) -> pa.DataType:
+        from kafkasource.avro_decode import arrow_type
+
+        return arrow_type(reader_schema)
+
+    def __init__(self, reader_schema: str, native_decoder: bool):
+        from kafkasource.avro_decode import AvroDecoder
+
+        self.decoder = AvroDecoder(reader_schema, native_decoder)
+
+    def decode(self, payloads: pa.Array, writer_schemas: dict[int, str]) -> tuple[pa.Array, pa.Array]:
+        return self.decoder.decode(payloads, writer_schemas)
+
+
+def _decoder_class(fmt: Format):
+    return {"avro": AvroColumnDecoder}[fmt]
+
+
+_DECODERS: dict[tuple, object] = {}  # per process: a decoder keeps what it learnt of each writer schema
+
+
+def _decoder(column: ColumnFormat, native_decoder: bool):
+    key = (column.format, column.reader.text, native_decoder)
+    found = _DECODERS.get(key)
+    if found is None:
+        found = _DECODERS[key] = _decoder_class(column.format)(column.reader.text, native_decoder)
+    return found
+
+
+def schema_ids(payloads: pa.Array) -> list[int]:
+    """The distinct writer schema ids among payloads that carry the wire-format prefix."""
+    payloads = payloads.cast(pa.binary()) if payloads.type != pa.binary() else payloads
+    prefixed = pc.and_(pc.greater_equal(pc.binary_length(payloads), HEADER_SIZE),
+                       pc.equal(pc.binary_slice(payloads, 0, 1), pa.scalar(b"\x00", pa.binary())))
+    ids = pc.unique(pc.binary_slice(pc.filter(payloads, prefixed.fill_null(False)), 1, HEADER_SIZE))
+    return sorted(int.from_bytes(raw, "big") for raw in ids.to_pylist())
+
+
+def _schema_id_of(payload: bytes | None) -> str:
+    if payload is None or len(payload) < HEADER_SIZE or payload[0] != 0:
+        return "no schema id"
+    return f"schema id {int.from_bytes(payload[1:HEADER_SIZE], 'big')}"
+
+
+def decode_batches(batches: Iterator[pa.RecordBatch], decoding: Decoding | None) -> Iterator[pa.RecordBatch]:
+    """The read path's batches with key/value decoded as `decoding` says (unchanged when None)."""
+    if decoding is None:
+        yield from batches
+        return
+    for batch in batches:
+        yield decode_batch(batch, decoding)
+
+
+def decode_batch(batch: pa.RecordBatch, decoding: Decoding) -> pa.RecordBatch:
+    include_headers = "headers" in batch.schema.names
+    columns = {name: batch.column(name) for name in batch.schema.names}
+    extra = []
+    for column in decoding.columns:
+        payloads = columns[column.column]
+        writers = {}
+        for schema_id in schema_ids(payloads):
+            try:
+                writers[schema_id] = WRITER_SCHEMAS.get(decoding.registry, schema_id).text
+            except UnknownSchemaId:
+                continue  # the decoder says "unknown schema id" for its records
+        values, reasons = _decoder(column, decoding.native).decode(payloads, writers)
+        if reasons.null_count < len(reasons):
+            if decoding.on_error == "fail":
+                raise _decode_error(batch, column.column, payloads, reasons)
+        columns[column.column] = values
+        extra.append(payloads)
+        if decoding.on_error == "keep":
+            extra.append(reasons)
+    arrays = [columns[name] for name in batch.schema.names] + extra
+    return pa.RecordBatch.from_arrays(arrays, schema=pa.schema(decoding.output_fields(include_headers)))
+
+
+def _decode_error(batch: pa.RecordBatch, column: str, payloads: pa.Array, reasons: pa.Array) -> DecodeError:
+    row = pc.index(pc.is_valid(reasons), True).as_py()
+    topic = batch.column("topic")[row].as_py()
+    partition = batch.column("partition")[row].as_py()
+    offset = batch.column("offset")[row].as_py()
+    bad = len(reasons) - reasons.null_count
+    more = f" ({bad - 1} more in this batch)" if bad > 1 else ""
+    return DecodeError(f"cannot decode the {column} of the record at {topic}-{partition} offset {offset} "
+                       f"({_schema_id_of(payloads[row].as_py())}): {reasons[row].as_py()}{more}. Set "
+                       "onDecodeError=keep to keep such records as a null "
+                       f"{column} with their bytes ({column}_raw) and the reason ({column}_error)")

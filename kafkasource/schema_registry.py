@@ -1,0 +1,170 @@
+"""The schema registry as the source sees it: its client settings (the schema.registry.* options), the reader
+schema chosen when a query is defined, and writer schemas fetched by id, kept once per process.
+
+Any registry speaking Confluent's REST API works (confluent-kafka's SchemaRegistryClient talks to it). The
+client retries a registry that does not answer (max.retries times, 3 unless set, with a growing wait); after
+that a RegistryUnavailableError names the URL without credentials. A schema id the registry does not know is no
+outage: it is an answer about that record (UnknownSchemaId).
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import Mapping
+from urllib.parse import urlsplit, urlunsplit
+
+from kafkasource.errors import KafkaSourceError, OptionError
+from kafkasource.kafka_settings import masked
+
+PREFIX = "schema.registry."
+# what the client takes as numbers; options arrive as text
+NUMERIC_SETTINGS = {"timeout", "cache.capacity", "cache.latest.ttl.sec", "max.retries", "retries.wait.ms",
+                    "retries.max.wait.ms"}
+DEFAULTS = {"timeout": 10}  # seconds per request: httpx's 5 s is short for a registry under load
+
+
+class RegistryUnavailableError(KafkaSourceError):
+    """The schema registry did not answer, or answered with an error that is not about a schema."""
+
+
+class UnknownSchemaId(Exception):
+    """The registry does not know this writer schema id."""
+
+
+def registry_config(options: Mapping[str, str]) -> dict[str, object]:
+    """The schema.registry.* options (names in lower case) as SchemaRegistryClient settings, prefix stripped."""
+    config: dict[str, object] = dict(DEFAULTS)
+    for name, value in options.items():
+        if not name.startswith(PREFIX):
+            continue
+        setting = name[len(PREFIX):]
+        value = str(value).strip()
+        if setting in NUMERIC_SETTINGS:
+            try:
+                config[setting] = float(value) if "." in value else int(value)
+            except ValueError:
+                raise OptionError(f"option {name} must be a number, got {value[:40]!r}") from None
+        else:
+            config[setting] = value
+    return config
+
+
+def url_without_credentials(url: str) -> str:
+    """The registry URL(s) for messages: user:password@ taken out."""
+    shown = []
+    for one in str(url).split(","):
+        parts = urlsplit(one.strip())
+        host = parts.hostname or ""
+        netloc = host + (f":{parts.port}" if parts.port else "") if "@" in parts.netloc else parts.netloc
+        shown.append(urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment)))
+    return ",".join(shown)
+
+
+def secret_values(config: Mapping[str, object]) -> list[str]:
+    """What a message about the registry must never show: passwords in the URL (masked() hides the settings)."""
+    found = []
+    for one in str(config.get("url", "")).split(","):
+        parts = urlsplit(one.strip())
+        found += [v for v in (parts.password, parts.username and parts.password and
+                              f"{parts.username}:{parts.password}") if v]
+    return found
+
+
+def hide(text: str, config: Mapping[str, object]) -> str:
+    text = masked(text, {f"schema.registry.{k}": v for k, v in config.items()}, also=secret_values(config))
+    return text
+
+
+def new_client(config: Mapping[str, object]):
+    """confluent-kafka's SchemaRegistryClient; its own complaint about a setting becomes an OptionError."""
+    try:
+        from confluent_kafka.schema_registry import SchemaRegistryClient
+    except ImportError as exc:
+        raise OptionError("valueFormat/keyFormat avro, protobuf and json need confluent-kafka's schema-registry "
+                          f"extras ({exc}): pip install 'kafkasource[registry]'") from None
+    if not config.get("url"):
+        raise OptionError("option schema.registry.url is required with valueFormat or keyFormat avro, protobuf or "
+                          "json: the schema registry's address, like http://registry:8081")
+    try:
+        return SchemaRegistryClient(dict(config))
+    except (ValueError, TypeError, OSError) as exc:
+        raise OptionError(f"the schema.registry.* options were refused: {hide(str(exc), config)}") from None
+
+
+@dataclass(frozen=True)
+class RegistrySchema:
+    """A schema as the registry holds it: its id, type (AVRO, PROTOBUF, JSON) and text."""
+
+    schema_id: int
+    schema_type: str
+    text: str
+
+
+def _failure(config: Mapping[str, object], what: str, exc: Exception) -> RegistryUnavailableError:
+    retries = config.get("max.retries", 3)
+    return RegistryUnavailableError(
+        f"the schema registry at {url_without_credentials(str(config.get('url')))} could not {what} "
+        f"(after {retries} retries, schema.registry.max.retries): {hide(f'{type(exc).__name__}: {exc}', config)}")
+
+
+def _is_not_found(exc: Exception) -> bool:
+    return getattr(exc, "http_status_code", None) == 404
+
+
+def reader_schema(config: Mapping[str, object], column: str, subject: str, version: int | None,
+                  schema_id: int | None) -> RegistrySchema:
+    """The schema a query reads `column` as: by id, or a subject's version (the latest when None)."""
+    client = new_client(config)
+    try:
+        if schema_id is not None:
+            schema = client.get_schema(schema_id)
+            return RegistrySchema(schema_id, schema.schema_type or "AVRO", schema.schema_str)
+        registered = client.get_latest_version(subject) if version is None else client.get_version(subject, version)
+        schema = registered.schema
+        return RegistrySchema(registered.schema_id, schema.schema_type or "AVRO", schema.schema_str)
+    except Exception as exc:
+        if _is_not_found(exc):
+            which = (f"schema id {schema_id}" if schema_id is not None else
+                     f"subject {subject!r}" + (f" version {version}" if version is not None else ""))
+            raise OptionError(f"the schema registry at {url_without_credentials(str(config['url']))} has no "
+                              f"{which} for the {column} column ({hide(str(exc), config)}); register the schema, or "
+                              f"name another with {column}Subject, {column}SchemaVersion or {column}SchemaId") \
+                from None
+        raise _failure(config, f"give the {column} column's reader schema", exc) from None
+    finally:
+        close = getattr(client, "close", None)
+        if close is not None:
+            close()
+
+
+@dataclass
+class WriterSchemas:
+    """Writer schemas by id, fetched once per process and registry: a record's id never changes its schema."""
+
+    _clients: dict = field(default_factory=dict)
+    _schemas: dict = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def get(self, config: Mapping[str, object], schema_id: int) -> RegistrySchema:
+        """The schema with this id; UnknownSchemaId if the registry has none, RegistryUnavailableError if it
+        cannot be asked."""
+        key = tuple(sorted((k, str(v)) for k, v in config.items()))
+        with self._lock:
+            found = self._schemas.get((key, schema_id))
+            if found is not None:
+                return found
+            client = self._clients.get(key) or self._clients.setdefault(key, new_client(config))
+        try:
+            schema = client.get_schema(schema_id)
+        except Exception as exc:
+            if _is_not_found(exc):
+                raise UnknownSchemaId(schema_id) from None
+            raise _failure(config, f"give writer schema {schema_id}", exc) from None
+        found = RegistrySchema(schema_id, schema.schema_type or "AVRO", schema.schema_str)
+        with self._lock:
+            self._schemas[(key, schema_id)] = found
+        return found
+
+
+WRITER_SCHEMAS = WriterSchemas()  # this Python worker's: Spark reuses workers across tasks and micro-batches

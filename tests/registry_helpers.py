@@ -1,0 +1,45 @@
+"""Producing records in a schema registry's wire format with confluent-kafka's own serializers, and reading
+them back with its own deserializers, for the tests of valueFormat/keyFormat."""
+
+from __future__ import annotations
+
+import json
+from typing import Callable
+
+from confluent_kafka.schema_registry import SchemaRegistryClient
+from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerializer
+from confluent_kafka.serialization import MessageField, SerializationContext
+
+from tests.kafka_helpers import KafkaHarness, Record
+
+
+def avro_serializer(registry_url: str, schema: dict | str) -> AvroSerializer:
+    """confluent-kafka's serializer; it registers the schema under the topic's subject on first use."""
+    text = schema if isinstance(schema, str) else json.dumps(schema)
+    return AvroSerializer(SchemaRegistryClient({"url": registry_url}), text, conf={"auto.register.schemas": True})
+
+
+def avro_deserializer(registry_url: str, reader: dict | str | None = None) -> AvroDeserializer:
+    text = reader if reader is None or isinstance(reader, str) else json.dumps(reader)
+    return AvroDeserializer(SchemaRegistryClient({"url": registry_url}), text)
+
+
+def encode(serializer: Callable, topic: str, value: object, field: str = MessageField.VALUE) -> bytes:
+    return serializer(value, SerializationContext(topic, field))
+
+
+def decode(deserializer: Callable, topic: str, payload: bytes, field: str = MessageField.VALUE) -> object:
+    return deserializer(payload, SerializationContext(topic, field))
+
+
+def produce_payloads(kafka: KafkaHarness, topic: str, values: list[bytes | None], keys: list | None = None,
+                     partition: int = 0) -> list[Record]:
+    """Already encoded values (and keys) into one partition, in order; the acknowledged records."""
+    keys = keys or [None] * len(values)
+    return kafka.produce(topic, [Record(partition, key, value) for key, value in zip(keys, values)])
+
+
+def registered_id(registry_url: str, subject: str, version: int | None = None) -> int:
+    client = SchemaRegistryClient({"url": registry_url})
+    found = client.get_latest_version(subject) if version is None else client.get_version(subject, version)
+    return found.schema_id
