@@ -1,31 +1,47 @@
 import os
+import re
 import shutil
 
 from setuptools import find_packages, setup
 
 
+def version() -> str:
+    """The one place the version is written: kafkasource/_version.py (read as text: importing the package here
+    would need its dependencies installed)."""
+    text = open(os.path.join("kafkasource", "_version.py"), encoding="utf-8").read()
+    return re.search(r'^__version__ = "([^"]+)"$', text, re.MULTILINE).group(1)
+
+
 def native_extensions() -> list:
     """The native read path (native/, Rust): built when cargo is on PATH, else the package stays pure Python.
-    KAFKASOURCE_NATIVE=0 skips it. A failed build is not fatal (optional): the pure-Python path reads then."""
-    if os.environ.get("KAFKASOURCE_NATIVE", "1") == "0" or shutil.which("cargo") is None:
+    KAFKASOURCE_NATIVE=0 skips it. A failed build is not fatal (optional): the pure-Python path reads then.
+    KAFKASOURCE_NATIVE=portable is the build for wheels (scripts/wheels.py): OpenSSL and zlib linked in
+    statically (the cargo feature `portable`), and a failed build fails the wheel."""
+    mode = os.environ.get("KAFKASOURCE_NATIVE", "1")
+    if mode == "0" or shutil.which("cargo") is None:
         return []
     try:
         from setuptools_rust import Binding, RustExtension
     except ImportError:  # `python3 setup.py --version` outside pip's build environment (pyproject.toml has it)
         return []
 
+    portable = mode == "portable"
     return [RustExtension("kafkasource._native", path="native/Cargo.toml", binding=Binding.PyO3,
-                          py_limited_api=True, optional=True, debug=False)]
+                          py_limited_api=True, optional=not portable, debug=False,
+                          features=["portable"] if portable else [])]
 
 
 REGISTRY = "confluent-kafka[schemaregistry,avro,json,protobuf]>=2.6"
 
 setup(
     name="kafkasource",
-    version="0.1.0",
+    version=version(),
     description="A PySpark Structured Streaming source for Apache Kafka that reads from and commits to your consumer group",
     long_description=open("README.md", encoding="utf-8").read(),
     long_description_content_type="text/markdown",
+    license="Apache-2.0",
+    # the wheels carry these in their .dist-info: ours, and those of what the native extension links in
+    license_files=["LICENSE", "NOTICE", "licenses/*", "licenses/*/*", "licenses/*/*/*"],
     python_requires=">=3.11",
     packages=find_packages(include=["kafkasource", "kafkasource.*"]),
     # An explicit root makes `pip install -e .` put this folder on sys.path (a .pth line) instead of an
@@ -36,15 +52,18 @@ setup(
     py_modules=["pyspark_kafkasource"],
     rust_extensions=native_extensions(),
     zip_safe=False,
+    # No pyspark here: pip would install one next to a Spark runtime's own (SPARK_HOME/python, managed
+    # platforms). The package checks at import that one is there (kafkasource/pyspark_check.py);
+    # `pip install "kafkasource[spark]"` brings one where there is none.
     install_requires=[
-        "pyspark>=4.2",
         "pyarrow>=15",
         "confluent-kafka>=2.6",
     ],
     extras_require={
+        "spark": ["pyspark>=4.2"],
         # valueFormat/keyFormat avro, protobuf or json: confluent-kafka's schema-registry client and decoders
         "registry": [REGISTRY],
-        # pyspark's Connect client packages serve the Connect tests only; the source never needs them
+        # the tests' pyspark, with the Connect client packages that serve the Connect tests only
         "test": ["pytest>=8", "hypothesis>=6", "pandas>=2,<3", "pyspark[connect]>=4.2", REGISTRY],
         "bench": ["matplotlib>=3"],  # the benchmark's chart
     },

@@ -16,6 +16,7 @@ from pathlib import Path
 import pyspark
 import pytest
 
+import kafkasource
 from dev.process import free_port
 from tests.job_helpers import REPO_ROOT, durable_positions, run_job, write_config
 from tests.kafka_helpers import await_condition
@@ -74,7 +75,7 @@ def cluster(tmp_path_factory):
 def test_ingest_on_two_workers_writes_every_record_once(cluster, kafka, tmp_path, capsys):
     master_url, logs = cluster
     subprocess.run([sys.executable, "-m", "scripts.package"], cwd=REPO_ROOT, check=True, capture_output=True, timeout=300)
-    package = REPO_ROOT / "dist" / "kafkasource-0.1.0.zip"
+    package = REPO_ROOT / "dist" / f"kafkasource-{kafkasource.__version__}.zip"
     topic = kafka.create_topic(kafka.unique_name("cluster"), partitions=4)
     group = kafka.unique_name("cluster-group")
     kafka.produce_values(topic, 400, partitions=4)

@@ -669,5 +669,7 @@ fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<BinaryBuffers>()?;
     module.add_class::<avro::AvroDecoder>()?;
     module.add_function(wrap_pyfunction!(librdkafka_version, module)?)?;
+    // the package's version (Cargo.toml holds the same as kafkasource/_version.py; a test checks they agree)
+    module.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }
