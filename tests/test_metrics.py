@@ -148,5 +148,5 @@ def test_ingest_job_writes_the_textfile_of_an_available_now_run(kafka, tmp_path)
     assert list(found["kafkasource_query_active"].values()) == [0]
     assert list(found["kafkasource_commits_total"].values())[0] >= 3
     assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")] == []  # written whole, by a rename
-    rates = [float(m.group(1).replace(",", "")) for m in re.finditer(r"rows, ([\d,]+) rows/s", done.stdout)]
+    rates = [float(m.group(1).replace(",", "")) for m in re.finditer(r"rows, ([\d.,]+) rows/s", done.stdout)]
     assert len(rates) == 3 and all(r > 0 for r in rates), done.stdout[-2000:]

@@ -25,6 +25,7 @@ from typing import Any, Mapping, Sequence
 
 from pyspark.sql.streaming import StreamingQueryListener
 
+from kafkasource.client import KafkaClient
 from kafkasource.commit_events import ENV_ADDRESS, CommitOutcome, OutcomeReceiver
 from kafkasource.metrics import broker
 from kafkasource.metrics.queries import Queries
@@ -96,6 +97,7 @@ class Exporter:
         self._commits = CommitCounts()
         self._groups = [broker.group_options(o) for o in source_options]  # checked before anything starts
         self._views = {o.group_id: broker.GroupView(o.group_id) for o in self._groups}
+        self._clients = [KafkaClient(o) for o in self._groups]  # used by the groups' thread only
         self._textfile = textfile
         self._broker_interval_s = max(1.0, broker_interval_s)
         self._closing = threading.Event()
@@ -173,9 +175,9 @@ class Exporter:
 
     def read_groups(self) -> None:
         """Read the groups' committed offsets from the brokers now."""
-        for options in self._groups:
+        for options, client in zip(self._groups, self._clients):
             try:
-                view = broker.read_group(options)
+                view = broker.read_group(options, client)
             except Exception as exc:  # the brokers may be away for a while: keep the last view, count the error
                 log.warning("reading the offsets of group %s failed: %s", options.group_id, exc)
                 with self._lock:
@@ -227,8 +229,11 @@ class Exporter:
             with self._lock:
                 self._commits.add(outcome)
         self._receiver.close()
-        if self._groups:
-            self.read_groups()
+        if not any(t.is_alive() for t in self._threads):  # a read still running keeps its client: leave it be
+            if self._groups:
+                self.read_groups()
+            for client in self._clients:
+                client.close()
         self.write_textfile()
 
 

@@ -45,25 +45,23 @@ def group_options(source_options: Mapping[str, str]) -> SourceOptions:
     return options
 
 
-def read_group(options: SourceOptions, timeout_s: float = 10.0) -> GroupView:
-    """One look at the group: committed offsets with their metadata, and the log ends, per subscribed partition."""
-    client = KafkaClient(options)
-    try:
-        partitions = sorted(options.subscription.partitions(client.topics()))
-        view = GroupView(options.group_id)
-        if not partitions:
-            return view
-        request = ConsumerGroupTopicPartitions(options.group_id, [KafkaTopicPartition(t, p) for t, p in partitions])
-        answer = client.admin.list_consumer_group_offsets([request], request_timeout=timeout_s)
-        for tp in answer[options.group_id].result(timeout_s).topic_partitions:
-            if tp.offset >= 0:
-                view.committed[(tp.topic, tp.partition)] = tp.offset
-                view.committers[(tp.topic, tp.partition)] = parse(tp.metadata)
-        view.log_ends = client.high_watermarks(partitions)
-        view.read_at = time.time()
+def read_group(options: SourceOptions, client: KafkaClient, timeout_s: float = 10.0) -> GroupView:
+    """One look at the group: committed offsets with their metadata, and the log ends, per subscribed partition.
+    The client lives as long as the exporter: a client closed with a request still pending is a risk not worth
+    taking once a second."""
+    partitions = sorted(options.subscription.partitions(client.topics()))
+    view = GroupView(options.group_id)
+    if not partitions:
         return view
-    finally:
-        client.close()
+    request = ConsumerGroupTopicPartitions(options.group_id, [KafkaTopicPartition(t, p) for t, p in partitions])
+    answer = client.admin.list_consumer_group_offsets([request], request_timeout=timeout_s)
+    for tp in answer[options.group_id].result(timeout_s * 2).topic_partitions:
+        if tp.offset >= 0:
+            view.committed[(tp.topic, tp.partition)] = tp.offset
+            view.committers[(tp.topic, tp.partition)] = parse(tp.metadata)
+    view.log_ends = client.high_watermarks(partitions)
+    view.read_at = time.time()
+    return view
 
 
 def families(views: list[GroupView]) -> list[Family]:

@@ -8,7 +8,8 @@ between the two points around it; lag in seconds is `now` minus that time, so it
 query stands still behind a log that does not move. A position the log end had already passed
 at the oldest point kept is placed by extrapolating the rate between the oldest and newest
 points; with no growth seen at all, that oldest time gives a lower bound. A query at the log end
-has lag 0.
+has lag 0. A backlog written in a burst before the first point is dated by the rate seen since, and so
+shows older than it is: an estimate, as kafka-lag-exporter's.
 """
 
 from __future__ import annotations
