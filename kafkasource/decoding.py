@@ -28,7 +28,11 @@ FORMATS: tuple[Format, ...] = ("binary", "avro", "protobuf", "json")
 OnDecodeError = Literal["fail", "keep"]
 # the registry's name for each format's schemas
 SCHEMA_TYPES = {"avro": "AVRO", "protobuf": "PROTOBUF", "json": "JSON"}
-DECODED_FORMATS = ("avro",)  # the formats this build decodes
+DECODED_FORMATS = ("avro", "json")  # the formats this build decodes
+# each format's decoder: a module with arrow_type(reader schema text) and a class taking (reader schema, native)
+# whose decode(payloads, writer schemas by id) gives (values, reasons)
+DECODERS = {"avro": ("kafkasource.avro_decode", "AvroDecoder"),
+            "json": ("kafkasource.json_schema_decode", "JsonSchemaDecoder")}
 COLUMNS = ("key", "value")
 OPTIONS = ("valueFormat", "keyFormat", "valueSubject", "keySubject", "valueSchemaVersion", "keySchemaVersion",
            "valueSchemaId", "keySchemaId", "onDecodeError")
@@ -44,7 +48,7 @@ class ColumnFormat:
     reader: RegistrySchema
 
     def arrow_type(self) -> pa.DataType:
-        return _decoder_class(self.format).arrow_type_of(self.reader.text)
+        return _decoder_module(self.format).arrow_type(self.reader.text)
 
 
 @dataclass(frozen=True)
@@ -173,26 +177,10 @@ def avro_native_available() -> bool:
 
 # ---- decoding, on the executors ------------------------------------------------------------------------------
 
-class AvroColumnDecoder:
-    """kafkasource.avro_decode's decoder under the name the other formats' decoders would share."""
+def _decoder_module(fmt: Format):
+    import importlib
 
-    @staticmethod
-    def arrow_type_of(reader_schema: str) -> pa.DataType:
-        from kafkasource.avro_decode import arrow_type
-
-        return arrow_type(reader_schema)
-
-    def __init__(self, reader_schema: str, native_decoder: bool):
-        from kafkasource.avro_decode import AvroDecoder
-
-        self.decoder = AvroDecoder(reader_schema, native_decoder)
-
-    def decode(self, payloads: pa.Array, writer_schemas: dict[int, str]) -> tuple[pa.Array, pa.Array]:
-        return self.decoder.decode(payloads, writer_schemas)
-
-
-def _decoder_class(fmt: Format):
-    return {"avro": AvroColumnDecoder}[fmt]
+    return importlib.import_module(DECODERS[fmt][0])
 
 
 _DECODERS: dict[tuple, object] = {}  # per process: a decoder keeps what it learnt of each writer schema
@@ -202,7 +190,8 @@ def _decoder(column: ColumnFormat, native_decoder: bool):
     key = (column.format, column.reader.text, native_decoder)
     found = _DECODERS.get(key)
     if found is None:
-        found = _DECODERS[key] = _decoder_class(column.format)(column.reader.text, native_decoder)
+        decoder_class = getattr(_decoder_module(column.format), DECODERS[column.format][1])
+        found = _DECODERS[key] = decoder_class(column.reader.text, native_decoder and column.format == "avro")
     return found
 
 

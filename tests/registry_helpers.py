@@ -43,3 +43,17 @@ def registered_id(registry_url: str, subject: str, version: int | None = None) -
     client = SchemaRegistryClient({"url": registry_url})
     found = client.get_latest_version(subject) if version is None else client.get_version(subject, version)
     return found.schema_id
+
+
+def json_serializer(registry_url: str, schema: dict):
+    from confluent_kafka.schema_registry.json_schema import JSONSerializer
+
+    return JSONSerializer(json.dumps(schema), SchemaRegistryClient({"url": registry_url}),
+                          conf={"auto.register.schemas": True})
+
+
+def json_deserializer(registry_url: str):
+    """confluent-kafka's JSONDeserializer with the writer schema from the registry (it validates against it)."""
+    from confluent_kafka.schema_registry.json_schema import JSONDeserializer
+
+    return JSONDeserializer(None, schema_registry_client=SchemaRegistryClient({"url": registry_url}))

@@ -19,7 +19,10 @@ from kafkasource.errors import OptionError
 from kafkasource.options import SourceOptions, parse_duration_ms, parse_options
 
 ENV_REFERENCE = re.compile(r"\$\{env:([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
-VALUE_FORMATS = ("raw", "text", "json")
+VALUE_FORMATS = ("raw", "text", "json", "avro", "json-schema")
+# values in a schema registry's wire format: the source's valueFormat for each
+REGISTRY_FORMATS = {"avro": "avro", "json-schema": "json"}
+REGISTRY_FORMATS_PLANNED = ("protobuf",)  # not decoded yet
 # columns the jobs add to every row; a JSON schema must not define them
 INGESTION_COLUMNS = ("kafka_topic", "kafka_partition", "kafka_offset", "kafka_timestamp", "date", "_corrupt")
 
@@ -30,8 +33,9 @@ class ConfigError(Exception):
 
 @dataclass(frozen=True)
 class Decoding:
-    value: str  # raw | text | json
+    value: str  # raw | text | json | avro | json-schema
     schema: str | None  # Spark DDL, for json
+    dead_letter_topic: str | None = None  # avro: records that do not decode go there instead of _corrupt
 
 
 @dataclass(frozen=True)
@@ -162,7 +166,8 @@ def _read_toml(path: Path) -> dict:
         raise ConfigError(f"{path} is not valid TOML: {exc}") from None
 
 
-SECTIONS = {"kafka": None, "source": None, "decode": ("value", "schema"),
+SECTIONS = {"kafka": None, "source": None, "schema_registry": None,
+            "decode": ("value", "schema", "subject", "version", "schema_id", "dead_letter_topic"),
             "sink": ("path", "checkpoint", "partition_by_date"), "job": ("name", "trigger"),
             "metrics": ("port", "host", "textfile", "broker_interval")}
 
@@ -216,6 +221,9 @@ def load(path: str | Path, required: tuple[str, ...] = (), trigger_override: str
 
     decode = section["decode"]
     value = decode.text("value", default="raw")
+    if value in REGISTRY_FORMATS_PLANNED:
+        raise ConfigError(f"{decode.where('value')} = {value!r} is not supported yet; values in a schema registry's "
+                          "wire format are decoded as avro or json-schema (or read them as raw)")
     if value not in VALUE_FORMATS:
         raise ConfigError(f"{decode.where('value')} must be one of {', '.join(VALUE_FORMATS)}, got {value!r}")
     schema = decode.text("schema")
@@ -224,6 +232,25 @@ def load(path: str | Path, required: tuple[str, ...] = (), trigger_override: str
                           f"like \"order_id BIGINT, amount DOUBLE\"")
     if schema and value != "json":
         raise ConfigError(f"{decode.where('schema')} applies to value = \"json\" only; remove it or set value = \"json\"")
+    registry = section["schema_registry"].options(prefix="schema.registry.")
+    source_options.update(registry)
+    dead_letter_topic = decode.text("dead_letter_topic")
+    registry_keys = [key for key in ("subject", "version", "schema_id", "dead_letter_topic") if key in decode.data]
+    if value in REGISTRY_FORMATS:
+        if "schema.registry.url" not in registry:
+            raise ConfigError(f"{section['schema_registry'].where('url')} is required with value = \"{value}\": "
+                              "the schema registry, like \"http://registry:8081\"")
+        # a record that does not decode is kept (in _corrupt, or sent to the dead-letter topic), never dropped
+        source_options.update({"valueFormat": REGISTRY_FORMATS[value], "onDecodeError": "keep"})
+        for key, option in (("subject", "valueSubject"), ("version", "valueSchemaVersion"),
+                            ("schema_id", "valueSchemaId")):
+            if key in decode.data:
+                source_options[option] = decode.options()[key]
+        if dead_letter_topic:
+            source_options["includeHeaders"] = "true"  # the dead-letter topic gets each record's headers
+    elif registry_keys or registry:
+        where = decode.where(registry_keys[0]) if registry_keys else f"{path}: [schema_registry]"
+        raise ConfigError(f"{where} applies to value = \"avro\" or \"json-schema\" only; remove it or set value")
     if schema:
         clashes = [c for c in INGESTION_COLUMNS if re.search(rf"(^|,)\s*`?{c}`?\s", schema, re.IGNORECASE)]
         if clashes:
@@ -236,7 +263,7 @@ def load(path: str | Path, required: tuple[str, ...] = (), trigger_override: str
     return JobConfig(
         path=path,
         source_options=source_options,
-        decoding=Decoding(value, schema),
+        decoding=Decoding(value, schema, dead_letter_topic),
         sink_path=sink.text("path", required="path" in required),
         checkpoint=sink.text("checkpoint", required="checkpoint" in required),
         partition_by_date=sink.flag("partition_by_date", True),

@@ -1,13 +1,16 @@
 """Kafka rows to the rows the jobs write: the decoded value, the key, and where each record came from.
 
 A record whose value cannot be decoded is kept, never dropped: its decoded columns are null and
-`_corrupt` holds its value's bytes exactly (null on every record that decoded).
+`_corrupt` holds its value's bytes exactly (null on every record that decoded), unless the job sends such
+records to a dead-letter topic (jobs/dead_letter.py). Avro values are decoded by the source itself; their
+record's fields become columns as a JSON value's do.
 """
 
 from __future__ import annotations
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql.types import StructType
 
 from kafkasource.jobs.config import Decoding
 
@@ -31,7 +34,12 @@ def decode(kafka_rows: DataFrame, decoding: Decoding, partition_by_date: bool = 
     """key (binary), the value's columns, _corrupt (binary), then kafka_topic, kafka_partition,
     kafka_offset, kafka_timestamp and, when partitioned by date, date."""
     value = F.col("value")
-    if decoding.value == "raw":
+    if decoding.value in ("avro", "json-schema"):  # decoded by the source (valueFormat, onDecodeError=keep)
+        value_type = kafka_rows.schema["value"].dataType
+        names = value_type.names if isinstance(value_type, StructType) else None
+        values = [value[name].alias(name) for name in names] if names else [value]
+        corrupt = F.when(F.col("value_error").isNotNull(), F.col("value_raw"))
+    elif decoding.value == "raw":
         values, corrupt = [value], F.lit(None).cast("binary")
     elif decoding.value == "text":
         text = value.cast("string")

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from kafkasource.jobs import plan
 from kafkasource.jobs.config import ConfigError, JobConfig, load
+from kafkasource.jobs.dead_letter import producer_config, route_dead_letters
 from kafkasource.jobs.decode import decode, schema_fields
 from kafkasource.jobs.running import (BatchLog, StopRequest, add_common_arguments, one_line, run_main, run_query,
                                       session, setup_logging)
@@ -48,12 +49,29 @@ def dry_run(config: JobConfig) -> int:
                               else f"{options.starting} (no checkpoint yet)"))
     print(f"  sink:       Parquet at {config.sink_path}" + (", partitioned by date" if config.partition_by_date else "")
           + f"; value decoded as {config.decoding.value}"
-          + (f" ({config.decoding.schema})" if config.decoding.schema else ""))
+          + (f" ({config.decoding.schema})" if config.decoding.schema else "")
+          + (f"; undecodable records to the topic {config.decoding.dead_letter_topic}"
+             if config.decoding.dead_letter_topic else ""))
     print(f"  checkpoint: {config.checkpoint}")
     print(f"  trigger:    {config.trigger}")
     print(plan.table(["PARTITION", "COMMITTED", "START", "LOG-END", "TO-READ"], rows) if rows
           else "  no partition matches the subscription yet")
     return 0
+
+
+def check_topic_exists(config: JobConfig, topic: str) -> None:
+    """The dead-letter topic must exist before the first bad record needs it (brokers rarely create topics)."""
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient({**producer_config(config.source_options), "log_level": 0})
+    try:
+        found = admin.list_topics(topic, timeout=30).topics.get(topic)
+    except Exception as exc:
+        raise ConfigError(f"{config.path}: [decode] dead_letter_topic {topic!r} could not be looked up: "
+                          f"{one_line(exc)}") from None
+    if found is None or found.error is not None:
+        raise ConfigError(f"{config.path}: [decode] dead_letter_topic {topic!r} does not exist on the brokers; "
+                          "create it first (kafka-topics --create --topic ...)")
 
 
 def ingest(config: JobConfig, remote: str | None) -> int:
@@ -72,6 +90,10 @@ def ingest(config: JobConfig, remote: str | None) -> int:
             except Exception as exc:
                 raise ConfigError(f"{config.path}: [decode] schema is not a Spark DDL schema like "
                                   f"\"order_id BIGINT, amount DOUBLE\": {one_line(exc)}") from None
+        dead_letter_topic = config.decoding.dead_letter_topic
+        if dead_letter_topic:
+            check_topic_exists(config, dead_letter_topic)
+            kafka_rows = route_dead_letters(kafka_rows, dead_letter_topic, producer_config(config.source_options))
         writer = (decode(kafka_rows, config.decoding, config.partition_by_date).writeStream
                   .format("parquet").option("path", config.sink_path)
                   .option("checkpointLocation", config.checkpoint))

@@ -1,0 +1,185 @@
+"""JSON Schema records in the schema-registry wire format to an Arrow column of the reader schema's type.
+
+A payload is a magic byte 0, the writer schema's id (4 bytes, big-endian) and the record as JSON text. Each
+record is checked against its writer schema (as confluent-kafka's JSONDeserializer checks it), then laid
+into the reader schema's type: properties the reader names are taken (a missing one is null), others are
+left out; a value of another kind than the reader wants makes the record bad, with the path to it.
+
+Types: an object with `properties` -> struct (in their order), an object with only `additionalProperties`
+-> map<string, ..>, array -> list of its `items`, string -> string, integer -> bigint, number -> double,
+boolean -> boolean; `["null", T]`, or `oneOf`/`anyOf` of null and one schema, -> T, nullable; `$ref` to
+`#/definitions/..` or `#/$defs/..` is followed. Any other schema (unions of several types, `{}`) -> string
+holding the value's JSON text.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pyarrow as pa
+
+NO_PREFIX = "no schema-registry wire-format prefix"
+HEADER_SIZE = 5
+
+
+class _Schema:
+    """A reader schema node with $refs followed against the root document."""
+
+    def __init__(self, root: dict):
+        self.root = root
+
+    def follow(self, node: object, depth: int = 0) -> dict:
+        if not isinstance(node, dict):
+            return {}
+        ref = node.get("$ref")
+        if ref is None:
+            return node
+        if depth > 32 or not isinstance(ref, str) or not ref.startswith("#/"):
+            raise ValueError(f"$ref {ref!r} is not a reference into this schema (#/definitions/.. or #/$defs/..)")
+        target = self.root
+        for part in ref[2:].split("/"):
+            target = target.get(part) if isinstance(target, dict) else None
+        if target is None:
+            raise ValueError(f"$ref {ref!r} names nothing in the schema")
+        return self.follow(target, depth + 1)
+
+
+def _one_type(node: dict, schema: _Schema) -> dict | None:
+    """The one non-null schema of a nullable type, or None if the node is not one type."""
+    kind = node.get("type")
+    if isinstance(kind, list):
+        others = [k for k in kind if k != "null"]
+        return {**node, "type": others[0]} if len(others) == 1 else None
+    for combiner in ("oneOf", "anyOf"):
+        if combiner in node:
+            others = [schema.follow(n) for n in node[combiner] if schema.follow(n).get("type") != "null"]
+            return _one_type(others[0], schema) if len(others) == 1 else None
+    return node if isinstance(kind, str) or "properties" in node else None
+
+
+SCALARS = {"string": pa.string(), "integer": pa.int64(), "number": pa.float64(), "boolean": pa.bool_()}
+
+
+def _arrow(node: object, schema: _Schema, depth: int = 0) -> pa.DataType:
+    if depth > 64:
+        raise ValueError("the schema nests deeper than 64 levels (a recursive $ref?): Spark has no recursive types")
+    node = _one_type(schema.follow(node), schema)
+    if node is None:
+        return pa.string()  # JSON text
+    kind = node.get("type", "object" if "properties" in node else None)
+    if kind in SCALARS:
+        return SCALARS[kind]
+    if kind == "array":
+        return pa.list_(_arrow(node.get("items", {}), schema, depth + 1))
+    if kind == "object":
+        properties = node.get("properties")
+        if properties:
+            return pa.struct([pa.field(name, _arrow(sub, schema, depth + 1)) for name, sub in properties.items()])
+        extra = node.get("additionalProperties")
+        return pa.map_(pa.string(), _arrow(extra, schema, depth + 1) if isinstance(extra, dict) else pa.string())
+    return pa.string()
+
+
+def arrow_type(reader_schema: str) -> pa.DataType:
+    """The Arrow type of records of this JSON Schema (JSON text)."""
+    root = json.loads(reader_schema)
+    return _arrow(root, _Schema(root))
+
+
+class Mismatch(ValueError):
+    pass
+
+
+def _json_kind(value: object) -> str:
+    return {bool: "boolean", int: "integer", float: "number", str: "string", list: "array",
+            dict: "object"}.get(type(value), type(value).__name__)
+
+
+def _lay(value: object, arrow: pa.DataType, path: str) -> object:
+    """`value` (parsed JSON) as what pyarrow builds `arrow` from; Mismatch naming the path if it cannot be."""
+    if value is None:
+        return None
+    if pa.types.is_string(arrow):
+        return value if isinstance(value, str) else json.dumps(value, separators=(",", ":"))
+    if pa.types.is_boolean(arrow):
+        if isinstance(value, bool):
+            return value
+    elif pa.types.is_int64(arrow):
+        if isinstance(value, int) and not isinstance(value, bool) and -2**63 <= value < 2**63:
+            return value
+        if isinstance(value, float) and value.is_integer() and -2**63 <= value < 2**63:
+            return int(value)
+    elif pa.types.is_float64(arrow):
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return float(value)
+    elif pa.types.is_list(arrow):
+        if isinstance(value, list):
+            return [_lay(item, arrow.value_type, f"{path}[{i}]") for i, item in enumerate(value)]
+    elif pa.types.is_map(arrow):
+        if isinstance(value, dict):
+            return [(key, _lay(item, arrow.item_type, f"{path}.{key}")) for key, item in value.items()]
+    elif pa.types.is_struct(arrow):
+        if isinstance(value, dict):
+            return {f.name: _lay(value.get(f.name), f.type, f"{path}.{f.name}") for f in arrow}
+    wanted = {"bool": "a boolean", "int64": "an integer", "double": "a number"}.get(str(arrow), f"a {arrow}")
+    if pa.types.is_list(arrow):
+        wanted = "an array"
+    elif pa.types.is_struct(arrow) or pa.types.is_map(arrow):
+        wanted = "an object"
+    raise Mismatch(f"{path} is {'an' if _json_kind(value)[0] in 'aeiou' else 'a'} {_json_kind(value)}, the reader "
+                   f"schema wants {wanted}")
+
+
+class JsonSchemaDecoder:
+    """Decodes payloads into `arrow_type`. Writer schemas are compiled into validators once per id and kept."""
+
+    def __init__(self, reader_schema: str, native: bool = False):
+        self.arrow_type = arrow_type(reader_schema)
+        self.validators: dict[int, object] = {}  # id -> a validator, or the reason the schema cannot be used
+        self.texts: dict[int, str] = {}
+
+    def _validator(self, schema_id: int, text: str):
+        if self.texts.get(schema_id) != text:
+            import jsonschema
+
+            try:
+                document = json.loads(text)
+                cls = jsonschema.validators.validator_for(document)
+                cls.check_schema(document)
+                self.validators[schema_id] = cls(document)
+            except Exception as exc:
+                self.validators[schema_id] = (f"writer schema {schema_id} cannot be resolved into the reader "
+                                              f"schema: it is not a valid JSON Schema: {exc}")
+            self.texts[schema_id] = text
+        return self.validators[schema_id]
+
+    def decode(self, payloads: pa.Array, writer_schemas: dict[int, str]) -> tuple[pa.Array, pa.Array]:
+        validators = {schema_id: self._validator(schema_id, text) for schema_id, text in writer_schemas.items()}
+        values, reasons = [], []
+        for payload in payloads.to_pylist():
+            value, reason = (None, None) if payload is None else self._decode_one(payload, validators)
+            values.append(value)
+            reasons.append(reason)
+        return pa.array(values, self.arrow_type), pa.array(reasons, pa.string())
+
+    def _decode_one(self, payload: bytes, validators: dict) -> tuple[object, str | None]:
+        if len(payload) < HEADER_SIZE or payload[0] != 0:
+            return None, NO_PREFIX
+        schema_id = int.from_bytes(payload[1:HEADER_SIZE], "big")
+        validator = validators.get(schema_id)
+        if validator is None:
+            return None, f"unknown schema id {schema_id}"
+        if isinstance(validator, str):
+            return None, validator
+        try:
+            document = json.loads(payload[HEADER_SIZE:])
+        except (ValueError, RecursionError) as exc:
+            return None, f"malformed JSON record: {exc}"
+        error = next(iter(validator.iter_errors(document)), None)
+        if error is not None:
+            where = "$" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path)
+            return None, f"record does not match its writer schema {schema_id}: at {where}: {error.message}"
+        try:
+            return _lay(document, self.arrow_type, "$"), None
+        except Mismatch as exc:
+            return None, f"writer schema {schema_id} cannot be resolved into the reader schema: {exc}"
