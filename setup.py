@@ -52,6 +52,8 @@ setup(
     py_modules=["pyspark_kafkasource"],
     rust_extensions=native_extensions(),
     zip_safe=False,
+    # the extension uses Python's stable ABI from 3.11 on (pyo3's abi3-py311): one wheel for 3.11 and later
+    options={"bdist_wheel": {"py_limited_api": "cp311"}},
     # No pyspark here: pip would install one next to a Spark runtime's own (SPARK_HOME/python, managed
     # platforms). The package checks at import that one is there (kafkasource/pyspark_check.py);
     # `pip install "kafkasource[spark]"` brings one where there is none.
