@@ -139,7 +139,8 @@ class KafkaHarness:
     def commit(self, group_id: str, offsets: dict[tuple[str, int], int], metadata: str | None = None) -> None:
         consumer = self.consumer(group_id)
         try:
-            consumer.commit(offsets=[TopicPartition(t, p, o, metadata=metadata) for (t, p), o in offsets.items()],
+            with_metadata = {"metadata": metadata} if metadata is not None else {}  # the client refuses None
+            consumer.commit(offsets=[TopicPartition(t, p, o, **with_metadata) for (t, p), o in offsets.items()],
                             asynchronous=False)
         finally:
             consumer.close()
