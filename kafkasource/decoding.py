@@ -28,14 +28,16 @@ FORMATS: tuple[Format, ...] = ("binary", "avro", "protobuf", "json")
 OnDecodeError = Literal["fail", "keep"]
 # the registry's name for each format's schemas
 SCHEMA_TYPES = {"avro": "AVRO", "protobuf": "PROTOBUF", "json": "JSON"}
-DECODED_FORMATS = ("avro", "json")  # the formats this build decodes
 # each format's decoder: a module with arrow_type(reader schema text) and a class taking (reader schema, native)
 # whose decode(payloads, writer schemas by id) gives (values, reasons)
 DECODERS = {"avro": ("kafkasource.avro_decode", "AvroDecoder"),
-            "json": ("kafkasource.json_schema_decode", "JsonSchemaDecoder")}
+            "json": ("kafkasource.json_schema_decode", "JsonSchemaDecoder"),
+            "protobuf": ("kafkasource.protobuf_decode", "ProtobufDecoder")}
+# the form each format's schemas are asked for: Protobuf's serialized (a descriptor), not .proto text
+SCHEMA_FORMS = {"protobuf": "serialized"}
 COLUMNS = ("key", "value")
 OPTIONS = ("valueFormat", "keyFormat", "valueSubject", "keySubject", "valueSchemaVersion", "keySchemaVersion",
-           "valueSchemaId", "keySchemaId", "onDecodeError")
+           "valueSchemaId", "keySchemaId", "valueMessage", "keyMessage", "onDecodeError")
 HEADER_SIZE = 5  # magic byte 0 and the writer schema id, 4 bytes big-endian
 
 
@@ -46,9 +48,14 @@ class ColumnFormat:
     column: str
     format: Format
     reader: RegistrySchema
+    message: str | None = None  # protobuf: the reader message (None: the file's first)
+
+    def settings(self) -> dict:
+        """What the format's decoder takes besides the reader schema."""
+        return {"message": self.message} if self.format == "protobuf" else {}
 
     def arrow_type(self) -> pa.DataType:
-        return _decoder_module(self.format).arrow_type(self.reader.text)
+        return _decoder_module(self.format).arrow_type(self.reader.text, **self.settings())
 
 
 @dataclass(frozen=True)
@@ -98,9 +105,6 @@ def _format(options: Mapping[str, str], column: str) -> Format:
     if chosen not in FORMATS:
         raise OptionError(f"option {column}Format must be one of {', '.join(FORMATS)} (json: JSON Schema in the "
                           f"registry's wire format), got {raw[:40]!r}")
-    if chosen != "binary" and chosen not in DECODED_FORMATS:
-        raise OptionError(f"option {column}Format={chosen} is not supported yet; formats decoded: "
-                          f"{', '.join(DECODED_FORMATS)} (or binary, and decode in Spark)")
     return chosen
 
 
@@ -142,7 +146,7 @@ def parse_decoding(options: Mapping[str, str], subscription: Subscription, read_
         named = [name for name in OPTIONS[2:] if _get(options, name) is not None] + registry_options
         if named:
             raise OptionError(f"option {named[0]} has no effect while valueFormat and keyFormat are binary; set "
-                              "valueFormat or keyFormat (avro), or remove it")
+                              "valueFormat or keyFormat (avro, protobuf or json), or remove it")
         return None
     config = registry_config(options)
     columns = []
@@ -155,12 +159,16 @@ def parse_decoding(options: Mapping[str, str], subscription: Subscription, read_
         version = None if version_raw is None or version_raw.lower() == "latest" else \
             _number(options, f"{column}SchemaVersion")
         subject = _subject(options, column, subscription)
-        reader = reader_schema(config, column, subject, version, schema_id)
+        reader = reader_schema(config, column, subject, version, schema_id, SCHEMA_FORMS.get(formats[column]))
         expected = SCHEMA_TYPES[formats[column]]
         if reader.schema_type != expected:
             raise OptionError(f"{column}Format is {formats[column]}, but the reader schema (id {reader.schema_id}) "
-                              f"is a {reader.schema_type} schema; set {column}Format to match it")
-        columns.append(ColumnFormat(column, formats[column], reader))
+                              f"is of type {reader.schema_type}; set {column}Format to match it")
+        message = _get(options, f"{column}Message")
+        if message is not None and formats[column] != "protobuf":
+            raise OptionError(f"option {column}Message names a Protobuf message; it has no effect with "
+                              f"{column}Format={formats[column]}; remove it")
+        columns.append(ColumnFormat(column, formats[column], reader, message))
     for column in columns:
         try:
             column.arrow_type()
@@ -187,11 +195,12 @@ _DECODERS: dict[tuple, object] = {}  # per process: a decoder keeps what it lear
 
 
 def _decoder(column: ColumnFormat, native_decoder: bool):
-    key = (column.format, column.reader.text, native_decoder)
+    key = (column.format, column.reader.text, native_decoder, column.message)
     found = _DECODERS.get(key)
     if found is None:
         decoder_class = getattr(_decoder_module(column.format), DECODERS[column.format][1])
-        found = _DECODERS[key] = decoder_class(column.reader.text, native_decoder and column.format == "avro")
+        found = _DECODERS[key] = decoder_class(column.reader.text, native_decoder and column.format == "avro",
+                                               **column.settings())
     return found
 
 
@@ -228,7 +237,8 @@ def decode_batch(batch: pa.RecordBatch, decoding: Decoding) -> pa.RecordBatch:
         writers = {}
         for schema_id in schema_ids(payloads):
             try:
-                writers[schema_id] = WRITER_SCHEMAS.get(decoding.registry, schema_id).text
+                writers[schema_id] = WRITER_SCHEMAS.get(decoding.registry, schema_id,
+                                                        SCHEMA_FORMS.get(column.format)).text
             except UnknownSchemaId:
                 continue  # the decoder says "unknown schema id" for its records
         values, reasons = _decoder(column, decoding.native).decode(payloads, writers)

@@ -113,14 +113,16 @@ def _is_not_found(exc: Exception) -> bool:
 
 
 def reader_schema(config: Mapping[str, object], column: str, subject: str, version: int | None,
-                  schema_id: int | None) -> RegistrySchema:
-    """The schema a query reads `column` as: by id, or a subject's version (the latest when None)."""
+                  schema_id: int | None, form: str | None = None) -> RegistrySchema:
+    """The schema a query reads `column` as: by id, or a subject's version (the latest when None); `form` is the
+    registry's `format` parameter (Protobuf's "serialized")."""
     client = new_client(config)
     try:
         if schema_id is not None:
-            schema = client.get_schema(schema_id)
+            schema = client.get_schema(schema_id, fmt=form)
             return RegistrySchema(schema_id, schema.schema_type or "AVRO", schema.schema_str)
-        registered = client.get_latest_version(subject) if version is None else client.get_version(subject, version)
+        registered = client.get_latest_version(subject, fmt=form) if version is None else \
+            client.get_version(subject, version, fmt=form)
         schema = registered.schema
         return RegistrySchema(registered.schema_id, schema.schema_type or "AVRO", schema.schema_str)
     except Exception as exc:
@@ -146,24 +148,24 @@ class WriterSchemas:
     _schemas: dict = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def get(self, config: Mapping[str, object], schema_id: int) -> RegistrySchema:
-        """The schema with this id; UnknownSchemaId if the registry has none, RegistryUnavailableError if it
-        cannot be asked."""
+    def get(self, config: Mapping[str, object], schema_id: int, form: str | None = None) -> RegistrySchema:
+        """The schema with this id (in the registry's `format` `form`); UnknownSchemaId if the registry has none,
+        RegistryUnavailableError if it cannot be asked."""
         key = tuple(sorted((k, str(v)) for k, v in config.items()))
         with self._lock:
-            found = self._schemas.get((key, schema_id))
+            found = self._schemas.get((key, schema_id, form))
             if found is not None:
                 return found
             client = self._clients.get(key) or self._clients.setdefault(key, new_client(config))
         try:
-            schema = client.get_schema(schema_id)
+            schema = client.get_schema(schema_id, fmt=form)
         except Exception as exc:
             if _is_not_found(exc):
                 raise UnknownSchemaId(schema_id) from None
             raise _failure(config, f"give writer schema {schema_id}", exc) from None
         found = RegistrySchema(schema_id, schema.schema_type or "AVRO", schema.schema_str)
         with self._lock:
-            self._schemas[(key, schema_id)] = found
+            self._schemas[(key, schema_id, form)] = found
         return found
 
 

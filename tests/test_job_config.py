@@ -65,16 +65,14 @@ def test_unset_environment_variable_is_named(tmp_path, monkeypatch):
      '[kafka] bootstrap.servers is required: the brokers, like "broker1:9092,broker2:9092"'),
     (MINIMAL.replace('path = "/data/orders"\n', ''), "[sink] path is required"),
     (MINIMAL.replace('path = "/data/orders"', 'path = 42'), "[sink] path must be a string (in quotes), got 42"),
-    (MINIMAL + '[decode]\nvalue = "xml"\n', "[decode] value must be one of raw, text, json, avro, json-schema, got 'xml'"),
+    (MINIMAL + '[decode]\nvalue = "xml"\n',
+     "[decode] value must be one of raw, text, json, avro, protobuf, json-schema, got 'xml'"),
     (MINIMAL + '[decode]\nvalue = "avro"\n', '[schema_registry] url is required with value = "avro": the schema '
                                              'registry, like "http://registry:8081"'),
-    (MINIMAL + '[decode]\nvalue = "protobuf"\n', "[decode] value = 'protobuf' is not supported yet; values in a "
-                                                 "schema registry's wire format are decoded as avro or json-schema (or "
-                                                 "read them as raw)"),
     (MINIMAL + '[decode]\nvalue = "json"\nschema = "a INT"\ndead_letter_topic = "dlt"\n',
-     '[decode] dead_letter_topic applies to value = "avro" or "json-schema" only; remove it or set value'),
+     '[decode] dead_letter_topic applies to value = "avro", "protobuf" or "json-schema" only; remove it or set value'),
     (MINIMAL + '[schema_registry]\nurl = "http://r:8081"\n',
-     '[schema_registry] applies to value = "avro" or "json-schema" only; remove it or set value'),
+     '[schema_registry] applies to value = "avro", "protobuf" or "json-schema" only; remove it or set value'),
     (MINIMAL + '[decode]\nvalue = "json"\n',
      '[decode] schema is required with value = "json": a Spark DDL schema, like "order_id BIGINT, amount DOUBLE"'),
     (MINIMAL + '[decode]\nvalue = "json"\nschema = "id BIGINT, date STRING"\n',

@@ -47,7 +47,11 @@ def test_the_latest_version_of_the_topics_subject_is_the_reader_schema(schema_re
                              "the registry's wire format), got 'xml'"),
     ({"valueFormat": "avro", "onDecodeError": "skip"}, "option onDecodeError must be fail or keep, got 'skip'"),
     ({"valueSchemaVersion": "2"}, "option valueSchemaVersion has no effect while valueFormat and keyFormat are "
-                                  "binary; set valueFormat or keyFormat (avro), or remove it"),
+                                  "binary; set valueFormat or keyFormat (avro, protobuf or json), or remove it"),
+    ({"valueFormat": "avro", "valueMessage": "Order"}, "option valueMessage names a Protobuf message; it has no "
+                                                        "effect with valueFormat=avro; remove it"),
+    ({"valueFormat": "protobuf"}, "valueFormat is protobuf, but the reader schema (id {id}) is of type AVRO; set "
+                                  "valueFormat to match it"),
     ({"valueFormat": "avro", "valueSchemaVersion": "two"},
      "option valueSchemaVersion must be a positive whole number, got 'two'"),
     ({"valueFormat": "avro", "valueSchemaId": "1", "valueSubject": "x"},
@@ -57,7 +61,8 @@ def test_the_latest_version_of_the_topics_subject_is_the_reader_schema(schema_re
      "option schema.registry.max.retries must be a number, got 'many'"),
 ])
 def test_bad_decoding_options_are_refused_naming_the_option(schema_registry, subject_topic, options, message):
-    assert refused(schema_registry, subscribe=subject_topic, **options) == message
+    reader_id = parse(schema_registry, subscribe=subject_topic, valueFormat="avro").decoding.columns[0].reader.schema_id
+    assert refused(schema_registry, subscribe=subject_topic, **options) == message.replace("{id}", str(reader_id))
 
 
 def test_several_topics_need_a_subject_or_schema_id(schema_registry, subject_topic):

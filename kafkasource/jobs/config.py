@@ -19,10 +19,9 @@ from kafkasource.errors import OptionError
 from kafkasource.options import SourceOptions, parse_duration_ms, parse_options
 
 ENV_REFERENCE = re.compile(r"\$\{env:([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
-VALUE_FORMATS = ("raw", "text", "json", "avro", "json-schema")
+VALUE_FORMATS = ("raw", "text", "json", "avro", "protobuf", "json-schema")
 # values in a schema registry's wire format: the source's valueFormat for each
-REGISTRY_FORMATS = {"avro": "avro", "json-schema": "json"}
-REGISTRY_FORMATS_PLANNED = ("protobuf",)  # not decoded yet
+REGISTRY_FORMATS = {"avro": "avro", "protobuf": "protobuf", "json-schema": "json"}
 # columns the jobs add to every row; a JSON schema must not define them
 INGESTION_COLUMNS = ("kafka_topic", "kafka_partition", "kafka_offset", "kafka_timestamp", "date", "_corrupt")
 
@@ -33,7 +32,7 @@ class ConfigError(Exception):
 
 @dataclass(frozen=True)
 class Decoding:
-    value: str  # raw | text | json | avro | json-schema
+    value: str  # raw | text | json | avro | protobuf | json-schema
     schema: str | None  # Spark DDL, for json
     dead_letter_topic: str | None = None  # avro: records that do not decode go there instead of _corrupt
 
@@ -167,7 +166,7 @@ def _read_toml(path: Path) -> dict:
 
 
 SECTIONS = {"kafka": None, "source": None, "schema_registry": None,
-            "decode": ("value", "schema", "subject", "version", "schema_id", "dead_letter_topic"),
+            "decode": ("value", "schema", "subject", "version", "schema_id", "message", "dead_letter_topic"),
             "sink": ("path", "checkpoint", "partition_by_date"), "job": ("name", "trigger"),
             "metrics": ("port", "host", "textfile", "broker_interval")}
 
@@ -221,9 +220,6 @@ def load(path: str | Path, required: tuple[str, ...] = (), trigger_override: str
 
     decode = section["decode"]
     value = decode.text("value", default="raw")
-    if value in REGISTRY_FORMATS_PLANNED:
-        raise ConfigError(f"{decode.where('value')} = {value!r} is not supported yet; values in a schema registry's "
-                          "wire format are decoded as avro or json-schema (or read them as raw)")
     if value not in VALUE_FORMATS:
         raise ConfigError(f"{decode.where('value')} must be one of {', '.join(VALUE_FORMATS)}, got {value!r}")
     schema = decode.text("schema")
@@ -235,7 +231,8 @@ def load(path: str | Path, required: tuple[str, ...] = (), trigger_override: str
     registry = section["schema_registry"].options(prefix="schema.registry.")
     source_options.update(registry)
     dead_letter_topic = decode.text("dead_letter_topic")
-    registry_keys = [key for key in ("subject", "version", "schema_id", "dead_letter_topic") if key in decode.data]
+    registry_keys = [key for key in ("subject", "version", "schema_id", "message", "dead_letter_topic")
+                     if key in decode.data]
     if value in REGISTRY_FORMATS:
         if "schema.registry.url" not in registry:
             raise ConfigError(f"{section['schema_registry'].where('url')} is required with value = \"{value}\": "
@@ -243,14 +240,15 @@ def load(path: str | Path, required: tuple[str, ...] = (), trigger_override: str
         # a record that does not decode is kept (in _corrupt, or sent to the dead-letter topic), never dropped
         source_options.update({"valueFormat": REGISTRY_FORMATS[value], "onDecodeError": "keep"})
         for key, option in (("subject", "valueSubject"), ("version", "valueSchemaVersion"),
-                            ("schema_id", "valueSchemaId")):
+                            ("schema_id", "valueSchemaId"), ("message", "valueMessage")):
             if key in decode.data:
                 source_options[option] = decode.options()[key]
         if dead_letter_topic:
             source_options["includeHeaders"] = "true"  # the dead-letter topic gets each record's headers
     elif registry_keys or registry:
         where = decode.where(registry_keys[0]) if registry_keys else f"{path}: [schema_registry]"
-        raise ConfigError(f"{where} applies to value = \"avro\" or \"json-schema\" only; remove it or set value")
+        raise ConfigError(f"{where} applies to value = \"avro\", \"protobuf\" or \"json-schema\" only; remove it or set "
+                          "value")
     if schema:
         clashes = [c for c in INGESTION_COLUMNS if re.search(rf"(^|,)\s*`?{c}`?\s", schema, re.IGNORECASE)]
         if clashes:

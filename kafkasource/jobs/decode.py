@@ -34,7 +34,7 @@ def decode(kafka_rows: DataFrame, decoding: Decoding, partition_by_date: bool = 
     """key (binary), the value's columns, _corrupt (binary), then kafka_topic, kafka_partition,
     kafka_offset, kafka_timestamp and, when partitioned by date, date."""
     value = F.col("value")
-    if decoding.value in ("avro", "json-schema"):  # decoded by the source (valueFormat, onDecodeError=keep)
+    if decoding.value in ("avro", "protobuf", "json-schema"):  # decoded by the source (valueFormat, onDecodeError=keep)
         value_type = kafka_rows.schema["value"].dataType
         names = value_type.names if isinstance(value_type, StructType) else None
         values = [value[name].alias(name) for name in names] if names else [value]

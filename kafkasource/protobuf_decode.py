@@ -1,0 +1,258 @@
+"""Protobuf records in the schema-registry wire format to an Arrow column of the reader message's type.
+
+A payload is a magic byte 0, the writer schema's id (4 bytes, big-endian), the indexes of the message within
+the writer's file (zigzag varints: their count, then each; a count of 0 means the first message), and the
+message. Schemas are read in the registry's serialized form (a base64 FileDescriptorProto, which
+confluent-kafka's deserializer asks for too); imports of Google's well-known types are understood, imports
+of other schemas (references) are not.
+
+The reader message is the one named by the valueMessage/keyMessage option, else the first message of the
+reader schema's file. Protobuf resolves by field number: the
+record is parsed with the reader's message, so fields the writer lacks read as their defaults and fields the
+reader lacks are skipped; a writer whose message (at the record's indexes) has another full name than the
+reader's cannot be resolved. Types: message -> struct, repeated -> array, map -> map, int32/sint32/sfixed32
+-> int, int64/sint64/sfixed64 and uint32/fixed32 -> bigint, uint64/fixed64 -> decimal(20,0), float, double,
+bool, string, bytes -> binary, enum -> string (the value's name), google.protobuf.Timestamp -> timestamp.
+A message field that is not set, and a field with presence (proto3 `optional`, oneof members) that is not
+set, is null; other scalars read as protobuf reads them (their default when absent).
+"""
+
+from __future__ import annotations
+
+import base64
+from decimal import Decimal
+
+import pyarrow as pa
+
+NO_PREFIX = "no schema-registry wire-format prefix"
+HEADER_SIZE = 5
+TIMESTAMP = "google.protobuf.Timestamp"
+MAX_DEPTH = 32
+
+
+def _well_known_files():
+    from google.protobuf import (any_pb2, duration_pb2, empty_pb2, field_mask_pb2, struct_pb2, timestamp_pb2,
+                                 wrappers_pb2)
+
+    return {m.DESCRIPTOR.name: m.DESCRIPTOR.serialized_pb
+            for m in (any_pb2, duration_pb2, empty_pb2, field_mask_pb2, struct_pb2, timestamp_pb2, wrappers_pb2)}
+
+
+def parse_file(text: str):
+    """The FileDescriptor of a schema in serialized form (base64 FileDescriptorProto)."""
+    from google.protobuf import descriptor_pb2, descriptor_pool
+
+    proto = descriptor_pb2.FileDescriptorProto()
+    try:
+        proto.ParseFromString(base64.b64decode(text, validate=True))
+    except Exception:
+        raise ValueError("the schema is not in the registry's serialized form (a base64 FileDescriptorProto)") \
+            from None
+    known = _well_known_files()
+    pool = descriptor_pool.DescriptorPool()
+    for dependency in proto.dependency:
+        if dependency not in known:
+            raise ValueError(f"it imports {dependency}, another schema (a schema reference), which kafkasource "
+                             "does not fetch; only Google's well-known types may be imported")
+        pool.AddSerializedFile(known[dependency])
+    pool.Add(proto)
+    return pool.FindFileByName(proto.name), proto
+
+
+def reader_message(text: str, message: str | None = None):
+    """The reader's message: `message` (full or short name), else the file's first."""
+    file, proto = parse_file(text)
+    if message is None:
+        if not proto.message_type:
+            raise ValueError("the schema defines no message")
+        return file.message_types_by_name[proto.message_type[0].name]
+    full = message if "." in message or not proto.package else f"{proto.package}.{message}"
+    try:
+        return file.pool.FindMessageTypeByName(full)
+    except KeyError:
+        names = ", ".join(f"{proto.package}.{m.name}" if proto.package else m.name for m in proto.message_type)
+        raise ValueError(f"the schema has no message {message} (its messages: {names})") from None
+
+
+def _scalar_types():
+    from google.protobuf.descriptor import FieldDescriptor as F
+
+    return {F.TYPE_INT32: pa.int32(), F.TYPE_SINT32: pa.int32(), F.TYPE_SFIXED32: pa.int32(),
+            F.TYPE_INT64: pa.int64(), F.TYPE_SINT64: pa.int64(), F.TYPE_SFIXED64: pa.int64(),
+            F.TYPE_UINT32: pa.int64(), F.TYPE_FIXED32: pa.int64(),
+            F.TYPE_UINT64: pa.decimal128(20, 0), F.TYPE_FIXED64: pa.decimal128(20, 0),
+            F.TYPE_FLOAT: pa.float32(), F.TYPE_DOUBLE: pa.float64(), F.TYPE_BOOL: pa.bool_(),
+            F.TYPE_STRING: pa.string(), F.TYPE_BYTES: pa.binary(), F.TYPE_ENUM: pa.string()}
+
+
+def _is_map(field) -> bool:
+    return field.message_type is not None and field.message_type.GetOptions().map_entry
+
+
+def _single_type(field, depth: int) -> pa.DataType:
+    if field.message_type is None:
+        return _scalar_types()[field.type]
+    if field.message_type.full_name == TIMESTAMP:
+        return pa.timestamp("us", tz="UTC")
+    return _message_type(field.message_type, depth + 1)
+
+
+def _message_type(message, depth: int = 0) -> pa.DataType:
+    if depth > MAX_DEPTH:
+        raise ValueError(f"message {message.full_name} nests deeper than {MAX_DEPTH} levels (a recursive "
+                         "message?): Spark has no recursive types")
+    fields = []
+    for field in message.fields:
+        if _is_map(field):
+            entry = field.message_type.fields_by_name
+            kind = pa.map_(_single_type(entry["key"], depth), _single_type(entry["value"], depth))
+        else:
+            kind = _single_type(field, depth)
+            if field.is_repeated:
+                kind = pa.list_(kind)
+        fields.append(pa.field(field.name, kind))
+    return pa.struct(fields)
+
+
+def arrow_type(reader_schema: str, message: str | None = None) -> pa.DataType:
+    """The Arrow type of the reader message of this schema (the registry's serialized form)."""
+    return _message_type(reader_message(reader_schema, message))
+
+
+# ---- values ---------------------------------------------------------------------------------------------------
+
+class _Unreadable(ValueError):
+    pass
+
+
+def _single_value(field, value):
+    if field.message_type is not None:
+        if field.message_type.full_name == TIMESTAMP:
+            return value.seconds * 1_000_000 + value.nanos // 1000
+        return _message_value(value)
+    if field.enum_type is not None:
+        symbol = field.enum_type.values_by_number.get(value)
+        if symbol is None:
+            raise _Unreadable(f"{field.full_name} holds {value}, which enum {field.enum_type.full_name} does not name")
+        return symbol.name
+    if field.type in (field.TYPE_UINT64, field.TYPE_FIXED64):
+        return Decimal(value)
+    return value
+
+
+def _message_value(message) -> dict:
+    out = {}
+    for field in message.DESCRIPTOR.fields:
+        value = getattr(message, field.name)
+        if _is_map(field):
+            entry = field.message_type.fields_by_name
+            out[field.name] = [(_single_value(entry["key"], k), _single_value(entry["value"], v))
+                               for k, v in value.items()]
+        elif field.is_repeated:
+            out[field.name] = [_single_value(field, v) for v in value]
+        elif field.has_presence and not message.HasField(field.name):
+            out[field.name] = None
+        else:
+            out[field.name] = _single_value(field, value)
+    return out
+
+
+def _varint(data: bytes, at: int) -> tuple[int, int]:
+    result = shift = 0
+    while True:
+        if at >= len(data) or shift > 63:
+            raise _Unreadable("the message indexes after the schema id are cut short")
+        byte = data[at]
+        result |= (byte & 0x7F) << shift
+        at += 1
+        if not byte & 0x80:
+            return result, at
+        shift += 7
+
+
+def _zigzag(data: bytes, at: int) -> tuple[int, int]:
+    value, at = _varint(data, at)
+    return (value >> 1) ^ -(value & 1), at
+
+
+def message_indexes(payload: bytes) -> tuple[list[int], int]:
+    """The message indexes after the 5-byte prefix and where the message starts."""
+    count, at = _zigzag(payload, HEADER_SIZE)
+    if count == 0:
+        return [0], at
+    if not 0 < count <= 64:
+        raise _Unreadable(f"the message index count {count} after the schema id is not plausible")
+    indexes = []
+    for _ in range(count):
+        index, at = _zigzag(payload, at)
+        indexes.append(index)
+    return indexes, at
+
+
+def _message_at(file_proto, file, indexes: list[int]):
+    """The full name of the message the indexes point at in a file."""
+    names, messages = [], list(file_proto.message_type)
+    for index in indexes:
+        if not 0 <= index < len(messages):
+            raise _Unreadable(f"message index {index} is out of range")
+        names.append(messages[index].name)
+        messages = list(messages[index].nested_type)
+    return ".".join(filter(None, [file_proto.package, *names]))
+
+
+class ProtobufDecoder:
+    """Decodes payloads into `arrow_type`, the reader message's type."""
+
+    def __init__(self, reader_schema: str, native: bool = False, message: str | None = None):
+        from google.protobuf import message_factory
+
+        self.reader = reader_message(reader_schema, message)
+        self.arrow_type = _message_type(self.reader)
+        self.message_class = message_factory.GetMessageClass(self.reader)
+        self.writers: dict[int, tuple] = {}  # id -> (text, (file proto, file) or the reason it cannot be read)
+
+    def _writer(self, schema_id: int, text: str):
+        known = self.writers.get(schema_id)
+        if known is None or known[0] != text:
+            try:
+                file, proto = parse_file(text)
+                known = (text, (proto, file))
+            except ValueError as exc:
+                known = (text, f"writer schema {schema_id} cannot be resolved into the reader schema: {exc}")
+            self.writers[schema_id] = known
+        return known[1]
+
+    def decode(self, payloads: pa.Array, writer_schemas: dict[int, str]) -> tuple[pa.Array, pa.Array]:
+        writers = {schema_id: self._writer(schema_id, text) for schema_id, text in writer_schemas.items()}
+        values, reasons = [], []
+        for payload in payloads.to_pylist():
+            value, reason = (None, None) if payload is None else self._decode_one(payload, writers)
+            values.append(value)
+            reasons.append(reason)
+        return pa.array(values, self.arrow_type), pa.array(reasons, pa.string())
+
+    def _decode_one(self, payload: bytes, writers: dict) -> tuple[object, str | None]:
+        if len(payload) < HEADER_SIZE or payload[0] != 0:
+            return None, NO_PREFIX
+        schema_id = int.from_bytes(payload[1:HEADER_SIZE], "big")
+        writer = writers.get(schema_id)
+        if writer is None:
+            return None, f"unknown schema id {schema_id}"
+        if isinstance(writer, str):
+            return None, writer
+        try:
+            indexes, start = message_indexes(payload)
+            written = _message_at(writer[0], writer[1], indexes)
+        except _Unreadable as exc:
+            return None, f"malformed Protobuf record: {exc}"
+        if written != self.reader.full_name:
+            return None, (f"writer schema {schema_id} cannot be resolved into the reader schema: the record is a "
+                          f"{written}, the reader reads {self.reader.full_name}")
+        message = self.message_class()
+        try:
+            message.ParseFromString(payload[start:])
+            return _message_value(message), None
+        except _Unreadable as exc:
+            return None, f"malformed Protobuf record: {exc}"
+        except Exception as exc:  # protobuf's DecodeError and what else damaged bytes raise
+            return None, f"malformed Protobuf record: {type(exc).__name__}: {exc}"
