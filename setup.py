@@ -34,6 +34,13 @@ setup(
     py_modules=["pyspark_kafkasource"],
     rust_extensions=native_extensions(),
     zip_safe=False,
+    # for runtimes that start a wheel's function rather than a script (Databricks Python wheel tasks,
+    # Airflow, cron); under spark-submit the scripts in jobs/ are the entry points
+    entry_points={"console_scripts": [
+        "kafkasource-ingest=kafkasource.jobs.ingest:main",
+        "kafkasource-replay=kafkasource.jobs.replay:main",
+        "kafkasource-lag=kafkasource.jobs.lag:main",
+    ]},
     install_requires=[
         "pyspark>=4.2",
         "pyarrow>=15",

@@ -10,4 +10,21 @@ __all__ = ["KafkaDataSource", "register", "KafkaSourceError", "OptionError", "Br
 
 def register(spark) -> None:
     """Register format("kafkasource") on this session explicitly (it also registers itself on install)."""
+    _reach_driver_side_runner(spark)
     spark.dataSource.register(KafkaDataSource)
+
+
+def _reach_driver_side_runner(spark) -> None:
+    """Where this package came in a zip by --py-files: put that zip on the Python path of the processes Spark
+    starts for this source. pyspark 4.3 hands --py-files to its executors' Python workers, but the driver-side
+    process that runs a stream's reader (planning, offsets, commits) fails with "No module named
+    'kafkasource'" without this. The registration carries the session's environment to those processes."""
+    import os
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    if not os.path.isfile(root) or type(spark).__module__.startswith("pyspark.sql.connect"):
+        return  # an installed package (every process finds it), or a Connect client (the server has its own)
+    environment = spark.sparkContext.environment
+    paths = [p for p in environment.get("PYTHONPATH", "").split(os.pathsep) if p]
+    if root not in paths:
+        environment["PYTHONPATH"] = os.pathsep.join(paths + [root])
