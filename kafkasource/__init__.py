@@ -1,8 +1,11 @@
 """kafkasource: a PySpark Structured Streaming source for Apache Kafka that honours your consumer group."""
 
+from kafkasource import logs
 from kafkasource.errors import (AccessError, BrokerUnavailableError, CommitError, DataLossError, KafkaSourceError,
                                 NoCommittedOffsetError, OptionError)
 from kafkasource.source import KafkaDataSource
+
+logs.configure_from_environment()  # in the processes Spark starts: see logs.py
 
 __all__ = ["KafkaDataSource", "register", "KafkaSourceError", "OptionError", "BrokerUnavailableError",
            "NoCommittedOffsetError", "DataLossError", "CommitError", "AccessError"]
@@ -11,7 +14,16 @@ __all__ = ["KafkaDataSource", "register", "KafkaSourceError", "OptionError", "Br
 def register(spark) -> None:
     """Register format("kafkasource") on this session explicitly (it also registers itself on install)."""
     _reach_driver_side_runner(spark)
+    _propagate_log_levels(spark)
     spark.dataSource.register(KafkaDataSource)
+
+
+def _propagate_log_levels(spark) -> None:
+    """This process's levels of kafkasource's loggers, for the Python processes Spark starts for this source
+    (unless spark.executorEnv.KAFKASOURCE_LOG_LEVEL set them): the registration carries the session's
+    environment to them. A Connect server's processes take the server's settings."""
+    if not type(spark).__module__.startswith("pyspark.sql.connect"):
+        spark.sparkContext.environment.setdefault(logs.ENV_VAR, logs.spec())
 
 
 def _reach_driver_side_runner(spark) -> None:

@@ -38,10 +38,7 @@ def dry_run(config: JobConfig, spark) -> int:
     """The plan; `spark` resolves the checkpoint's location as the query would (hdfs:, s3a:, the cluster's
     default file system for a path without a scheme)."""
     options = config.parsed_options(streaming=True)
-    try:
-        resumes = files.exists(spark, config.checkpoint.rstrip("/") + "/offsets")
-    finally:
-        spark.stop()
+    resumes = files.exists(spark, config.checkpoint.rstrip("/") + "/offsets")
     rows = [[partition_name(t, p), s.committed, s.start if not resumes else None, s.log_end,
              max(0, s.log_end - s.start) if not resumes else None]
             for s in plan.positions(options, resolve=True) for t, p in [s.partition]]
@@ -111,7 +108,12 @@ def main(argv: list[str] | None = None) -> int:
         if spark is None:
             config.parsed_options(streaming=True)  # every option checked before Spark starts
             spark = session(config.app_name, args.remote)
-        return dry_run(config, spark) if args.dry_run else ingest(config, spark)
+        if not args.dry_run:
+            return ingest(config, spark)
+        try:
+            return dry_run(config, spark)
+        finally:
+            spark.stop()
 
     return run_main("ingest", work)
 

@@ -74,7 +74,10 @@ def load_config(location: str, remote: str | None, **checks) -> tuple[JobConfig,
 
 
 def setup_logging(level: str = "INFO", config_file: str | None = None) -> None:
-    """Job lines on stderr; the Kafka client, py4j and Spark's Python side at WARN; or a dictConfig file."""
+    """Job lines on stderr; the Kafka client, py4j and Spark's Python side at WARN; or a dictConfig file.
+    The levels of kafkasource's loggers set here also hold in the Python processes Spark starts for the source
+    (kafkasource.register hands them on), so their lines reach the driver's and executors' logs."""
+    kafkasource.logs.leave_to_caller()
     if config_file:
         try:
             with open(config_file, "rb") as f:
