@@ -48,7 +48,8 @@ setup(
     ],
     extras_require={
         # pyspark's Connect client packages serve the Connect tests only; the source never needs them
-        "test": ["pytest>=8", "hypothesis>=6", "pandas>=2,<3", "pyspark[connect]>=4.2"],
+        # pex packs the environment the standalone-cluster test ships to executors (dev/packed_env.py)
+        "test": ["pytest>=8", "hypothesis>=6", "pandas>=2,<3", "pyspark[connect]>=4.2", "pex>=2.105"],
         "bench": ["matplotlib>=3"],  # the benchmark's chart
     },
 )

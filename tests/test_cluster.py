@@ -21,8 +21,9 @@ from pathlib import Path
 import pyspark
 import pytest
 
+from dev import packed_env
 from dev.process import free_port
-from dev.submit import SPARK_SUBMIT, SUBMIT_ENV
+from dev.submit import SPARK_SUBMIT, SUBMIT_ENV, submit_command
 from scripts.package import build_zip
 from tests.job_helpers import REPO_ROOT, durable_positions, run_job, write_config
 from tests.kafka_helpers import await_condition
@@ -151,5 +152,64 @@ def test_ingest_in_cluster_deploy_mode_reads_its_config_shipped_with_files(clust
     assert stdout.splitlines()[-1] == f"ingest: 60 rows in 2 batches from subscribe={topic} into {tmp_path / 'out'}"
     assert sorted(durable_positions(tmp_path / "out")) == [(p, o) for p in range(2) for o in range(30)]
     assert kafka.committed(group, topic, 2) == {0: 30, 1: 30}
+    # the commits come from Spark's driver-side process of the source: its lines reach the driver's log
+    commits = [line.split(": ", 1)[1] for line in stderr.splitlines() if " INFO kafkasource.commit [pid " in line]
+    assert commits[-1] == f"committed group {group}: {topic}-0@30, {topic}-1@30", stderr[-3000:]
     with capsys.disabled():
         print(f"\n[cluster] ingest in cluster deploy mode, config shipped with --files: 60 records in {took:.0f} s")
+
+
+def test_executors_read_natively_from_a_packed_environment(cluster, kafka, tmp_path, capsys):
+    """readPath=native fails a task on any executor whose Python cannot load the extension; the executors' Python
+    is the packed environment's (the workers' own interpreter has no kafkasource of this checkout)."""
+    master_url, logs = cluster
+    started = time.monotonic()
+    environment = packed_env.archive()  # built with pex, cached in .cache/packed-env/ by the sources' hash
+    packed_in = time.monotonic() - started
+    # client mode: Spark also runs the source's driver-side process with spark.pyspark.python, relative to
+    # the directory spark-submit runs in, so the submitting machine holds the environment unpacked too
+    (tmp_path / "submit").mkdir()
+    (tmp_path / "submit" / "environment").symlink_to(packed_env.unpacked())
+    topic = kafka.create_topic(kafka.unique_name("packed"), partitions=2)
+    group = kafka.unique_name("packed-group")
+    kafka.produce_values(topic, 60, partitions=2)
+    config = write_config(tmp_path / "ingest.toml", kafka.bootstrap_servers, topic, group, tmp_path,
+                          extra_source='maxOffsetsPerTrigger = 40\nreadPath = "native"')
+    apps_before = set(logs.glob("worker-*/app-*/*"))
+
+    started = time.monotonic()
+    result = subprocess.run(submit_command(
+        "ingest", "--config", str(config), master=master_url,
+        extra=("--conf", f"spark.archives={environment}#environment", "--conf", "spark.pyspark.python=./environment/bin/python",
+               "--conf", f"spark.pyspark.driver.python={sys.executable}",
+               "--conf", "spark.executor.memory=512m", "--conf", "spark.executor.cores=1")),
+        cwd=tmp_path / "submit", capture_output=True, text=True, timeout=600, env={**os.environ, **SUBMIT_ENV})
+    took = time.monotonic() - started
+
+    assert result.returncode == 0, (result.stdout[-2000:], result.stderr[-4000:])
+    assert result.stdout.splitlines()[-1] == f"ingest: 60 rows in 2 batches from subscribe={topic} into {tmp_path / 'out'}"
+    assert sorted(durable_positions(tmp_path / "out")) == [(p, o) for p in range(2) for o in range(30)]
+    assert kafka.committed(group, topic, 2) == {0: 30, 1: 30}
+    # each executor that read says which extension it loaded: the one unpacked from the archive
+    executors = sorted(set(logs.glob("worker-*/app-*/*")) - apps_before)
+    announced = {executor: [line.split(": ", 1)[1] for line in (executor / "stderr").read_text().splitlines()
+                            if " INFO kafkasource.native [pid " in line] for executor in executors}
+    readers = {executor: lines for executor, lines in announced.items() if lines}
+    assert readers, announced
+    assert all(line.startswith(f"reading with the native extension {executor}/environment/lib/python3.")
+               for executor, lines in readers.items() for line in lines), readers
+    # the wheel's console entry points, run by the environment's Python (a packed environment's scripts name the
+    # directory it was built in) with only Spark's own Python path added, as a node gives its Python workers:
+    # the lag job needs no session and reports the group at the log end
+    spark_python = sorted(str(p) for p in (SPARK_HOME / "python" / "lib").glob("*.zip"))
+    bin_dir = packed_env.unpacked() / "bin"
+    lag = subprocess.run([str(bin_dir / "python"), str(bin_dir / "kafkasource-lag"), "--config", str(config)],
+                         capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "PYTHONPATH": os.pathsep.join(spark_python)})
+    assert lag.returncode == 0, lag.stderr[-2000:]
+    assert lag.stdout.splitlines()[-1] == "total lag: 0 records over 2 partitions"
+    assert sorted(p.name for p in bin_dir.glob("kafkasource-*")) == [
+        "kafkasource-ingest", "kafkasource-lag", "kafkasource-replay"]
+    with capsys.disabled():
+        print(f"\n[cluster] packed environment ready in {packed_in:.0f} s; ingest with readPath=native on its "
+              f"executors: 60 records in {took:.0f} s ({len(readers)} of {len(executors)} executors read natively)")

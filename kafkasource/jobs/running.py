@@ -32,7 +32,9 @@ _OUR_ERROR = re.compile(r"kafkasource\.errors\.(\w+): ([^\n]*)")
 
 
 def add_common_arguments(parser: argparse.ArgumentParser, example: str) -> None:
-    parser.add_argument("--config", required=True, help=f"the job's TOML file (see {example})")
+    parser.add_argument("--config", required=True,
+                        help=f"the job's TOML file (see {example}): a local path, the name of a file shipped with "
+                             f"--files, or a URI Spark reads (s3a://..., hdfs://..., file:/...)")
     parser.add_argument("--log-level", default="INFO", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
     parser.add_argument("--log-config", help="Python logging settings as TOML for dictConfig (see conf/logging.toml)")
 
