@@ -63,7 +63,7 @@ def exists(spark, location: str) -> bool:
 
 
 def _is_connect(spark) -> bool:
-    return not hasattr(spark, "sparkContext") or type(spark).__module__.startswith("pyspark.sql.connect")
+    return type(spark).__module__.startswith("pyspark.sql.connect")
 
 
 def _shipped(spark, name: str) -> str | None:
