@@ -54,6 +54,13 @@ setup(
     zip_safe=False,
     # the extension uses Python's stable ABI from 3.11 on (pyo3's abi3-py311): one wheel for 3.11 and later
     options={"bdist_wheel": {"py_limited_api": "cp311"}},
+    # for runtimes that start a wheel's function rather than a script (Databricks Python wheel tasks,
+    # Airflow, cron); under spark-submit the scripts in jobs/ are the entry points
+    entry_points={"console_scripts": [
+        "kafkasource-ingest=kafkasource.jobs.ingest:main",
+        "kafkasource-replay=kafkasource.jobs.replay:main",
+        "kafkasource-lag=kafkasource.jobs.lag:main",
+    ]},
     # No pyspark here: pip would install one next to a Spark runtime's own (SPARK_HOME/python, managed
     # platforms). The package checks at import that one is there (kafkasource/pyspark_check.py);
     # `pip install "kafkasource[spark]"` brings one where there is none.
@@ -65,8 +72,9 @@ setup(
         "spark": ["pyspark>=4.2"],
         # valueFormat/keyFormat avro, protobuf or json: confluent-kafka's schema-registry client and decoders
         "registry": [REGISTRY],
-        # the tests' pyspark, with the Connect client packages that serve the Connect tests only
-        "test": ["pytest>=8", "hypothesis>=6", "pandas>=2,<3", "pyspark[connect]>=4.2", REGISTRY],
+        # the tests' pyspark, with the Connect client packages that serve the Connect tests only; pex packs the
+        # environment the standalone-cluster test ships to executors (dev/packed_env.py)
+        "test": ["pytest>=8", "hypothesis>=6", "pandas>=2,<3", "pyspark[connect]>=4.2", REGISTRY, "pex>=2.105"],
         "bench": ["matplotlib>=3"],  # the benchmark's chart
     },
 )

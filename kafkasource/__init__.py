@@ -5,9 +5,12 @@ from kafkasource.pyspark_check import require_pyspark
 
 require_pyspark()  # before any module below imports pyspark: a clear message when there is none, or an old one
 
+from kafkasource import logs  # noqa: E402
 from kafkasource.errors import (AccessError, BrokerUnavailableError, CommitError, DataLossError, KafkaSourceError,
                                 NoCommittedOffsetError, OptionError)
 from kafkasource.source import KafkaDataSource
+
+logs.configure_from_environment()  # in the processes Spark starts: see logs.py
 
 __all__ = ["__version__", "KafkaDataSource", "register", "KafkaSourceError", "OptionError", "BrokerUnavailableError",
            "NoCommittedOffsetError", "DataLossError", "CommitError", "AccessError"]
@@ -28,4 +31,30 @@ def register(spark, environment: dict[str, str] | None = None) -> None:
     if context is not None:
         context.environment.update(committer_environment(context.applicationId, context.appName))
         context.environment.update(environment or {})
+        _reach_driver_side_runner(spark)
+        _propagate_log_levels(spark)
     spark.dataSource.register(KafkaDataSource)
+
+
+def _propagate_log_levels(spark) -> None:
+    """This process's levels of kafkasource's loggers, for the Python processes Spark starts for this source
+    (unless spark.executorEnv.KAFKASOURCE_LOG_LEVEL set them): the registration carries the session's
+    environment to them. A Connect server's processes take the server's settings."""
+    if not type(spark).__module__.startswith("pyspark.sql.connect"):
+        spark.sparkContext.environment.setdefault(logs.ENV_VAR, logs.spec())
+
+
+def _reach_driver_side_runner(spark) -> None:
+    """Where this package came in a zip by --py-files: put that zip on the Python path of the processes Spark
+    starts for this source. pyspark 4.3 hands --py-files to its executors' Python workers, but the driver-side
+    process that runs a stream's reader (planning, offsets, commits) fails with "No module named
+    'kafkasource'" without this. The registration carries the session's environment to those processes."""
+    import os
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    if not os.path.isfile(root) or type(spark).__module__.startswith("pyspark.sql.connect"):
+        return  # an installed package (every process finds it), or a Connect client (the server has its own)
+    environment = spark.sparkContext.environment
+    paths = [p for p in environment.get("PYTHONPATH", "").split(os.pathsep) if p]
+    if root not in paths:
+        environment["PYTHONPATH"] = os.pathsep.join(paths + [root])

@@ -58,9 +58,12 @@ class FetchConfig:
 
     def wants_native(self) -> bool:
         if self.read_path == "native" and not native.available():
-            raise KafkaSourceError("readPath is native, but kafkasource's native extension is not built on this "
-                                   "executor: install kafkasource where a Rust toolchain is present (pip install "
-                                   "builds it), or set readPath to auto or python")
+            raise KafkaSourceError(f"readPath is native, but kafkasource's native extension "
+                                   f"{native.why_unavailable().replace(' here', ' on this executor')}: install "
+                                   "kafkasource where a Rust toolchain is present (pip install builds it), or set "
+                                   "readPath to auto or python")
+        if self.read_path == "auto":
+            native.warn_if_broken()
         return self.read_path == "native" or (self.read_path == "auto" and native.available())
 
     def consumer_config(self) -> dict[str, object]:

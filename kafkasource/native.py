@@ -9,7 +9,9 @@ range is done, for either.
 
 from __future__ import annotations
 
-from typing import Iterator
+import importlib
+import logging
+from typing import Callable, Iterator
 
 import pyarrow as pa
 from confluent_kafka import KafkaError
@@ -19,13 +21,54 @@ from kafkasource import read_settings
 from kafkasource.arrow import HEADER_TYPE, TIMESTAMP_TYPE, arrow_schema, repeated_int32, repeated_string
 from kafkasource.partitions import TopicPartition
 
-try:
-    from kafkasource import _native
-except ImportError:  # not built: no Rust toolchain when it was installed
-    _native = None
+log = logging.getLogger(__name__)
+
+
+def load_extension(import_module: Callable = importlib.import_module) -> tuple[object | None, str | None]:
+    """The extension module, or None and why it could not be loaded when it is there but broken (a library it
+    links missing on this node, a glibc too old, built for another Python); (None, None) when not built."""
+    try:
+        return import_module("kafkasource._native"), None
+    except ModuleNotFoundError as exc:
+        if exc.name == "kafkasource._native":
+            return None, None  # not built: no Rust toolchain when it was installed
+        return None, str(exc)
+    except ImportError as exc:
+        return None, str(exc)
+
+
+_native, load_error = load_extension()
+_warned = False
+
 
 def available() -> bool:
     return _native is not None
+
+
+def why_unavailable() -> str:
+    """The reason, for a message that starts "kafkasource's native extension ..." ."""
+    return f"could not be loaded here: {load_error}" if load_error else "is not built here"
+
+
+def warn_if_broken() -> None:
+    """readPath=auto falls back to the Python path where the extension is missing; where it is there but fails
+    to load, that is a broken install: say so, once per process, naming why."""
+    global _warned
+    if load_error and not _warned:
+        _warned = True
+        log.warning("readPath=auto: kafkasource's native extension could not be loaded (%s); reading with the "
+                    "slower Python path", load_error)
+
+
+_announced = False
+
+
+def _announce() -> None:
+    """One INFO line per process that reads natively: which extension file, so a log shows what a node ran."""
+    global _announced
+    if not _announced:
+        _announced = True
+        log.info("reading with the native extension %s (librdkafka %s)", _native.__file__, _native.librdkafka_version())
 
 
 def librdkafka_version() -> str | None:
@@ -36,6 +79,7 @@ class NativeConsumer:
     """The calls TaskReader and the pool make on a confluent-kafka Consumer, over the native consumer."""
 
     def __init__(self, config: dict[str, object]):
+        _announce()
         self.native = _native.Consumer([(name, _property(value)) for name, value in config.items()])
 
     def assign(self, partitions: list[KafkaTopicPartition]) -> None:

@@ -159,7 +159,7 @@ def _choice(options: Mapping[str, str], name: str, choices: tuple[Choice, ...], 
 def _read_path(options: Mapping[str, str]) -> str:
     path = _choice(options, "readPath", READ_PATHS, "auto")
     if path == "native" and not native.available():
-        raise OptionError("option readPath is native, but kafkasource's native extension is not built here: "
+        raise OptionError(f"option readPath is native, but kafkasource's native extension {native.why_unavailable()}: "
                           "install kafkasource where a Rust toolchain is present (pip install builds it), "
                           "or set readPath to auto (native when built) or python")
     return path

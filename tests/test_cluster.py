@@ -1,6 +1,10 @@
 """The ingest job on a real Spark standalone cluster on loopback: a master and two workers started
-from pyspark's own spark-class, executors in their own JVMs with their own Python workers, the
-package shipped with --py-files as built by `python3 -m scripts.package`."""
+from pyspark's own spark-class, executors in their own JVMs with their own Python workers. The package
+reaches them as users ship it: with --py-files as built by `python3 -m scripts.package`; the driver runs
+on a worker in cluster deploy mode, its config shipped with --files.
+
+The workers do not inherit this process's PYTHONPATH: executors import kafkasource only from what the
+job ships them."""
 
 from __future__ import annotations
 
@@ -11,13 +15,16 @@ import subprocess
 import sys
 import time
 import urllib.request
+import zipfile
 from pathlib import Path
 
 import pyspark
 import pytest
 
-import kafkasource
+from dev import packed_env
 from dev.process import free_port
+from dev.submit import SPARK_SUBMIT, SUBMIT_ENV, submit_command
+from scripts.package import build_zip
 from tests.job_helpers import REPO_ROOT, durable_positions, run_job, write_config
 from tests.kafka_helpers import await_condition
 
@@ -45,8 +52,8 @@ def alive_workers(ui_port: int) -> int:
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
     logs = tmp_path_factory.mktemp("standalone")
-    env = {**os.environ, "SPARK_HOME": str(SPARK_HOME), "SPARK_LOCAL_IP": "127.0.0.1",
-           "PYSPARK_PYTHON": sys.executable, "SPARK_NO_DAEMONIZE": "1"}
+    env = {**{k: v for k, v in os.environ.items() if k != "PYTHONPATH"}, "SPARK_HOME": str(SPARK_HOME),
+           "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable, "SPARK_NO_DAEMONIZE": "1"}
     port, ui_port = free_port(), free_port()
     master_url = f"spark://127.0.0.1:{port}"
     processes = [spark_class("org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port", str(port),
@@ -74,8 +81,7 @@ def cluster(tmp_path_factory):
 
 def test_ingest_on_two_workers_writes_every_record_once(cluster, kafka, tmp_path, capsys):
     master_url, logs = cluster
-    subprocess.run([sys.executable, "-m", "scripts.package"], cwd=REPO_ROOT, check=True, capture_output=True, timeout=300)
-    package = REPO_ROOT / "dist" / f"kafkasource-{kafkasource.__version__}.zip"
+    package = build_zip(tmp_path / "kafkasource.zip")  # the --py-files zip `python3 -m scripts.package` builds
     topic = kafka.create_topic(kafka.unique_name("cluster"), partitions=4)
     group = kafka.unique_name("cluster-group")
     kafka.produce_values(topic, 400, partitions=4)
@@ -96,3 +102,114 @@ def test_ingest_on_two_workers_writes_every_record_once(cluster, kafka, tmp_path
     assert [len(list((logs / f"worker-{n}").glob("app-*/*"))) >= 1 for n in range(2)] == [True, True]
     with capsys.disabled():
         print(f"\n[cluster] ingest on a standalone master + 2 workers: 400 records, exactly once, in {took:.0f} s")
+
+
+def launcher_jar(path: Path) -> Path:
+    """An empty jar: spark-submit's primary resource when the driver is Spark's own PythonRunner (see below)."""
+    with zipfile.ZipFile(path, "w") as jar:
+        jar.writestr("META-INF/MANIFEST.MF", "Manifest-Version: 1.0\n")
+    return path
+
+
+def cluster_mode_command(master_url: str, tmp_path: Path, package: Path, config: Path, *job_args: str) -> list[str]:
+    """spark-submit of the ingest job with its driver on a worker. Spark's standalone manager refuses cluster
+    deploy mode for a .py primary resource, so the driver's main class is Spark's PythonRunner (what
+    spark-submit itself runs for a Python driver), given the script and the --py-files list as its first two
+    arguments; YARN and Kubernetes take `--deploy-mode cluster jobs/ingest.py` as it is."""
+    return [str(SPARK_SUBMIT), "--master", master_url, "--deploy-mode", "cluster",
+            "--properties-file", str(REPO_ROOT / "conf" / "spark-defaults.conf"),
+            "--conf", "spark.standalone.submit.waitAppCompletion=true", "--conf", "spark.ui.enabled=false",
+            "--conf", f"spark.pyspark.driver.python={sys.executable}", "--conf", f"spark.pyspark.python={sys.executable}",
+            "--driver-memory", "512m", "--driver-cores", "1",
+            "--conf", "spark.executor.memory=512m", "--conf", "spark.executor.cores=1",
+            "--files", f"{config},{package}", "--conf", f"spark.submit.pyFiles={package}",
+            "--class", "org.apache.spark.deploy.PythonRunner", str(launcher_jar(tmp_path / "launcher.jar")),
+            str(REPO_ROOT / "jobs" / "ingest.py"), str(package), *job_args]
+
+
+def test_ingest_in_cluster_deploy_mode_reads_its_config_shipped_with_files(cluster, kafka, tmp_path, capsys):
+    master_url, logs = cluster
+    package = build_zip(tmp_path / "kafkasource.zip")
+    topic = kafka.create_topic(kafka.unique_name("cluster-mode"), partitions=2)
+    group = kafka.unique_name("cluster-mode-group")
+    kafka.produce_values(topic, 60, partitions=2)
+    config = write_config(tmp_path / "shipped.toml", kafka.bootstrap_servers, topic, group, tmp_path,
+                          extra_source="maxOffsetsPerTrigger = 40")
+    drivers_before = set(logs.glob("worker-*/driver-*"))
+
+    started = time.monotonic()
+    # the driver finds the config by the name --files shipped it under: no path of this machine is passed
+    submit = subprocess.run(cluster_mode_command(master_url, tmp_path, package, config, "--config", "shipped.toml"),
+                            cwd=tmp_path, capture_output=True, text=True, timeout=600,
+                            env={**{k: v for k, v in os.environ.items() if k != "PYTHONPATH"}, **SUBMIT_ENV})
+    took = time.monotonic() - started
+
+    drivers = set(logs.glob("worker-*/driver-*")) - drivers_before
+    assert len(drivers) == 1, (submit.stdout[-2000:], submit.stderr[-4000:])
+    driver, = drivers
+    stdout, stderr = (driver / "stdout").read_text(), (driver / "stderr").read_text()
+    assert submit.returncode == 0, (submit.stderr[-3000:], stderr[-4000:])
+    assert stdout.splitlines()[-1] == f"ingest: 60 rows in 2 batches from subscribe={topic} into {tmp_path / 'out'}"
+    assert sorted(durable_positions(tmp_path / "out")) == [(p, o) for p in range(2) for o in range(30)]
+    assert kafka.committed(group, topic, 2) == {0: 30, 1: 30}
+    # the commits come from Spark's driver-side process of the source: its lines reach the driver's log
+    commits = [line.split(": ", 1)[1] for line in stderr.splitlines() if " INFO kafkasource.commit [pid " in line]
+    assert commits[-1] == f"committed group {group}: {topic}-0@30, {topic}-1@30", stderr[-3000:]
+    with capsys.disabled():
+        print(f"\n[cluster] ingest in cluster deploy mode, config shipped with --files: 60 records in {took:.0f} s")
+
+
+def test_executors_read_natively_from_a_packed_environment(cluster, kafka, tmp_path, capsys):
+    """readPath=native fails a task on any executor whose Python cannot load the extension; the executors' Python
+    is the packed environment's (the workers' own interpreter has no kafkasource of this checkout)."""
+    master_url, logs = cluster
+    started = time.monotonic()
+    environment = packed_env.archive()  # built with pex, cached in .cache/packed-env/ by the sources' hash
+    packed_in = time.monotonic() - started
+    # client mode: Spark also runs the source's driver-side process with spark.pyspark.python, relative to
+    # the directory spark-submit runs in, so the submitting machine holds the environment unpacked too
+    (tmp_path / "submit").mkdir()
+    (tmp_path / "submit" / "environment").symlink_to(packed_env.unpacked())
+    topic = kafka.create_topic(kafka.unique_name("packed"), partitions=2)
+    group = kafka.unique_name("packed-group")
+    kafka.produce_values(topic, 60, partitions=2)
+    config = write_config(tmp_path / "ingest.toml", kafka.bootstrap_servers, topic, group, tmp_path,
+                          extra_source='maxOffsetsPerTrigger = 40\nreadPath = "native"')
+    apps_before = set(logs.glob("worker-*/app-*/*"))
+
+    started = time.monotonic()
+    result = subprocess.run(submit_command(
+        "ingest", "--config", str(config), master=master_url,
+        extra=("--conf", f"spark.archives={environment}#environment", "--conf", "spark.pyspark.python=./environment/bin/python",
+               "--conf", f"spark.pyspark.driver.python={sys.executable}",
+               "--conf", "spark.executor.memory=512m", "--conf", "spark.executor.cores=1")),
+        cwd=tmp_path / "submit", capture_output=True, text=True, timeout=600, env={**os.environ, **SUBMIT_ENV})
+    took = time.monotonic() - started
+
+    assert result.returncode == 0, (result.stdout[-2000:], result.stderr[-4000:])
+    assert result.stdout.splitlines()[-1] == f"ingest: 60 rows in 2 batches from subscribe={topic} into {tmp_path / 'out'}"
+    assert sorted(durable_positions(tmp_path / "out")) == [(p, o) for p in range(2) for o in range(30)]
+    assert kafka.committed(group, topic, 2) == {0: 30, 1: 30}
+    # each executor that read says which extension it loaded: the one unpacked from the archive
+    executors = sorted(set(logs.glob("worker-*/app-*/*")) - apps_before)
+    announced = {executor: [line.split(": ", 1)[1] for line in (executor / "stderr").read_text().splitlines()
+                            if " INFO kafkasource.native [pid " in line] for executor in executors}
+    readers = {executor: lines for executor, lines in announced.items() if lines}
+    assert readers, announced
+    assert all(line.startswith(f"reading with the native extension {executor}/environment/lib/python3.")
+               for executor, lines in readers.items() for line in lines), readers
+    # the wheel's console entry points, run by the environment's Python (a packed environment's scripts name the
+    # directory it was built in) with only Spark's own Python path added, as a node gives its Python workers:
+    # the lag job needs no session and reports the group at the log end
+    spark_python = sorted(str(p) for p in (SPARK_HOME / "python" / "lib").glob("*.zip"))
+    bin_dir = packed_env.unpacked() / "bin"
+    lag = subprocess.run([str(bin_dir / "python"), str(bin_dir / "kafkasource-lag"), "--config", str(config)],
+                         capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "PYTHONPATH": os.pathsep.join(spark_python)})
+    assert lag.returncode == 0, lag.stderr[-2000:]
+    assert lag.stdout.splitlines()[-1] == "total lag: 0 records over 2 partitions"
+    assert sorted(p.name for p in bin_dir.glob("kafkasource-*")) == [
+        "kafkasource-ingest", "kafkasource-lag", "kafkasource-replay"]
+    with capsys.disabled():
+        print(f"\n[cluster] packed environment ready in {packed_in:.0f} s; ingest with readPath=native on its "
+              f"executors: 60 records in {took:.0f} s ({len(readers)} of {len(executors)} executors read natively)")

@@ -270,3 +270,21 @@ def test_avro_values_decode_over_connect_with_no_jar_on_the_server(connect, kafk
 
     for rows in (batch_rows, stream_rows):
         assert [row.value.asDict(recursive=True) for row in rows] == values
+
+
+def test_a_jobs_config_and_checkpoint_are_read_by_the_server(connect, tmp_path):
+    """Over --remote, a config that is not a local file of the client is read by the server (here both share the
+    disk; a `file:` URI stands in for the server's hdfs: or s3a:), and the dry run asks the server whether the
+    checkpoint exists."""
+    from kafkasource.jobs import files
+
+    config = tmp_path / "ingest.toml"
+    config.write_bytes(b'[kafka]\n"bootstrap.servers" = "b:9092"\n\n[sink]\npath = "/out"\n')
+    (tmp_path / "ck" / "offsets").mkdir(parents=True)
+    (tmp_path / "ck" / "offsets" / "0").write_text("v1\n")
+
+    assert files._read_over_connect(connect, f"file://{config}") == config.read_bytes()
+    with pytest.raises(FileNotFoundError):
+        files._read_over_connect(connect, f"file://{tmp_path}/absent.toml")
+    assert files.exists(connect, f"file://{tmp_path}/ck/offsets") is True
+    assert files.exists(connect, f"file://{tmp_path}/none/offsets") is False

@@ -12,7 +12,7 @@ import os
 import re
 import tomllib
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any, Mapping
 
 from kafkasource.errors import OptionError
@@ -57,7 +57,7 @@ class Metrics:
 
 @dataclass(frozen=True)
 class JobConfig:
-    path: Path
+    path: str  # where it was read from, as given: a local path, a shipped file's name or a URI
     source_options: dict[str, str]  # kafkasource options, kafka.* included; secrets included: never print
     decoding: Decoding
     sink_path: str | None
@@ -155,12 +155,16 @@ def _expand_env(value: str, where: str, environ: Mapping[str, str] | None = None
     return ENV_REFERENCE.sub(substitute, value)
 
 
-def _read_toml(path: Path) -> dict:
+def _read_toml(path: str, data: bytes | None) -> dict:
     try:
-        with open(path, "rb") as f:
-            return tomllib.load(f)
+        if data is None:
+            with open(path, "rb") as f:
+                data = f.read()
+        return tomllib.loads(data.decode("utf-8"))
     except FileNotFoundError:
         raise ConfigError(f"config file {path} does not exist") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path} is not UTF-8 text: {exc}") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path} is not valid TOML: {exc}") from None
 
@@ -197,10 +201,12 @@ def _metrics(section: _Section) -> Metrics | None:
     return Metrics(port, section.text("host", default="127.0.0.1"), textfile, interval_ms / 1000)
 
 
-def load(path: str | Path, required: tuple[str, ...] = (), trigger_override: str | None = None) -> JobConfig:
-    """Read and check a job's config file (see conf/*.example.toml); `required` names [sink] keys the job needs."""
-    path = Path(path)
-    data = _read_toml(path)
+def load(path: str | Path, required: tuple[str, ...] = (), trigger_override: str | None = None,
+         data: bytes | None = None) -> JobConfig:
+    """Read and check a job's config file (see conf/*.example.toml); `required` names [sink] keys the job needs.
+    `data` is the file's content when the caller read it already (from a cluster's file system)."""
+    path = str(path)
+    data = _read_toml(path, data)
     for name in data:
         if name not in SECTIONS:
             raise ConfigError(f"{path}: unknown section [{name}]{_did_you_mean(name, tuple(SECTIONS))}; "
@@ -266,6 +272,6 @@ def load(path: str | Path, required: tuple[str, ...] = (), trigger_override: str
         checkpoint=sink.text("checkpoint", required="checkpoint" in required),
         partition_by_date=sink.flag("partition_by_date", True),
         trigger=trigger,
-        app_name=job.text("name", default=f"kafkasource-{path.stem.split('.')[0]}"),
+        app_name=job.text("name", default=f"kafkasource-{PurePosixPath(path).stem.split('.')[0]}"),
         metrics=_metrics(section["metrics"]),
     )

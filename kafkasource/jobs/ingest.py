@@ -12,14 +12,13 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
-from pathlib import Path
 
-from kafkasource.jobs import plan
-from kafkasource.jobs.config import ConfigError, JobConfig, load
+from kafkasource.jobs import files, plan
+from kafkasource.jobs.config import ConfigError, JobConfig
 from kafkasource.jobs.dead_letter import producer_config, route_dead_letters
 from kafkasource.jobs.decode import decode, schema_fields
-from kafkasource.jobs.running import (BatchLog, StopRequest, add_common_arguments, one_line, run_main, run_query,
-                                      session, setup_logging)
+from kafkasource.jobs.running import (BatchLog, StopRequest, add_common_arguments, load_config, one_line, run_main,
+                                      run_query, session, setup_logging)
 from kafkasource.partitions import partition_name
 
 log = logging.getLogger("kafkasource.jobs.ingest")
@@ -36,10 +35,11 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
-def dry_run(config: JobConfig) -> int:
+def dry_run(config: JobConfig, spark) -> int:
+    """The plan; `spark` resolves the checkpoint's location as the query would (hdfs:, s3a:, the cluster's
+    default file system for a path without a scheme)."""
     options = config.parsed_options(streaming=True)
-    checkpoint = Path(config.checkpoint)
-    resumes = (checkpoint / "offsets").is_dir()
+    resumes = files.exists(spark, config.checkpoint.rstrip("/") + "/offsets")
     rows = [[partition_name(t, p), s.committed, s.start if not resumes else None, s.log_end,
              max(0, s.log_end - s.start) if not resumes else None]
             for s in plan.positions(options, resolve=True) for t, p in [s.partition]]
@@ -74,13 +74,12 @@ def check_topic_exists(config: JobConfig, topic: str) -> None:
                           "create it first (kafka-topics --create --topic ...)")
 
 
-def ingest(config: JobConfig, remote: str | None) -> int:
-    options = config.parsed_options(streaming=True)  # every option checked before Spark starts
-    spark = session(config.app_name, remote)
+def ingest(config: JobConfig, spark) -> int:
     stop = StopRequest()
-    stop.install(spark)
     exporter = None
     try:
+        options = config.parsed_options(streaming=True)  # every option checked before any batch runs
+        stop.install(spark)
         exporter = start_metrics(spark, config, options)
         reader = spark.readStream.format("kafkasource").options(**config.source_options)
         kafka_rows = reader.load()
@@ -149,8 +148,17 @@ def main(argv: list[str] | None = None) -> int:
 
     def work() -> int:
         setup_logging(args.log_level, args.log_config)
-        config = load(args.config, required=("path", "checkpoint"), trigger_override=args.trigger)
-        return dry_run(config) if args.dry_run else ingest(config, args.remote)
+        config, spark = load_config(args.config, args.remote, required=("path", "checkpoint"),
+                                    trigger_override=args.trigger)
+        if spark is None:
+            config.parsed_options(streaming=True)  # every option checked before Spark starts
+            spark = session(config.app_name, args.remote)
+        if not args.dry_run:
+            return ingest(config, spark)
+        try:
+            return dry_run(config, spark)
+        finally:
+            spark.stop()
 
     return run_main("ingest", work)
 

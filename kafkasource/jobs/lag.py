@@ -16,8 +16,8 @@ from datetime import datetime, timezone
 
 from kafkasource.committer import Committer
 from kafkasource.jobs import plan
-from kafkasource.jobs.config import ConfigError, load
-from kafkasource.jobs.running import add_common_arguments, run_main, setup_logging
+from kafkasource.jobs.config import ConfigError
+from kafkasource.jobs.running import add_common_arguments, load_config, run_main, setup_logging
 
 EXIT_LAG_ABOVE_MAX = 3
 
@@ -30,7 +30,9 @@ def parser() -> argparse.ArgumentParser:
 
 
 def report(config_path: str, max_lag: int | None) -> int:
-    config = load(config_path)
+    config, spark = load_config(config_path, None)
+    if spark is not None:  # started only to read a config on a cluster's file system
+        spark.stop()
     options = config.parsed_options(streaming=True)
     if not options.group_id:
         raise ConfigError(f"{config.path}: [kafka] group.id is required: the group whose lag to show")

@@ -17,9 +17,9 @@ from dataclasses import replace
 from datetime import datetime, timezone
 
 from kafkasource.jobs import plan
-from kafkasource.jobs.config import ConfigError, JobConfig, load
+from kafkasource.jobs.config import ConfigError, JobConfig
 from kafkasource.jobs.decode import decode
-from kafkasource.jobs.running import add_common_arguments, run_main, session, setup_logging
+from kafkasource.jobs.running import add_common_arguments, load_config, run_main, session, setup_logging
 from kafkasource.partitions import partition_name
 
 log = logging.getLogger("kafkasource.jobs.replay")
@@ -63,7 +63,16 @@ def with_range(config: JobConfig, start: str, end: str) -> dict[str, str]:
 
 
 def replay(args) -> int:
-    config = load(args.config, required=() if args.output else ("path",))
+    config, spark = load_config(args.config, getattr(args, "remote", None), required=() if args.output else ("path",))
+    try:
+        return _replay(args, config, spark)
+    except BaseException:
+        if spark is not None:
+            spark.stop()
+        raise
+
+
+def _replay(args, config: JobConfig, spark) -> int:
     config = replace(config, source_options=with_range(config, args.start, args.end))
     options = config.parsed_options(streaming=False)  # checked before Spark starts
     output = args.output or config.sink_path
@@ -77,8 +86,10 @@ def replay(args) -> int:
         print(f"  sink:   Parquet at {output} (mode {args.mode})")
         print(plan.table(["PARTITION", "FROM", "TO", "RECORDS"],
                          [[partition_name(t, p), s.start, s.end, max(0, s.end - s.start)] for s in ranges for t, p in [s.partition]]))
+        if spark is not None:
+            spark.stop()
         return 0
-    spark = session(config.app_name, getattr(args, "remote", None))
+    spark = spark or session(config.app_name, getattr(args, "remote", None))
     try:
         rows = decode(spark.read.format("kafkasource").options(**config.source_options).load(),
                       config.decoding, config.partition_by_date)

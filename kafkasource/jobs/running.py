@@ -20,7 +20,8 @@ from typing import Callable
 
 import kafkasource
 from kafkasource.errors import KafkaSourceError
-from kafkasource.jobs.config import ConfigError
+from kafkasource.jobs import files
+from kafkasource.jobs.config import ConfigError, JobConfig, load
 from kafkasource.progress_lag import input_rows, lag_from_progress, rows_per_second
 
 log = logging.getLogger("kafkasource.jobs")
@@ -31,23 +32,54 @@ _OUR_ERROR = re.compile(r"kafkasource\.errors\.(\w+): ([^\n]*)")
 
 
 def add_common_arguments(parser: argparse.ArgumentParser, example: str) -> None:
-    parser.add_argument("--config", required=True, help=f"the job's TOML file (see {example})")
+    parser.add_argument("--config", required=True,
+                        help=f"the job's TOML file (see {example}): a local path, the name of a file shipped with "
+                             f"--files, or a URI Spark reads (s3a://..., hdfs://..., file:/...)")
     parser.add_argument("--log-level", default="INFO", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
     parser.add_argument("--log-config", help="Python logging settings as TOML for dictConfig (see conf/logging.toml)")
 
 
-def session(app_name: str, remote: str | None):
-    """The job's Spark session: classic, or on the Spark Connect server at `remote`."""
+def session(app_name: str | None, remote: str | None):
+    """The job's Spark session: classic, or on the Spark Connect server at `remote`. Without `app_name`, the
+    one spark-submit gave (--name, else the script's name)."""
     from pyspark.sql import SparkSession
 
-    builder = SparkSession.builder.appName(app_name)
+    builder = SparkSession.builder
+    if app_name:
+        builder = builder.appName(app_name)
     spark = (builder.remote(remote) if remote else builder).getOrCreate()
     kafkasource.register(spark)  # format("kafkasource") even where the package came by --py-files
     return spark
 
 
+def load_config(location: str, remote: str | None, **checks) -> tuple[JobConfig, object | None]:
+    """The job's checked configuration, and the Spark session started to read it if one was needed.
+
+    A local file is read before Spark starts, so a bad one stops the job before any session. A file shipped
+    with --files (named by its bare name) or on a file system Spark reads (hdfs:, s3a:, file: on the
+    driver's node ...) is read through a session started for it, as in cluster deploy mode."""
+    if files.local_file(location) is not None:
+        return load(location, **checks), None
+    spark = session(None, remote)
+    try:
+        try:
+            data = files.read_bytes(spark, location)
+        except FileNotFoundError:
+            raise ConfigError(f"config file {location} does not exist (not a local file, not shipped with --files "
+                              f"by that name, not on a file system Spark reads)") from None
+        except OSError as exc:
+            raise ConfigError(f"--config {location}: {exc}") from None
+        return load(location, data=data, **checks), spark
+    except BaseException:
+        spark.stop()
+        raise
+
+
 def setup_logging(level: str = "INFO", config_file: str | None = None) -> None:
-    """Job lines on stderr; the Kafka client, py4j and Spark's Python side at WARN; or a dictConfig file."""
+    """Job lines on stderr; the Kafka client, py4j and Spark's Python side at WARN; or a dictConfig file.
+    The levels of kafkasource's loggers set here also hold in the Python processes Spark starts for the source
+    (kafkasource.register hands them on), so their lines reach the driver's and executors' logs."""
+    kafkasource.logs.leave_to_caller()
     if config_file:
         try:
             with open(config_file, "rb") as f:

@@ -1,0 +1,108 @@
+"""kafkasource's log lines in the processes Spark starts (kafkasource.logs), and the warning when a built native
+extension fails to load (kafkasource.native). Pure logic: no broker, no Spark; a job run in test_cluster.py
+shows the lines in the driver's and executors' logs."""
+
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import replace
+
+import pytest
+
+from kafkasource import logs, native
+from kafkasource.errors import KafkaSourceError
+from kafkasource.planning import fetch_config
+from tests.test_options import parse
+
+
+@pytest.fixture
+def clean_logging(monkeypatch):
+    """The kafkasource loggers and the root handlers as a fresh Spark worker process has them, restored after."""
+    top = logging.getLogger("kafkasource")
+    names = ("kafkasource", "kafkasource.fetch", "kafkasource.commit")
+    saved = {name: logging.getLogger(name).level for name in names}
+    saved_handlers, saved_propagate = list(top.handlers), top.propagate
+    monkeypatch.setattr(logs, "_handler", None)
+    for name in names:
+        logging.getLogger(name).setLevel(logging.NOTSET)
+    yield
+    logs.leave_to_caller()
+    for name, level in saved.items():
+        logging.getLogger(name).setLevel(level)
+    top.handlers[:], top.propagate = saved_handlers, saved_propagate
+
+
+def test_a_level_and_levels_of_loggers_under_kafkasource_are_read():
+    assert logs.parse("INFO") == {"kafkasource": logging.INFO}
+    assert logs.parse("info, kafkasource.fetch=WARNING") == {"kafkasource": logging.INFO,
+                                                            "kafkasource.fetch": logging.WARNING}
+
+
+@pytest.mark.parametrize("value, message", [
+    ("LOUD", "KAFKASOURCE_LOG_LEVEL: 'LOUD' is not a level: write DEBUG, INFO, WARNING or ERROR"),
+    ("INFO,py4j=DEBUG", "KAFKASOURCE_LOG_LEVEL: 'py4j' is not a logger of kafkasource (kafkasource or kafkasource.*)"),
+])
+def test_a_bad_value_is_named(value, message):
+    with pytest.raises(ValueError) as info:
+        logs.parse(value)
+    assert str(info.value) == message
+
+
+def test_the_driver_levels_travel_as_the_variable_and_configure_a_fresh_process(clean_logging, capsys, monkeypatch):
+    logging.getLogger("kafkasource").setLevel(logging.INFO)
+    logging.getLogger("kafkasource.fetch").setLevel(logging.WARNING)
+    value = logs.spec()
+    assert value == "INFO,kafkasource.fetch=WARNING"
+    logging.getLogger("kafkasource").setLevel(logging.NOTSET)  # now as in a fresh worker process
+    logging.getLogger("kafkasource.fetch").setLevel(logging.NOTSET)
+    monkeypatch.setattr(logging.root, "handlers", [])  # pytest's own capture handlers: set up for each test
+
+    assert logs.configure_from_environment({"KAFKASOURCE_LOG_LEVEL": value}) is True
+    logging.getLogger("kafkasource.commit").info("committed group g: t-0@5")
+    logging.getLogger("kafkasource.fetch").info("hidden: below this logger's level")
+    logging.getLogger("kafkasource.fetch").warning("shown: a warning")
+
+    lines = capsys.readouterr().err.splitlines()
+    assert [line.split(" ", 2)[2] for line in lines] == [
+        f"INFO kafkasource.commit [pid {os.getpid()}]: committed group g: t-0@5",
+        f"WARNING kafkasource.fetch [pid {os.getpid()}]: shown: a warning"]
+    assert logs.configure_from_environment({"KAFKASOURCE_LOG_LEVEL": value}) is False  # once per process
+
+
+def test_a_process_that_configured_logging_keeps_its_configuration(clean_logging, monkeypatch):
+    monkeypatch.setattr(logging.root, "handlers", [logging.NullHandler()])
+    assert logs.configure_from_environment({"KAFKASOURCE_LOG_LEVEL": "DEBUG"}) is False
+    assert logging.getLogger("kafkasource").level == logging.NOTSET
+    assert logs.configure_from_environment({}) is False
+
+
+def test_a_built_extension_that_fails_to_load_is_told_from_one_not_built():
+    def broken(name):
+        raise ImportError("libssl.so.3: cannot open shared object file: No such file or directory")
+
+    def missing(name):
+        raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+
+    assert native.load_extension(broken) == (None, "libssl.so.3: cannot open shared object file: No such file or directory")
+    assert native.load_extension(missing) == (None, None)
+    assert native.load_extension(lambda name: "module") == ("module", None)
+
+
+def test_read_path_auto_warns_once_naming_why_a_built_extension_did_not_load(monkeypatch, caplog):
+    monkeypatch.setattr(native, "_native", None)
+    monkeypatch.setattr(native, "load_error", "libssl.so.3: cannot open shared object file")
+    monkeypatch.setattr(native, "_warned", False)
+    config = fetch_config(parse(readPath="auto"))
+
+    with caplog.at_level(logging.WARNING, logger="kafkasource.native"):
+        assert config.wants_native() is False
+        assert config.wants_native() is False
+
+    assert [r.getMessage() for r in caplog.records] == [
+        "readPath=auto: kafkasource's native extension could not be loaded (libssl.so.3: cannot open shared object "
+        "file); reading with the slower Python path"]
+    with pytest.raises(KafkaSourceError) as info:
+        replace(config, read_path="native").wants_native()
+    assert str(info.value).startswith("readPath is native, but kafkasource's native extension could not be loaded on "
+                                      "this executor: libssl.so.3: cannot open shared object file: install")
