@@ -4,6 +4,6 @@
 # jars with Maven into .cache/, then runs bench/run.py (arguments pass through; see --help).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-python3 -m pip install -q -c constraints.txt -e ".[bench]"
+python3 -m pip install -q -c constraints.txt -e ".[spark,bench]"
 python3 -m dev.broker fetch > /dev/null
 exec python3 -m bench.run "$@"

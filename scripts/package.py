@@ -4,7 +4,8 @@
 
 - kafkasource-<version>-<tags>.whl: `pip install` it on every node (it pulls confluent-kafka and
   pyarrow), or into a virtualenv packed for `spark.archives`. Built where cargo is on PATH, it holds the
-  native read path, so it is tagged for this Python and platform (cp311, linux_x86_64);
+  native read path, so it is tagged for this platform (cp311-abi3, linux_x86_64: scripts/wheels.py builds
+  the wheels for other machines);
   without cargo (or with KAFKASOURCE_NATIVE=0) it is pure Python (py3-none-any);
 - kafkasource-<version>.zip: for `spark-submit --py-files`, when the nodes already have
   confluent-kafka and pyarrow; the jobs call kafkasource.register(spark), since Spark's scan for

@@ -4,6 +4,6 @@
 # a local broker, sample orders, `spark-submit jobs/ingest.py` twice, what it wrote and what the group committed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-python3 -m pip install -q -c constraints.txt -e .
+python3 -m pip install -q -c constraints.txt -e ".[spark]"
 python3 -m dev.broker fetch > /dev/null
 exec python3 -m scripts.quickstart "$@"

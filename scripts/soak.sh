@@ -5,6 +5,6 @@
 # fetches the Kafka broker jars (Maven Central, cached in .cache/), then runs bench/soak.py (see --help).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-python3 -m pip install -q -c constraints.txt -e .
+python3 -m pip install -q -c constraints.txt -e ".[spark]"
 python3 -m dev.broker fetch > /dev/null
 exec python3 -m bench.soak "$@"
