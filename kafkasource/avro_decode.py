@@ -8,9 +8,10 @@ value with the reason beside it; nothing is dropped.
 Two decoders give the same values and reasons: the native one (kafkasource._native, Rust) appends straight
 into Arrow buffers without a Python object per record; the Python one, the fallback, decodes with fastavro and
 converts its Python objects. Only the wording after "malformed Avro record: " may differ between them (each
-describes the damage in its own words). One difference is known: in a union holding both int and long (or
+describes the damage in its own words). Two differences are known: in a union holding both int and long (or
 float and double) beside a third type, fastavro does not say which of the two branches a number was written
-as, so the Python decoder fills the first of them.
+as, so the Python decoder fills the first of them; and a date or timestamp outside Python's years 1 to 9999 is
+a malformed record to the Python decoder (fastavro makes Python dates of them), a value to the native one.
 """
 
 from __future__ import annotations
