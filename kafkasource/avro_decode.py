@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import datetime
 import io
+import json
 import uuid
 from decimal import Decimal
 
@@ -157,7 +158,7 @@ class PythonDecoder:
         except ImportError:
             raise RuntimeError("the Python Avro decoder needs fastavro: pip install 'kafkasource[avro]'") from None
         self.fastavro = fastavro
-        self.reader_schema = fastavro.parse_schema(_json(reader_schema), _write_hint=False)
+        self.reader_schema = fastavro.parse_schema(json.loads(reader_schema), _write_hint=False)
         self.arrow_type = avro_schema.arrow_type(reader)
         self.convert = _converter(reader)
         self.writers: dict[int, object] = {}  # id -> parsed writer schema, or the reason it cannot be read
@@ -167,7 +168,7 @@ class PythonDecoder:
             self.writers[schema_id] = plan
             return
         try:
-            self.writers[schema_id] = self.fastavro.parse_schema(_json(text), _write_hint=False)
+            self.writers[schema_id] = self.fastavro.parse_schema(json.loads(text), _write_hint=False)
         except Exception as e:  # a schema fastavro finds fault with where avro_schema found none
             self.writers[schema_id] = unresolvable_reason(schema_id, f"it is not a valid Avro schema: {e}")
 
@@ -196,11 +197,6 @@ class PythonDecoder:
             return None, unresolvable_reason(schema_id, str(e))
         except Exception as e:  # fastavro reports damage as whatever its reading ran into
             return None, f"malformed Avro record: {type(e).__name__}: {e}"
-
-
-def _json(text: str):
-    import json
-    return json.loads(text)
 
 
 # ---- fastavro's Python values -> what pyarrow builds the Arrow type from; None where they are that already ----
