@@ -1,17 +1,28 @@
 """Avro decode rate in this process: the native decoder against the Python one (fastavro), on the same payloads.
 
-`python3 -m bench.avro [--records N] [--rounds R]`
+`python3 -m bench.avro [--records N] [--rounds R] [--spark]`
 
 The data set: an order record of 9 fields, one a nested address of 3 (~150 B encoded), in the schema-registry wire format, written by two
 versions of its schema mixed half and half: v1 lacks two fields the reader has (their defaults fill them) and
 writes `quantity` as an int the reader reads as long; v2 is the reader schema. Each decoder decodes all the
 payloads as one Arrow binary array, `rounds` times after one untimed round; the median round counts.
+
+--spark adds Spark's own from_avro (spark-avro from Maven Central) over `substring(value, 6)` with the writer
+schema, the usual workaround for the wire format, on the v2 payloads alone (one writer schema is all it can
+take), against the native decoder on the same payloads: a cached DataFrame of the payloads, `local[1]` (the
+decoders here use one core too), into the noop sink; CPU seconds of Spark's JVM, beside the same query
+without from_avro (the scan and substring alone).
 """
 
 from __future__ import annotations
 
 import argparse
 import io
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
 import json
 import random
 import statistics
@@ -19,6 +30,7 @@ import time
 from typing import NamedTuple
 
 import pyarrow as pa
+import pyarrow.compute  # noqa: F401  (pa.compute)
 
 from kafkasource import avro_decode
 
@@ -100,10 +112,69 @@ def show(name: str, r: Rate, size: float) -> str:
             f"{r.wall:,.0f} records/s elapsed")
 
 
+# the newest spark-avro on Maven Central, as for the Kafka connector (bench/pom.xml); it loads in pyspark 4.3,
+# whose jars hold the Avro library it needs
+SPARK_AVRO = ("org.apache.spark", "spark-avro_2.13", "4.2.0")
+JARS = Path(__file__).resolve().parent.parent / ".cache" / "avro-bench-jars"
+
+
+def spark_avro_jar() -> Path:
+    group, artifact, version = SPARK_AVRO
+    jar = JARS / f"{artifact}-{version}.jar"
+    if not jar.exists():
+        mvn = shutil.which("mvn")
+        if mvn is None:
+            raise RuntimeError("`mvn` is not on PATH: Apache Maven fetches spark-avro for --spark")
+        subprocess.run([mvn, "-q", "-B", "dependency:copy", f"-Dartifact={group}:{artifact}:{version}",
+                        f"-DoutputDirectory={JARS}"], check=True)
+    return jar
+
+
+def jvm_cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime
+
+
+def spark_rates(data: pa.BinaryArray, rounds: int) -> tuple[Rate, Rate]:
+    """Spark's from_avro over the payloads, and the same query without it."""
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
+    from pyspark.sql import SparkSession
+    from pyspark.sql.avro.functions import from_avro
+    from pyspark.sql.functions import expr, length
+
+    spark = (SparkSession.builder.master("local[1]").appName("kafkasource-avro-bench")
+             .config("spark.ui.enabled", "false").config("spark.driver.bindAddress", "127.0.0.1")
+             .config("spark.driver.memory", "2g").config("spark.ui.showConsoleProgress", "false")
+             .config("spark.jars", str(spark_avro_jar())).getOrCreate())
+    spark.sparkContext.setLogLevel("ERROR")
+    try:
+        pid = spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid()
+        frame = spark.createDataFrame(pa.table({"value": data})).cache()
+        frame.count()
+        body = expr("substring(value, 6)")
+        queries = {"from_avro": frame.select(from_avro(body, json.dumps(V2)).alias("order")),
+                   "scan": frame.select(length(body).alias("n"))}
+        rates = {}
+        for name, query in queries.items():
+            wall, cpu = [], []
+            for round_ in range(rounds + 1):
+                start, start_cpu = time.perf_counter(), jvm_cpu_seconds(pid)
+                query.write.format("noop").mode("overwrite").save()
+                if round_:  # the first is untimed
+                    wall.append(time.perf_counter() - start)
+                    cpu.append(jvm_cpu_seconds(pid) - start_cpu)
+            rates[name] = Rate(len(data) / statistics.median(wall), len(data) / statistics.median(cpu))
+        return rates["from_avro"], rates["scan"]
+    finally:
+        spark.stop()
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--records", type=int, default=200_000)
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--spark", action="store_true", help="add Spark's from_avro on the v2 payloads")
     args = parser.parse_args(argv)
     data = payloads(args.records)
     size = (len(data.buffers()[2]) - 5 * len(data)) / len(data)
@@ -116,6 +187,16 @@ def main(argv: list[str] | None = None) -> int:
     print(show("python (fastavro)", python_rate, size))
     print(f"native / python: {native_rate.cpu / python_rate.cpu:.1f}x per CPU second, "
           f"{native_rate.wall / python_rate.wall:.1f}x elapsed")
+    if args.spark:
+        v2 = data.filter(pa.compute.equal(pa.compute.binary_slice(data, 4, 5), pa.scalar(b"\x02", pa.binary())))
+        print(f"the {len(v2):,} v2 payloads alone:")
+        native_v2, _ = rate(True, v2, args.rounds)
+        spark_rate, scan_rate = spark_rates(v2, args.rounds)
+        print(show("native", native_v2, size))
+        print(show("Spark from_avro(substring(value, 6), v2 schema)", spark_rate, size))
+        print(show("Spark, the same query without from_avro", scan_rate, size))
+        print(f"native / Spark's from_avro: {native_v2.cpu / spark_rate.cpu:.1f}x per CPU second, "
+              f"{native_v2.wall / spark_rate.wall:.1f}x elapsed")
     return 0
 
 

@@ -8,15 +8,17 @@ value with the reason beside it; nothing is dropped.
 Two decoders give the same values and reasons: the native one (kafkasource._native, Rust) appends straight
 into Arrow buffers without a Python object per record; the Python one, the fallback, decodes with fastavro and
 converts its Python objects. Only the wording after "malformed Avro record: " may differ between them (each
-describes the damage in its own words). One difference is known: in a union holding both int and long (or
+describes the damage in its own words). Two differences are known: in a union holding both int and long (or
 float and double) beside a third type, fastavro does not say which of the two branches a number was written
-as, so the Python decoder fills the first of them.
+as, so the Python decoder fills the first of them; and a date or timestamp outside Python's years 1 to 9999 is
+a malformed record to the Python decoder (fastavro makes Python dates of them), a value to the native one.
 """
 
 from __future__ import annotations
 
 import datetime
 import io
+import json
 import uuid
 from decimal import Decimal
 
@@ -156,7 +158,7 @@ class PythonDecoder:
         except ImportError:
             raise RuntimeError("the Python Avro decoder needs fastavro: pip install 'kafkasource[registry]'") from None
         self.fastavro = fastavro
-        self.reader_schema = fastavro.parse_schema(_json(reader_schema), _write_hint=False)
+        self.reader_schema = fastavro.parse_schema(json.loads(reader_schema), _write_hint=False)
         self.arrow_type = avro_schema.arrow_type(reader)
         self.convert = _converter(reader)
         self.writers: dict[int, object] = {}  # id -> parsed writer schema, or the reason it cannot be read
@@ -166,7 +168,7 @@ class PythonDecoder:
             self.writers[schema_id] = plan
             return
         try:
-            self.writers[schema_id] = self.fastavro.parse_schema(_json(text), _write_hint=False)
+            self.writers[schema_id] = self.fastavro.parse_schema(json.loads(text), _write_hint=False)
         except Exception as e:  # a schema fastavro finds fault with where avro_schema found none
             self.writers[schema_id] = unresolvable_reason(schema_id, f"it is not a valid Avro schema: {e}")
 
@@ -195,11 +197,6 @@ class PythonDecoder:
             return None, unresolvable_reason(schema_id, str(e))
         except Exception as e:  # fastavro reports damage as whatever its reading ran into
             return None, f"malformed Avro record: {type(e).__name__}: {e}"
-
-
-def _json(text: str):
-    import json
-    return json.loads(text)
 
 
 # ---- fastavro's Python values -> what pyarrow builds the Arrow type from; None where they are that already ----

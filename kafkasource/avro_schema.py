@@ -7,7 +7,8 @@ so a schema refused is refused with the same reason whichever decodes.
 Types map as Spark's SchemaConverters maps them: record -> struct, array -> list, map -> map<string, ..>,
 enum and uuid -> string, fixed and bytes -> binary, decimal -> decimal(p, s), date -> date32,
 timestamp-millis/micros -> timestamp[us, UTC], local-timestamp-millis/micros -> timestamp[us] (Spark's
-TimestampNTZ), time-millis -> int32 and time-micros -> int64 (the plain numbers). A union of null and one type
+TimestampNTZ), time-millis -> int32 (milliseconds of the day). One difference: time-micros is int64 (microseconds
+of the day), where spark-avro 4.1 and later give Spark's TIME(6), a type older Spark versions lack. A union of null and one type
 is that type (nullable); a union of int and long is long, of float and double is double (null or not); any
 other union is a struct of fields member0, member1, ... for its non-null branches in order, exactly one set.
 Recursive types are refused, as Spark refuses them.

@@ -17,8 +17,13 @@ import pytest
 from kafkasource import avro_decode
 from kafkasource.avro_decode import AvroDecoder, arrow_type, schema_ids
 
-DECODERS = ["python", "native"]
 UTC = datetime.timezone.utc
+
+
+@pytest.fixture
+def decoder(read_path) -> str:
+    """Each test runs on both decoders, as on both read paths (conftest.read_path): "python" or "native"."""
+    return read_path
 
 
 def frame(schema_id: int, schema: dict, record) -> bytes:
@@ -106,7 +111,6 @@ def test_schema_ids_are_the_distinct_ids_of_prefixed_payloads():
     assert schema_ids(pa.array([], pa.binary())) == []
 
 
-@pytest.mark.parametrize("decoder", DECODERS)
 def test_primitives(decoder):
     schema = record("P", ("b", "boolean"), ("i", "int"), ("l", "long"), ("f", "float"), ("d", "double"),
                     ("by", "bytes"), ("s", "string"), ("n", "null"))
@@ -117,7 +121,6 @@ def test_primitives(decoder):
     assert values == rows
 
 
-@pytest.mark.parametrize("decoder", DECODERS)
 def test_nested_records_arrays_maps_enums_fixed(decoder):
     point = record("Point", ("x", "int"), ("y", "int"))
     schema = record(
@@ -138,7 +141,6 @@ def test_nested_records_arrays_maps_enums_fixed(decoder):
     assert values == rows
 
 
-@pytest.mark.parametrize("decoder", DECODERS)
 def test_logical_types(decoder):
     schema = record(
         "L", ("dec", {"type": "bytes", "logicalType": "decimal", "precision": 9, "scale": 2}),
@@ -169,7 +171,6 @@ def test_logical_types(decoder):
     assert values == rows
 
 
-@pytest.mark.parametrize("decoder", DECODERS)
 def test_unions(decoder):
     inner = record("Inner", ("x", "int"))
     colour = {"type": "enum", "name": "Colour", "symbols": ["RED"]}
@@ -207,7 +208,6 @@ WRITER_V1 = record(
 WRITER_V2 = READER
 
 
-@pytest.mark.parametrize("decoder", DECODERS)
 def test_two_writer_versions_resolve_into_one_reader(decoder):
     v1 = {"id": 7, "amount": 2.5, "note": "héllo", "legacy": {"k": 1}, "status": "REFUNDED", "ratio": 3,
           "obsolete": {"a": "gone", "b": b"zz"}}
@@ -221,7 +221,6 @@ def test_two_writer_versions_resolve_into_one_reader(decoder):
     assert values == [from_v1, v2, from_v1]
 
 
-@pytest.mark.parametrize("decoder", DECODERS)
 def test_null_payloads_are_null_values_with_no_reason(decoder):
     schema = record("R", ("x", "int"))
     values, reasons = decode(decoder, schema, [None, frame(1, schema, {"x": 1}), None], {1: schema})
@@ -232,7 +231,6 @@ def test_null_payloads_are_null_values_with_no_reason(decoder):
 NOT_RESOLVABLE = "writer schema {} cannot be resolved into the reader schema: "
 
 
-@pytest.mark.parametrize("decoder", DECODERS)
 def test_every_failure_has_its_reason_and_the_other_records_decode(decoder):
     reader = record("R", ("x", "long"), ("e", {"type": "enum", "name": "E", "symbols": ["A"]}, {"default": "A"}),
                     ("s", "string", {"default": ""}))
@@ -278,7 +276,6 @@ def test_every_failure_has_its_reason_and_the_other_records_decode(decoder):
     assert reasons[8].startswith(NOT_RESOLVABLE.format(5)), reasons[8]
 
 
-@pytest.mark.parametrize("decoder", DECODERS)
 def test_a_decimal_wider_than_the_reader_allows_is_malformed(decoder):
     schema = record("R", ("d", {"type": "bytes", "logicalType": "decimal", "precision": 3, "scale": 1}))
     too_wide = b"\x00\x00\x00\x00\x01" + b"\x04\x30\x39"  # 2 bytes: 12345 unscaled, 5 digits (fastavro refuses to write it)
@@ -349,7 +346,6 @@ def as_arrow_python(row: dict) -> dict:
     return {**row, "labels": list(row["labels"].items()), "choice": members if choice is not None else None}
 
 
-@pytest.mark.parametrize("decoder", DECODERS)
 def test_thousands_of_generated_records_equal_fastavros_reading_field_by_field(decoder):
     rng = random.Random(26)
     writers = {1: GENERATED_OLD, 2: GENERATED}
@@ -376,7 +372,6 @@ def test_the_native_decoder_is_refused_clearly_where_the_extension_lacks_it(monk
         AvroDecoder(json.dumps(record("R", ("x", "int"))), native=True)
 
 
-@pytest.mark.parametrize("decoder", DECODERS)
 def test_a_record_failing_halfway_leaves_nothing_behind(decoder):
     """A record cut short inside a nested list fails alone: the rows before and after it are whole."""
     schema = record("R", ("id", "int"), ("items", {"type": "array", "items": record("I", ("tags", {"type": "map", "values": "string"}))}),
@@ -391,7 +386,6 @@ def test_a_record_failing_halfway_leaves_nothing_behind(decoder):
     assert values == [rows[0], rows[1], None, rows[3]]
 
 
-@pytest.mark.parametrize("decoder", DECODERS)
 def test_a_slice_of_payloads_decodes_as_its_copy_and_no_payloads_as_nothing(decoder):
     schema = record("R", ("s", "string"))
     payloads = pa.array([frame(1, schema, {"s": str(i)}) if i % 3 else None for i in range(10)], pa.binary())
@@ -403,7 +397,6 @@ def test_a_slice_of_payloads_decodes_as_its_copy_and_no_payloads_as_nothing(deco
     assert (len(values), len(reasons), values.type) == (0, 0, avro.arrow_type)
 
 
-@pytest.mark.parametrize("decoder", DECODERS)
 def test_blocks_with_negative_counts_and_sizes_are_read_and_skipped(decoder):
     """Writers may prefix an array or map block with a negative count and the block's size in bytes (Java's
     blocking encoder does): read where the reader wants the items, skipped by its size where it does not."""
