@@ -2,10 +2,12 @@
 on in alternation, in one Spark session.
 
 Each drain is an AvailableNow query into the noop sink with a fresh consumer group (so it commits as any
-query with a group does); "on" drains run while `kafkasource.metrics.serve` listens (HTTP on a free port,
-scraped every second by a thread here, the group read from the brokers every second) and were started after
-it, so their commits send their outcomes to it. Prints the medians of rows/s end to end and inside Spark's
-triggers, and their ratio on/off.
+query with a group does): first the "off" drains, then `kafkasource.metrics.serve` starts (HTTP on a free
+port, scraped every second by a thread here, a group read from the brokers every second) and the "on" drains
+run, their commits sending outcomes to it; each phase begins with an untimed drain. The phases are not
+interleaved because serve() changes the session's Python environment, and Spark starts fresh Python workers
+for each new one: interleaving would measure worker start-up (seconds per drain), not the exporter.
+Prints the medians of rows/s end to end and inside Spark's triggers, and their ratio on/off.
 
     python3 -m bench.metrics_cost [--scale 0.25] [--repeat 3]
 """
@@ -53,28 +55,26 @@ def main(argv: list[str] | None = None) -> int:
                                   .option("startingOffsets", "earliest").load())
 
         results: dict[str, list[readers.Drain]] = {"off": [], "on": []}
-        for round_ in range(1 + args.repeat):  # the first round warms up, untimed
-            for mode in (("off", "on") if round_ % 2 == 0 else ("on", "off")):
-                group = f"bench-metrics-{uuid.uuid4().hex[:8]}"
-                if mode == "off":
-                    result = drain(group)
-                else:
-                    exporter = metrics.serve(spark, port=0, source_options={
-                        "kafka.bootstrap.servers": bootstrap, "subscribe": topic, "kafka.group.id": group},
-                        broker_interval_s=1)
-                    scraping = threading.Event()
-                    scraper = threading.Thread(target=_scrape_every_second, args=(exporter.url, scraping), daemon=True)
-                    scraper.start()
-                    try:
-                        result = drain(group)
-                    finally:
-                        scraping.set()
-                        scraper.join()
-                        exporter.close()
+        exporter = scraping = scraper = None
+        for mode in ("off", "on"):
+            if mode == "on":
+                # serve() puts the exporter's address into the session's Python environment once, and Spark starts
+                # Python workers afresh for a new environment: the untimed warm-up drain below pays that, once
+                exporter = metrics.serve(spark, port=0, source_options={
+                    "kafka.bootstrap.servers": bootstrap, "subscribe": topic, "kafka.group.id": "bench-metrics"},
+                    broker_interval_s=1)
+                scraping = threading.Event()
+                scraper = threading.Thread(target=_scrape_every_second, args=(exporter.url, scraping), daemon=True)
+                scraper.start()
+            for round_ in range(1 + args.repeat):  # the first drain warms up, untimed
+                result = drain(f"bench-metrics-{uuid.uuid4().hex[:8]}")
                 if round_ > 0:
                     results[mode].append(result)
                 print(f"{'warm-up' if round_ == 0 else f'round {round_}'} metrics {mode}: {result.rows:,} rows in "
                       f"{result.seconds:.2f} s ({result.reading:.2f} s in triggers)", flush=True)
+        scraping.set()
+        scraper.join()
+        exporter.close()
         print(f"\n{data_set.describe()}, median of {args.repeat}:")
         for what, seconds in (("end to end", lambda d: d.seconds), ("inside triggers", lambda d: d.reading)):
             rate = {mode: statistics.median(d.rows / seconds(d) for d in drains) for mode, drains in results.items()}

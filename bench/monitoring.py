@@ -2,11 +2,12 @@
 producer writing in bursts, the exporter scraped every second; the panels of conf/grafana-dashboard.json
 plotted from those scrapes (matplotlib, the bench extra) into bench/monitoring.png.
 
-    python3 -m bench.monitoring [--seconds 150] [--out bench/monitoring.png]
+    python3 -m bench.monitoring [--seconds 60] [--out bench/monitoring.png]
 
-The run: a local broker, a 4-partition topic with 20,000 records waiting, then 100 records a second, a
-burst of 30,000 at a third of the run and production stopped at two thirds; the job reads with
-processingTime=2s and maxOffsetsPerTrigger=5000, so the backlogs drain over several batches.
+The run: a local broker, a 4-partition topic with 10,000 records waiting; once the job's exporter answers
+(time 0), 100 records a second for `--seconds`, with a burst of 30,000 a third of the way in; scraping goes
+on until the group's lag has been 0 for 15 s (at most 10 minutes). The job reads with processingTime=2s and
+maxOffsetsPerTrigger=5000, so the backlogs drain over several batches.
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ def produce(bootstrap: str, topic: str, count: int, start: int) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--seconds", type=float, default=150)
+    parser.add_argument("--seconds", type=float, default=60)
     parser.add_argument("--out", default=str(Path(__file__).parent / "monitoring.png"))
     args = parser.parse_args(argv)
     import matplotlib
@@ -58,7 +59,7 @@ def main(argv: list[str] | None = None) -> int:
         admin.create_topics([NewTopic(topic, PARTITIONS, 1)])[topic].result(30)
         while len(admin.list_topics(topic, timeout=10).topics[topic].partitions) < PARTITIONS:
             time.sleep(0.1)
-        produce(bootstrap, topic, 20_000, 0)
+        produce(bootstrap, topic, 10_000, 0)
         port = free_port()
         config = write_config(work / "ingest.toml", bootstrap, topic, "orders-ingest", work,
                               trigger="processingTime=2s", extra_source="maxOffsetsPerTrigger = 5000")
@@ -69,9 +70,9 @@ def main(argv: list[str] | None = None) -> int:
         stop = threading.Event()
 
         def trickle() -> None:
-            sent, began = 20_000, time.monotonic()
+            sent, began = 10_000, time.monotonic()
             burst_done = False
-            while not stop.is_set() and time.monotonic() - began < args.seconds * 2 / 3:
+            while not stop.is_set() and time.monotonic() - began < args.seconds:
                 produce(bootstrap, topic, 100, sent)
                 sent += 100
                 if not burst_done and time.monotonic() - began > args.seconds / 3:
@@ -80,15 +81,27 @@ def main(argv: list[str] | None = None) -> int:
                     burst_done = True
                 stop.wait(1)
 
+        url = f"http://127.0.0.1:{port}/metrics"
+        deadline = time.monotonic() + 600
+        while scrape(url) is None:  # the job is still starting
+            if job.poll() is not None or time.monotonic() > deadline:
+                raise SystemExit(f"the job's exporter never answered; its log: {work / 'job.log'}")
+            time.sleep(1)
         producer = threading.Thread(target=trickle, daemon=True)
         began = time.time()
         producer.start()
-        while time.time() - began < args.seconds:
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as answer:
-                    scrapes.append((time.time() - began, parse(answer.read().decode())))
-            except OSError:
-                pass  # the job is still starting
+        caught_up_since = None
+        while time.time() - began < 600:
+            found = scrape(url)
+            if found is not None:
+                scrapes.append((time.time() - began, found))
+                lag = found.get("kafkasource_group_lag_records", {})
+                if time.time() - began > args.seconds and lag and not any(lag.values()):
+                    caught_up_since = caught_up_since or time.time()
+                    if time.time() - caught_up_since > 15:
+                        break
+                else:
+                    caught_up_since = None
             time.sleep(1)
         stop.set()
         producer.join()
@@ -97,8 +110,16 @@ def main(argv: list[str] | None = None) -> int:
             kill_group(job)
         broker.stop()
     plot(scrapes, args.out, plt)
-    print(f"{len(scrapes)} scrapes over {args.seconds:.0f} s plotted into {args.out}")
+    print(f"{len(scrapes)} scrapes over {scrapes[-1][0]:.0f} s plotted into {args.out}")
     return 0
+
+
+def scrape(url: str) -> dict | None:
+    try:
+        with urllib.request.urlopen(url, timeout=5) as answer:
+            return parse(answer.read().decode())
+    except OSError:
+        return None
 
 
 def series(scrapes, name: str, key) -> dict[str, tuple[list[float], list[float]]]:

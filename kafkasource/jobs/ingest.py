@@ -105,7 +105,7 @@ def ingest(config: JobConfig, spark) -> int:
         query = writer.start()
         log.info("reading %s into %s (trigger %s)", options.subscription.describe(), config.sink_path, config.trigger)
         batches = BatchLog()
-        stopped = run_query(query, stop, batches)
+        stopped = run_query(query, stop, batches, every_second=exporter.read_groups_when_due if exporter else None)
         if exporter is not None:
             exporter.observe_query(query)  # the last progress may not have reached the listener yet
         described = options.subscription.describe()
@@ -134,8 +134,8 @@ def start_metrics(spark, config: JobConfig, options):
 
     m = config.metrics
     exporter = metrics.serve(spark, port=m.port, host=m.host, textfile=m.textfile,
-                             source_options=config.source_options if options.group_id else (),
-                             broker_interval_s=m.broker_interval_s)
+                             source_options=options if options.group_id else (),  # checked already
+                             broker_interval_s=m.broker_interval_s, read_groups_in_thread=False)
     if exporter.url:
         log.info("metrics at %s", exporter.url)
     if m.textfile:

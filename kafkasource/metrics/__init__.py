@@ -30,6 +30,7 @@ from kafkasource.commit_events import ENV_ADDRESS, CommitOutcome, OutcomeReceive
 from kafkasource.metrics import broker
 from kafkasource.metrics.queries import Queries
 from kafkasource.metrics.text import CONTENT_TYPE, Family, render
+from kafkasource.options import SourceOptions
 
 log = logging.getLogger(__name__)
 
@@ -91,7 +92,8 @@ class Exporter:
     """Holds the metrics and serves them; made by serve()."""
 
     def __init__(self, spark, port: int | None, host: str, textfile: str | None,
-                 source_options: Sequence[Mapping[str, str]], broker_interval_s: float):
+                 source_options: Sequence[Mapping[str, str] | SourceOptions], broker_interval_s: float,
+                 read_groups_in_thread: bool = True):
         self._lock = threading.Lock()
         self._queries = Queries()
         self._commits = CommitCounts()
@@ -105,7 +107,8 @@ class Exporter:
         self._receiver = OutcomeReceiver(host="127.0.0.1")
         self._threads = [threading.Thread(target=self._receive_outcomes, name="kafkasource-metrics-commits",
                                           daemon=True)]
-        if self._groups:
+        self._next_read = 0.0
+        if self._groups and read_groups_in_thread:
             self._threads.append(threading.Thread(target=self._read_groups_every_interval,
                                                   name="kafkasource-metrics-groups", daemon=True))
         self._server: ThreadingHTTPServer | None = None
@@ -172,6 +175,13 @@ class Exporter:
         while not self._closing.is_set():
             self.read_groups()
             self._closing.wait(self._broker_interval_s)
+
+    def read_groups_when_due(self) -> None:
+        """Read the groups if `broker_interval_s` has passed since the last read: for a caller that reads them from
+        a loop of its own (read_groups_in_thread=False)."""
+        if self._groups and time.monotonic() >= self._next_read:
+            self._next_read = time.monotonic() + self._broker_interval_s
+            self.read_groups()
 
     def read_groups(self) -> None:
         """Read the groups' committed offsets from the brokers now."""
@@ -257,14 +267,17 @@ def _handler(exporter: Exporter) -> type[BaseHTTPRequestHandler]:
 
 
 def serve(spark, port: int | None = DEFAULT_PORT, host: str = "127.0.0.1", textfile: str | None = None,
-          source_options: Mapping[str, str] | Sequence[Mapping[str, str]] = (),
-          broker_interval_s: float = 30.0) -> Exporter:
+          source_options: Mapping[str, str] | SourceOptions | Sequence[Mapping[str, str] | SourceOptions] = (),
+          broker_interval_s: float = 30.0, read_groups_in_thread: bool = True) -> Exporter:
     """Export the metrics of this session's kafkasource queries in Prometheus' text format at
     http://host:port/metrics (port 0: any free one, see `exporter.port`; None: no HTTP, e.g. with `textfile` only).
 
     `source_options`: the options of the queries (one mapping, or several) whose consumer groups' committed
     offsets to read from the brokers, at most every `broker_interval_s` seconds. Call it before starting the
-    queries: commit outcomes reach it from queries started afterwards (classic Spark; not over Spark Connect)."""
-    if isinstance(source_options, Mapping):
+    queries: commit outcomes reach it from queries started afterwards (classic Spark; not over Spark Connect).
+    `read_groups_in_thread=False` leaves the reads to the caller's loop (`read_groups_when_due()`), so that a single
+    thread uses Kafka clients in the process: the ingest job does so from the loop that waits on its query (a Kafka
+    client used from a second thread of the job's driver crashed inside librdkafka at times)."""
+    if isinstance(source_options, (Mapping, SourceOptions)):
         source_options = [source_options]
-    return Exporter(spark, port, host, textfile, list(source_options), broker_interval_s)
+    return Exporter(spark, port, host, textfile, list(source_options), broker_interval_s, read_groups_in_thread)

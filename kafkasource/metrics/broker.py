@@ -1,7 +1,7 @@
 """The consumer group's committed offsets as the brokers report them: what Burrow or kafka-consumer-groups see.
 
-Read with the admin client (OffsetFetch for the group, ListOffsets for the log ends, read
-uncommitted as Kafka's own tools do) for the partitions the query's options subscribe to, at most
+Read with the source's own driver client (OffsetFetch for the group through a consumer that never joins it,
+ListOffsets for the log ends, read uncommitted as Kafka's own tools do) for the partitions the query's options subscribe to, at most
 once per interval, on the exporter's own thread: never on a query's path.
 """
 
@@ -12,8 +12,6 @@ import time
 from dataclasses import dataclass, field
 from typing import Mapping
 
-from confluent_kafka import ConsumerGroupTopicPartitions
-from confluent_kafka import TopicPartition as KafkaTopicPartition
 
 from kafkasource.client import KafkaClient
 from kafkasource.committer import Committer, parse
@@ -34,9 +32,11 @@ class GroupView:
     read_errors: int = 0
 
 
-def group_options(source_options: Mapping[str, str]) -> SourceOptions:
-    """A query's source options, checked as the source checks them; they must name a kafka.group.id."""
-    options = parse_options(source_options, streaming=True)
+def group_options(source_options: Mapping[str, str] | SourceOptions) -> SourceOptions:
+    """A query's source options (as given to the reader, or already parsed), checked as the source checks them;
+    they must name a kafka.group.id."""
+    options = (source_options if isinstance(source_options, SourceOptions)
+               else parse_options(source_options, streaming=True))
     if not options.group_id:
         from kafkasource.errors import OptionError
 
@@ -45,7 +45,7 @@ def group_options(source_options: Mapping[str, str]) -> SourceOptions:
     return options
 
 
-def read_group(options: SourceOptions, client: KafkaClient, timeout_s: float = 10.0) -> GroupView:
+def read_group(options: SourceOptions, client: KafkaClient) -> GroupView:
     """One look at the group: committed offsets with their metadata, and the log ends, per subscribed partition.
     The client lives as long as the exporter: a client closed with a request still pending is a risk not worth
     taking once a second."""
@@ -53,12 +53,10 @@ def read_group(options: SourceOptions, client: KafkaClient, timeout_s: float = 1
     view = GroupView(options.group_id)
     if not partitions:
         return view
-    request = ConsumerGroupTopicPartitions(options.group_id, [KafkaTopicPartition(t, p) for t, p in partitions])
-    answer = client.admin.list_consumer_group_offsets([request], request_timeout=timeout_s)
-    for tp in answer[options.group_id].result(timeout_s * 2).topic_partitions:
-        if tp.offset >= 0:
-            view.committed[(tp.topic, tp.partition)] = tp.offset
-            view.committers[(tp.topic, tp.partition)] = parse(tp.metadata)
+    for tp, (offset, metadata) in client.committed_with_metadata(partitions).items():
+        if offset is not None:
+            view.committed[tp] = offset
+            view.committers[tp] = parse(metadata)
     view.log_ends = client.high_watermarks(partitions)
     view.read_at = time.time()
     return view
