@@ -165,6 +165,19 @@ def workaround_with_the_latest(spark, bootstrap: str, topic: str, data_set: Avro
 
 # ---- the run ----------------------------------------------------------------------------------------------------
 
+ATTEMPTS = 3  # a query on a machine this busy can fail to start: "Python worker failed to connect back"
+
+
+def timed_drain(meter: cpu.Meter, run):
+    for attempt in range(1, ATTEMPTS + 1):
+        try:
+            with meter.measuring() as used:
+                return run(), used
+        except Exception as exc:
+            if attempt == ATTEMPTS:
+                raise
+            print(f"drain failed ({str(exc).splitlines()[0][:200]}), once more", flush=True)
+
 Results = dict[str, dict[str, list[readers.Drain]]]  # set -> reader -> timed drains
 
 
@@ -274,8 +287,7 @@ def main(argv: list[str] | None = None) -> int:
             for round_ in range(args.warm_up + args.rounds):
                 label = f"warm-up {round_ + 1}" if round_ < args.warm_up else f"round {round_ - args.warm_up + 1}"
                 for reader in READERS[round_ % 3:] + READERS[:round_ % 3]:
-                    with meter.measuring() as used:
-                        drain = readers._timed(of(reader, data_set))
+                    drain, used = timed_drain(meter, lambda: readers._timed(of(reader, data_set)))
                     if drain.rows != args.records:
                         raise RuntimeError(f"{reader} read {drain.rows:,} rows of {data_set.name}, "
                                            f"expected {args.records:,}")
