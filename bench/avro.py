@@ -27,7 +27,7 @@ import json
 import random
 import statistics
 import time
-from typing import NamedTuple
+from typing import Iterator, NamedTuple
 
 import pyarrow as pa
 import pyarrow.compute  # noqa: F401  (pa.compute)
@@ -57,18 +57,15 @@ V2 = {"type": "record", "name": "Order", "namespace": "shop", "fields": V2_FIELD
 WRITERS = {1: V1, 2: V2}
 
 
-def payloads(count: int, seed: int = 26) -> pa.BinaryArray:
+def rows(count: int, seed: int = 26) -> Iterator[tuple[int, dict]]:
+    """`count` generated orders as (schema version, record), versions 1 and 2 alternating."""
     import datetime
     from decimal import Decimal
 
-    import fastavro
-
     rng = random.Random(seed)
-    parsed = {i: fastavro.parse_schema(schema, _write_hint=False) for i, schema in WRITERS.items()}
     words = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel"]
-    out = []
     for n in range(count):
-        schema_id = 1 + n % 2
+        schema_version = 1 + n % 2
         first, last = rng.choice(words), rng.choice(words)
         row = {"order_id": rng.randrange(2**40), "customer": f"{first}.{last}-{rng.randrange(10**4)}@example.org",
                "sku": f"SKU-{rng.randrange(10**8):08d}-{rng.choice(words)}-{rng.choice(words)}", "quantity": rng.randrange(1, 100),
@@ -79,8 +76,18 @@ def payloads(count: int, seed: int = 26) -> pa.BinaryArray:
                "address": {"street": f"{rng.randrange(1, 999)} {rng.choice(words).title()} Street",
                            "city": f"{rng.choice(words).title()} City", "zip": f"{rng.randrange(10**5):05d}-{rng.randrange(10**4):04d}"},
                "tags": rng.sample(words, rng.randrange(2, 5))}
-        if schema_id == 2:
+        if schema_version == 2:
             row.update(coupon=rng.choice([None, f"SAVE{rng.randrange(100)}"]), priority=rng.random() < 0.1)
+        yield schema_version, row
+
+
+def payloads(count: int, seed: int = 26) -> pa.BinaryArray:
+    """The rows in the wire format, with the schema version as the writer schema id."""
+    import fastavro
+
+    parsed = {i: fastavro.parse_schema(schema, _write_hint=False) for i, schema in WRITERS.items()}
+    out = []
+    for schema_id, row in rows(count, seed):
         body = io.BytesIO()
         fastavro.schemaless_writer(body, parsed[schema_id], row)
         out.append(b"\x00" + schema_id.to_bytes(4, "big") + body.getvalue())

@@ -1,4 +1,5 @@
-"""Spark's built-in Kafka connector, resolved by Maven from bench/pom.xml into the git-ignored cache."""
+"""Spark's built-in Kafka connector, resolved by Maven from bench/pom.xml into the git-ignored cache, and
+Spark's own Avro functions (spark-avro) for the Avro benchmark."""
 
 from __future__ import annotations
 
@@ -9,6 +10,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 POM = ROOT / "bench" / "pom.xml"
 JARS_DIR = ROOT / ".cache" / "reference-jars"
+AVRO_JARS_DIR = ROOT / ".cache" / "avro-bench-jars"
+# the Kafka connector's version (bench/pom.xml): Maven Central has no Spark 4.3 artifacts; Avro itself
+# (org.apache.avro) is already among pyspark's jars, so spark-avro alone is enough
+SPARK_AVRO = "org.apache.spark:spark-avro_2.13:4.2.0"
 
 
 def reference_jars() -> list[Path]:
@@ -26,3 +31,19 @@ def reference_jars() -> list[Path]:
             raise RuntimeError("Maven could not fetch Spark's Kafka connector:\n" + (result.stdout + result.stderr)[-3000:])
         marker.touch()
     return sorted(JARS_DIR.glob("*.jar"))
+
+
+def spark_avro_jar() -> Path:
+    """spark-avro (from_avro, to_avro) of the same Spark version as the Kafka connector, fetched once."""
+    _group, artifact, version = SPARK_AVRO.split(":")
+    jar = AVRO_JARS_DIR / f"{artifact}-{version}.jar"
+    if not jar.exists():
+        mvn = shutil.which("mvn")
+        if mvn is None:
+            raise RuntimeError("`mvn` is not on PATH: Apache Maven fetches spark-avro for the Avro benchmark")
+        AVRO_JARS_DIR.mkdir(parents=True, exist_ok=True)
+        result = subprocess.run([mvn, "-q", "-B", "dependency:copy", f"-Dartifact={SPARK_AVRO}",
+                                 f"-DoutputDirectory={AVRO_JARS_DIR}"], capture_output=True, text=True)
+        if result.returncode != 0 or not jar.exists():
+            raise RuntimeError("Maven could not fetch spark-avro:\n" + (result.stdout + result.stderr)[-3000:])
+    return jar

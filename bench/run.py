@@ -36,6 +36,7 @@ from importlib.metadata import version
 from pathlib import Path
 
 from bench import cpu, datasets, readers
+from bench.markdown import carry_sections
 from bench.reference import reference_jars
 from dev import broker as local_broker
 from kafkasource import native
@@ -305,7 +306,7 @@ def main(argv: list[str] | None = None) -> int:
         shutil.rmtree(broker.data_dir, ignore_errors=True)
 
     text = report(results, after_idle, args.data_sets, args, time.perf_counter() - started)
-    Path(args.results).write_text(text)
+    Path(args.results).write_text(carry_sections(Path(args.results), text))  # other scripts' sections kept
     if _has_matplotlib():
         chart(results, args.data_sets, Path(args.results).with_name("results.png"))
     print(text)

@@ -18,6 +18,7 @@ import pyarrow.compute as pc
 
 from kafkasource import native
 from kafkasource.arrow import arrow_schema
+from kafkasource.avro_decode import HEADER_SIZE, schema_ids
 from kafkasource.errors import DecodeError, OptionError
 from kafkasource.schema_registry import (WRITER_SCHEMAS, RegistrySchema, UnknownSchemaId, reader_schema,
                                          registry_config)
@@ -38,7 +39,6 @@ SCHEMA_FORMS = {"protobuf": "serialized"}
 COLUMNS = ("key", "value")
 OPTIONS = ("valueFormat", "keyFormat", "valueSubject", "keySubject", "valueSchemaVersion", "keySchemaVersion",
            "valueSchemaId", "keySchemaId", "valueMessage", "keyMessage", "onDecodeError")
-HEADER_SIZE = 5  # magic byte 0 and the writer schema id, 4 bytes big-endian
 
 
 @dataclass(frozen=True)
@@ -202,15 +202,6 @@ def _decoder(column: ColumnFormat, native_decoder: bool):
         found = _DECODERS[key] = decoder_class(column.reader.text, native_decoder and column.format == "avro",
                                                **column.settings())
     return found
-
-
-def schema_ids(payloads: pa.Array) -> list[int]:
-    """The distinct writer schema ids among payloads that carry the wire-format prefix."""
-    payloads = payloads.cast(pa.binary()) if payloads.type != pa.binary() else payloads
-    prefixed = pc.and_(pc.greater_equal(pc.binary_length(payloads), HEADER_SIZE),
-                       pc.equal(pc.binary_slice(payloads, 0, 1), pa.scalar(b"\x00", pa.binary())))
-    ids = pc.unique(pc.binary_slice(pc.filter(payloads, prefixed.fill_null(False)), 1, HEADER_SIZE))
-    return sorted(int.from_bytes(raw, "big") for raw in ids.to_pylist())
 
 
 def _schema_id_of(payload: bytes | None) -> str:
