@@ -19,7 +19,6 @@ import os
 import statistics
 import sys
 import threading
-import time
 import urllib.request
 import uuid
 

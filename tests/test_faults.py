@@ -226,7 +226,7 @@ def test_topic_recreated_while_the_query_was_stopped_is_told_by_the_id_its_check
         assert f"topic {topic} was deleted and created again (its topic id changed from {old_id} to " in message, \
             message
         assert "set failOnDataLoss=false" in message
-        report(capsys, f"topic recreated with 10 records past the position 6 while the query was stopped, "
+        report(capsys, "topic recreated with 10 records past the position 6 while the query was stopped, "
                        "failOnDataLoss=true: the restarted query failed naming the topic and its old id")
     else:
         assert [(row[2], row[4]) for row in rows] == [(r.offset, r.value) for r in renewed]  # offsets 0..9, once

@@ -8,9 +8,6 @@ import json
 import re
 import time
 import urllib.request
-from pathlib import Path
-
-import pytest
 
 from kafkasource import metrics
 from kafkasource.metrics import CommitCounts, broker

@@ -4,10 +4,7 @@ JSONDeserializer reads; each kind of bad record has its own reason."""
 
 from __future__ import annotations
 
-import json
 import random
-
-import pytest
 
 from tests.query_helpers import base_options, batch
 from tests.registry_helpers import (avro_serializer, encode, json_deserializer, json_serializer, decode,

@@ -5,11 +5,9 @@ reasons."""
 
 from __future__ import annotations
 
-import datetime
 import random
 from decimal import Decimal
 
-import pytest
 from confluent_kafka.schema_registry import SchemaRegistryClient
 from confluent_kafka.schema_registry.protobuf import ProtobufDeserializer, ProtobufSerializer
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory, timestamp_pb2
