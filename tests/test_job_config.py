@@ -158,7 +158,7 @@ def test_metrics_table_is_off_by_default_and_checked(tmp_path):
     metrics = load(path).metrics
     assert (metrics.port, metrics.host, metrics.textfile, metrics.broker_interval_s) == (
         9108, "127.0.0.1", f"{tmp_path}/ingest.prom", 15.0)
-    for table, message in [
+    for keys, message in [
         ('host = "0.0.0.0"', "[metrics] needs port (Prometheus scrapes http://host:port/metrics) or textfile"),
         ("port = 70000", "[metrics] port must be a port number from 0 to 65535 (0: any free port), got 70000"),
         ('port = "9108"', "[metrics] port must be a port number from 0 to 65535 (0: any free port), got '9108'"),
@@ -167,4 +167,4 @@ def test_metrics_table_is_off_by_default_and_checked(tmp_path):
         ('port = 0\nbroker_interval = "soon"', "[metrics] broker_interval must be a duration such as 15s or 1m"),
         ("prot = 9108", "unknown key 'prot' in [metrics] (did you mean 'port'?)"),
     ]:
-        assert message in error_of(write(tmp_path, MINIMAL + "[metrics]\n" + table + "\n")), table
+        assert message in error_of(write(tmp_path, MINIMAL + "[metrics]\n" + keys + "\n")), keys
