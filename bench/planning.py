@@ -240,7 +240,7 @@ def with_spark(spark, bootstrap: str, names: list[str], each: int, subscription:
         progress = [json.loads(p.json) for p in query.recentProgress]
     finally:
         query.stop()
-    reading = [p for p in progress if p.get("numInputRows")][2:]  # the first ones warm up the Python workers
+    reading = [p for p in progress if p.get("numInputRows")][1:]  # the first one warms up the Python workers
     if not reading:
         return {"latestOffset": float("nan"), "triggerExecution": float("nan"), "triggers": 0}
     return {"latestOffset": statistics.median(p["durationMs"].get("latestOffset", 0) for p in reading),
