@@ -40,7 +40,9 @@ from typing import Callable
 from dev import broker as local_broker
 
 SPREAD_TOPICS = 100
-CREATE_STEP = 5000  # partitions per CreateTopics/CreatePartitions request: a KRaft controller refuses a larger one
+# partitions per CreateTopics/CreatePartitions request: KRaft controllers have capped the records one request may
+# write (10,000 in Kafka 3.x; a topic is one record plus one per partition); not checked on this broker's version
+CREATE_STEP = 5000
 
 
 class Timer:
