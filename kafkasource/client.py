@@ -31,6 +31,8 @@ UNREACHABLE = {KafkaError._TRANSPORT, KafkaError._TIMED_OUT, KafkaError._ALL_BRO
 LEADER_MOVING = {KafkaError.OFFSET_NOT_AVAILABLE, KafkaError.LEADER_NOT_AVAILABLE,
                  KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.FENCED_LEADER_EPOCH, KafkaError.UNKNOWN_LEADER_EPOCH,
                  KafkaError._NOENT}  # _NOENT: "no leaders found", from a client that has no metadata yet
+# a consumer's own answer for a partition or topic its metadata does not hold (yet)
+NOT_IN_CLIENT_METADATA = {KafkaError._UNKNOWN_PARTITION, KafkaError._UNKNOWN_TOPIC}
 # the group coordinator moving, loading or not elected yet: worth asking again
 COORDINATOR_RETRIABLE = {KafkaError.COORDINATOR_LOAD_IN_PROGRESS, KafkaError.COORDINATOR_NOT_AVAILABLE,
                          KafkaError.NOT_COORDINATOR, KafkaError._WAIT_COORD}
@@ -175,6 +177,7 @@ class KafkaClient:
             read_committed = self.options.read_committed
         deadline = time.monotonic() + self._timeout_s
         attempt_s = FIRST_ATTEMPT_S
+        asked_afresh = False
         while True:
             attempt_s = max(1.0, min(attempt_s, deadline - time.monotonic()))
             failure: KafkaException | None = None
@@ -186,6 +189,12 @@ class KafkaClient:
                 reason = f"no offset for {describe(unanswered)}"
             except KafkaException as exc:
                 error = exc.args[0] if exc.args and isinstance(exc.args[0], KafkaError) else None
+                if error is not None and error.code() in NOT_IN_CLIENT_METADATA and not asked_afresh:
+                    # a partition or topic created after the client last fetched its metadata: a fresh client
+                    # knows it. Still unknown to a fresh one, it is gone (topic deleted): an error, not a retry
+                    asked_afresh = True
+                    self._drop_offsets_clients()
+                    continue
                 # a leader moving to another broker also answers "not leader" or "high watermark not caught up"
                 if error is None or error.code() not in LEADER_MOVING | UNREACHABLE:
                     raise self._fail(f"list {what} offsets", exc) from None
