@@ -1,7 +1,8 @@
 """The broker, driver side: the one place that asks Kafka for metadata, offsets and commits.
 
-Every question about many partitions is one batched request (one metadata request, one
-ListOffsets, one OffsetFetch), never a round trip per partition. Clients are created lazily and
+Every question about many partitions is batched (one metadata request, one OffsetFetch, ListOffsets
+in calls of up to LIST_OFFSETS_CHUNK partitions, each a request per leader), never a round trip per
+partition. Clients are created lazily and
 are not picklable; readers drop them before Spark ships the reader to executors.
 """
 
@@ -11,9 +12,10 @@ import logging
 import time
 from typing import Mapping
 
-from confluent_kafka import OFFSET_INVALID, Consumer, IsolationLevel, KafkaError, KafkaException, TopicCollection
+from confluent_kafka import (OFFSET_BEGINNING, OFFSET_END, OFFSET_INVALID, Consumer, KafkaError, KafkaException,
+                             TopicCollection)
 from confluent_kafka import TopicPartition as KafkaTopicPartition
-from confluent_kafka.admin import AdminClient, OffsetSpec
+from confluent_kafka.admin import AdminClient
 
 from kafkasource.errors import BrokerUnavailableError, KafkaSourceError
 from kafkasource.partitions import Positions, TopicPartition, describe
@@ -23,11 +25,14 @@ from kafkasource.options import SourceOptions
 
 log = logging.getLogger(__name__)
 
+# _DESTROY_BROKER: a consumer's ListOffsets to a broker that stopped, whose handle the client dropped meanwhile
 UNREACHABLE = {KafkaError._TRANSPORT, KafkaError._TIMED_OUT, KafkaError._ALL_BROKERS_DOWN,
-               KafkaError._RESOLVE, KafkaError.REQUEST_TIMED_OUT}
+               KafkaError._RESOLVE, KafkaError.REQUEST_TIMED_OUT, KafkaError._DESTROY_BROKER}
 LEADER_MOVING = {KafkaError.OFFSET_NOT_AVAILABLE, KafkaError.LEADER_NOT_AVAILABLE,
                  KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.FENCED_LEADER_EPOCH, KafkaError.UNKNOWN_LEADER_EPOCH,
                  KafkaError._NOENT}  # _NOENT: "no leaders found", from a client that has no metadata yet
+# a consumer's own answer for a partition or topic its metadata does not hold (yet)
+NOT_IN_CLIENT_METADATA = {KafkaError._UNKNOWN_PARTITION, KafkaError._UNKNOWN_TOPIC}
 # the group coordinator moving, loading or not elected yet: worth asking again
 COORDINATOR_RETRIABLE = {KafkaError.COORDINATOR_LOAD_IN_PROGRESS, KafkaError.COORDINATOR_NOT_AVAILABLE,
                          KafkaError.NOT_COORDINATOR, KafkaError._WAIT_COORD}
@@ -38,7 +43,10 @@ TOPIC_IDS_TIMEOUT_S = 2.0
 FIRST_ATTEMPT_S = 1.0  # the first ListOffsets attempt's timeout; each retry doubles it
 # partitions per ListOffsets call: a librdkafka call's CPU grows faster than its number of partitions (5,000 of
 # them: 150-170 ms in one call, 55-70 ms in calls of 500 all sent before any answer is awaited; bench/PLANNING.md)
-LIST_OFFSETS_CHUNK = 500
+LIST_OFFSETS_CHUNK = 1000
+# ListOffsets asks, per partition, for a timestamp's offset; these two stand for the log end and the log start
+OFFSET_LATEST, OFFSET_EARLIEST = OFFSET_END, OFFSET_BEGINNING
+OFFSETS_GROUP_ID = "kafkasource-executor-never-commits"  # as executors' consumers: looked up, never joined
 
 
 class KafkaClient:
@@ -48,6 +56,7 @@ class KafkaClient:
         self.options = options
         self._admin: AdminClient | None = None
         self._group_consumer: Consumer | None = None
+        self._offsets_consumers: dict[bool, Consumer] = {}  # by read_committed
         self._timeout_s = options.poll_timeout_ms / 1000
         # the latest authentication or TLS failure the clients reported: only their error_cb (served inside poll())
         # hears of it; the request itself just fails with a transport error or a timeout
@@ -78,6 +87,7 @@ class KafkaClient:
         if self._group_consumer is not None:
             close_within(self._group_consumer, f"offset client of group {self.options.group_id}")
         self._group_consumer = None
+        self._drop_offsets_clients()
         self._admin = None
 
     # -- errors --------------------------------------------------------------------------------
@@ -91,6 +101,8 @@ class KafkaClient:
             self._admin.poll(0)
         if self._group_consumer is not None:
             self._group_consumer.poll(0)
+        for consumer in self._offsets_consumers.values():
+            consumer.poll(0)
         if self._refusal is None:
             return None
         return refusal_error(what, self._refusal, self.options.client_config())
@@ -147,9 +159,10 @@ class KafkaClient:
                 ids[name] = str(topic_id)  # all zero: a broker that gives topics no id
         return ids
 
-    def _list_offsets(self, request: Mapping[TopicPartition, OffsetSpec], what: str,
-                      isolation: IsolationLevel | None = None) -> Positions:
-        """One ListOffsets request for every partition, asked again until kafkaConsumer.pollTimeoutMs has passed.
+    def _list_offsets(self, request: Mapping[TopicPartition, int], what: str, read_committed: bool | None = None
+                      ) -> Positions:
+        """The offsets ListOffsets gives for `request` (per partition a timestamp, or LATEST / EARLIEST), asked
+        again until kafkaConsumer.pollTimeoutMs has passed.
 
         A request goes to each partition's leader as the client last knew it. When that leader has just died, the
         request waits out its whole timeout and may then come back without an error but with OFFSET_INVALID for
@@ -157,32 +170,35 @@ class KafkaClient:
         doubles (1, 2, 4 s ...) and every retry a fresh client, whose metadata names the new leader once the
         cluster has elected one (a few seconds after the old one stopped answering); a client that knew the old
         leader was also seen to keep its stale leader epoch. The query's kafka.isolation.level applies unless
-        `isolation` says otherwise."""
+        `read_committed` says otherwise."""
         if not request:
             return {}
-        if isolation is None:
-            isolation = (IsolationLevel.READ_COMMITTED if self.options.read_committed
-                         else IsolationLevel.READ_UNCOMMITTED)
+        if read_committed is None:
+            read_committed = self.options.read_committed
         deadline = time.monotonic() + self._timeout_s
         attempt_s = FIRST_ATTEMPT_S
+        asked_afresh = False
         while True:
             attempt_s = max(1.0, min(attempt_s, deadline - time.monotonic()))
             failure: KafkaException | None = None
             try:
-                futures = self._send_list_offsets(request, isolation, attempt_s)
-                found = {(tp.topic, tp.partition): future.result(attempt_s).offset for tp, future in futures.items()}
+                found = self._ask_offsets(request, read_committed, time.monotonic() + attempt_s)
                 unanswered = sorted(tp for tp, offset in found.items() if offset == OFFSET_INVALID)
                 if not unanswered:
                     return found
                 reason = f"no offset for {describe(unanswered)}"
             except KafkaException as exc:
                 error = exc.args[0] if exc.args and isinstance(exc.args[0], KafkaError) else None
+                if error is not None and error.code() in NOT_IN_CLIENT_METADATA and not asked_afresh:
+                    # a partition or topic created after the client last fetched its metadata: a fresh client
+                    # knows it. Still unknown to a fresh one, it is gone (topic deleted): an error, not a retry
+                    asked_afresh = True
+                    self._drop_offsets_clients()
+                    continue
                 # a leader moving to another broker also answers "not leader" or "high watermark not caught up"
                 if error is None or error.code() not in LEADER_MOVING | UNREACHABLE:
                     raise self._fail(f"list {what} offsets", exc) from None
                 failure, reason = exc, error.str()
-            except TimeoutError:
-                reason = f"no answer within {attempt_s:.0f} s"
             if time.monotonic() + 0.2 >= deadline or self._refused(f"list {what} offsets"):
                 if failure is not None:
                     raise self._fail(f"list {what} offsets", failure) from None
@@ -190,36 +206,58 @@ class KafkaClient:
                     f"could not list {what} offsets: Kafka at {self.options.bootstrap_servers} did not answer within "
                     f"{self.options.poll_timeout_ms} ms (kafkaConsumer.pollTimeoutMs)") from None
             log.info("listing %s offsets: %s; asking again with a fresh client", what, reason)
-            self._admin = None
+            self._drop_offsets_clients()
             time.sleep(0.2)
             attempt_s *= 2
 
-    def _send_list_offsets(self, request: Mapping[TopicPartition, OffsetSpec], isolation: IsolationLevel,
-                           timeout_s: float) -> dict:
-        """ListOffsets for `request`, in calls of LIST_OFFSETS_CHUNK partitions sent at once (each a request per
-        leader); the futures of every partition."""
-        asked = [(KafkaTopicPartition(t, p), spec) for (t, p), spec in request.items()]
-        futures = {}
+    def _ask_offsets(self, request: Mapping[TopicPartition, int], read_committed: bool, until: float) -> Positions:
+        """One attempt: ListOffsets in calls of LIST_OFFSETS_CHUNK partitions (each call a request per leader).
+        A consumer's offsets_for_times answers a call as one list; the admin client's list_offsets makes a Python
+        future per partition, which cost 30 µs each (bench/PLANNING.md)."""
+        consumer = self._offsets_consumer(read_committed)
+        asked = [KafkaTopicPartition(t, p, timestamp) for (t, p), timestamp in request.items()]
+        found: Positions = {}
         for i in range(0, len(asked), LIST_OFFSETS_CHUNK):
-            futures.update(self.admin.list_offsets(dict(asked[i:i + LIST_OFFSETS_CHUNK]), isolation_level=isolation,
-                                                   request_timeout=timeout_s))
-        return futures
+            answered = consumer.offsets_for_times(asked[i:i + LIST_OFFSETS_CHUNK],
+                                                  timeout=max(0.1, until - time.monotonic()))
+            for tp in answered:
+                if tp.error is not None:  # a partition's own error: as if the whole call had failed with it
+                    raise KafkaException(tp.error)
+                found[(tp.topic, tp.partition)] = tp.offset
+        return found
+
+    def _offsets_consumer(self, read_committed: bool) -> Consumer:
+        """A consumer asking offsets only (it never subscribes, reads nor commits), per isolation level: under
+        read_committed a log end is the last stable offset. Its group id is the query's, or the executors' stand-in:
+        librdkafka looks the group's coordinator up for any consumer."""
+        consumer = self._offsets_consumers.get(read_committed)
+        if consumer is None:
+            consumer = Consumer(self.options.client_config(**{
+                "group.id": self.options.group_id or OFFSETS_GROUP_ID, "enable.auto.commit": False,
+                "isolation.level": "read_committed" if read_committed else "read_uncommitted",
+                "error_cb": self._on_client_error}))
+            self._offsets_consumers[read_committed] = consumer
+        return consumer
+
+    def _drop_offsets_clients(self) -> None:
+        for read_committed, consumer in list(self._offsets_consumers.items()):
+            del self._offsets_consumers[read_committed]
+            close_within(consumer, "offsets client")
 
     def beginning(self, partitions: list[TopicPartition]) -> Positions:
-        return self._list_offsets({tp: OffsetSpec.earliest() for tp in partitions}, "earliest")
+        return self._list_offsets({tp: OFFSET_EARLIEST for tp in partitions}, "earliest")
 
     def end(self, partitions: list[TopicPartition]) -> Positions:
         """Log end offsets; the last stable offsets under kafka.isolation.level=read_committed."""
-        return self._list_offsets({tp: OffsetSpec.latest() for tp in partitions}, "latest")
+        return self._list_offsets({tp: OFFSET_LATEST for tp in partitions}, "latest")
 
     def high_watermarks(self, partitions: list[TopicPartition]) -> Positions:
         """Log end offsets whatever the isolation level: under read_committed, where the records held back by open
         transactions end."""
-        return self._list_offsets({tp: OffsetSpec.latest() for tp in partitions}, "high watermark",
-                                  IsolationLevel.READ_UNCOMMITTED)
+        return self._list_offsets({tp: OFFSET_LATEST for tp in partitions}, "high watermark", read_committed=False)
 
     def for_times(self, timestamps: Mapping[TopicPartition, int]) -> dict[TopicPartition, int | None]:
-        found = self._list_offsets({tp: OffsetSpec.for_timestamp(ts) for tp, ts in timestamps.items()}, "timestamp")
+        found = self._list_offsets(dict(timestamps), "timestamp")
         return {tp: (o if o >= 0 else None) for tp, o in found.items()}
 
     def committed(self, partitions: list[TopicPartition]) -> dict[TopicPartition, int | None]:

@@ -13,8 +13,9 @@ and positions of the old log that arrive afterwards (commit(end), one batch late
 
 What a trigger costs grows with what changed, not with the number of partitions: the topics, their
 partitions and ids are asked again at most every metadataRefreshIntervalMs (or at once when the log
-ends name a partition that no longer exists), the log ends once per trigger in one ListOffsets request
-per broker, and the offsets JSON is built once per trigger and parsed once per shape Spark hands back.
+ends name a partition that no longer exists), the log ends once per trigger (ListOffsets in calls of
+1,000 partitions, each a request per leader broker), and the offsets JSON is built once per trigger and
+parsed once per shape Spark hands back.
 """
 
 from __future__ import annotations
