@@ -4,6 +4,8 @@ A `file:` URI stands in for hdfs: and s3a:, which take the same Hadoop FileSyste
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from kafkasource.jobs import files, ingest
@@ -30,8 +32,10 @@ def test_files_are_read_through_sparks_file_systems_and_by_their_shipped_name(sp
     with pytest.raises(FileNotFoundError) as missing:
         files.read_bytes(spark, f"file://{tmp_path}/absent.toml")
     assert str(missing.value) == f"file://{tmp_path}/absent.toml"
-    spark.sparkContext.addFile(str(config))  # what --files does on the driver
-    config.unlink()  # only the shipped copy is left
+    # what --files does on the driver. The original stays: every later task of this session fetches the file
+    # again and fails if it changed; the bare name below cannot be found beside this process (cwd is elsewhere)
+    spark.sparkContext.addFile(str(config))
+    assert not (Path.cwd() / "shipped-config.toml").exists()
     assert files.read_bytes(spark, "shipped-config.toml") == b'[kafka]\n"bootstrap.servers" = "b:9092"\n'
 
 
