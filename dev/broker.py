@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import base64
+import hashlib
 import shutil
 import socket
 import subprocess
@@ -66,16 +67,18 @@ def require(tool: str, what_for: str) -> str:
 def fetch_jars() -> Path:
     """Resolve the Kafka jars into the cache (once); return the folder that holds them."""
     marker = LIBS_DIR / ".complete"
-    if marker.exists():
+    wanted = hashlib.sha256(POM.read_bytes()).hexdigest()  # a changed pom resolves the jars again
+    if marker.exists() and marker.read_text() == wanted:
         return LIBS_DIR
     mvn = require("mvn", "fetch the Kafka broker jars from Maven Central")
+    shutil.rmtree(LIBS_DIR, ignore_errors=True)
     LIBS_DIR.mkdir(parents=True, exist_ok=True)
     cmd = [mvn, "-q", "-B", "-f", str(POM), "dependency:copy-dependencies",
            f"-DoutputDirectory={LIBS_DIR}", "-DincludeScope=runtime", f"-Dkafka.version={KAFKA_VERSION}"]
     result = subprocess.run(cmd, capture_output=True, text=True)
     if result.returncode != 0:
         raise BrokerError("Maven could not fetch the Kafka jars:\n" + (result.stdout + result.stderr)[-3000:])
-    marker.touch()
+    marker.write_text(wanted)
     return LIBS_DIR
 
 

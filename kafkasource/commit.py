@@ -23,7 +23,7 @@ from kafkasource import committer
 from kafkasource.client import COORDINATOR_RETRIABLE
 from kafkasource.commit_events import CommitOutcome, OutcomeSender
 from kafkasource.errors import CommitError
-from kafkasource.partitions import Positions, TopicPartition, describe, partition_name
+from kafkasource.partitions import Positions, TopicPartition, describe, listing, partition_name
 from kafkasource.shutdown import close_within, signal_deferred
 
 log = logging.getLogger(__name__)
@@ -34,6 +34,13 @@ GROUP_IN_USE = {KafkaError.UNKNOWN_MEMBER_ID, KafkaError.ILLEGAL_GENERATION,
                 getattr(KafkaError, "FENCED_MEMBER_EPOCH", -999), getattr(KafkaError, "STALE_MEMBER_EPOCH", -999)}
 ASYNC_FLUSH_SECONDS = 10.0
 SYNC_ANSWER_SLICE_S = 0.002
+# The group coordinator writes one OffsetCommit request as one record batch to __consumer_offsets and refuses a batch
+# larger than that topic's maximum message size (1 MiB by default): a Kafka 4.3 broker then failed the whole commit
+# ("Unknown broker error") and shut itself down, seen with the first commit of 10,000 partitions. So a commit of many
+# partitions goes as several requests of at most COMMIT_REQUEST_BYTES, estimated from what each offset record holds:
+# the group and topic names, the metadata, and OFFSET_RECORD_BYTES of numbers and framing (an overestimate).
+COMMIT_REQUEST_BYTES = 512 * 1024
+OFFSET_RECORD_BYTES = 100
 
 
 def explain(group_id: str, positions: Positions, error: KafkaError) -> str:
@@ -144,9 +151,14 @@ class OffsetCommitter:
     # -- sync -------------------------------------------------------------------------------------
     def _commit_sync(self, positions: Positions, deadline: float | None = None) -> None:
         deadline = deadline or time.monotonic() + self.timeout_s
+        metadata = committer.metadata()
+        for request in commit_requests(positions, self.group_id, metadata):
+            self._commit_request_sync(request, metadata, deadline)
+
+    def _commit_request_sync(self, positions: Positions, metadata: str, deadline: float) -> None:
         backoff = 0.1
         while True:
-            error = self._try_commit_sync(positions, deadline)
+            error = self._try_commit_sync(positions, metadata, deadline)
             if error is None:
                 self._confirmed.update(positions)
                 self._report("success", None, positions)
@@ -165,13 +177,13 @@ class OffsetCommitter:
             time.sleep(backoff)
             backoff = min(backoff * 2, 5.0)
 
-    def _try_commit_sync(self, positions: Positions, deadline: float) -> KafkaError | None:
+    def _try_commit_sync(self, positions: Positions, metadata: str, deadline: float) -> KafkaError | None:
         """One commit, its answer waited for until `deadline` at the most. The client's own blocking commit would
         wait for a coordinator it cannot reach far longer than commitTimeoutMs, so the commit is sent and its
         answer served here."""
         self._sync_answer = _PENDING
         try:
-            self.consumer.commit(offsets=_to_kafka(positions), asynchronous=True)
+            self.consumer.commit(offsets=_to_kafka(positions, metadata), asynchronous=True)
             while self._sync_answer is _PENDING and time.monotonic() < deadline:
                 # answers arrive only inside poll(), which returns at its timeout (it has no message to return):
                 # short slices, so the wait ends within a few ms of the answer (100 ms slices cost 100 ms a trigger)
@@ -186,13 +198,16 @@ class OffsetCommitter:
 
     # -- async ------------------------------------------------------------------------------------
     def _send_next_async(self) -> None:
-        """One commit in flight at a time, so an older commit can never land after a newer one."""
+        """One commit request in flight at a time, so an older commit can never land after a newer one; what does not
+        fit in one request stays queued for the next."""
         if self._in_flight is not None or not self._queued:
             return
         with signal_deferred():  # in flight means handed to the client
-            self._in_flight, self._queued = self._queued, None
+            metadata = committer.metadata()
+            first, *rest = commit_requests(self._queued, self.group_id, metadata)
+            self._in_flight, self._queued = first, {tp: o for request in rest for tp, o in request.items()} or None
             try:
-                self.consumer.commit(offsets=_to_kafka(self._in_flight), asynchronous=True)
+                self.consumer.commit(offsets=_to_kafka(self._in_flight, metadata), asynchronous=True)
             except KafkaException as exc:
                 self._on_commit(exc.args[0], None)
 
@@ -238,10 +253,25 @@ class OffsetCommitter:
                                           len(positions), self.mode))
 
 
-def _to_kafka(positions: Positions) -> list[KafkaTopicPartition]:
-    metadata = committer.metadata()
+def commit_requests(positions: Positions, group_id: str, metadata: str) -> list[Positions]:
+    """`positions` split into OffsetCommit requests whose offset records fit COMMIT_REQUEST_BYTES (estimated), in
+    partition order; one request for the usual commit of the partitions a trigger moved."""
+    fixed = OFFSET_RECORD_BYTES + len(group_id.encode()) + len(metadata.encode())
+    requests: list[Positions] = [{}]
+    size = 0
+    for (topic, partition), offset in sorted(positions.items()):
+        record = fixed + len(topic.encode())
+        if requests[-1] and size + record > COMMIT_REQUEST_BYTES:
+            requests.append({})
+            size = 0
+        requests[-1][(topic, partition)] = offset
+        size += record
+    return requests if requests[-1] else []
+
+
+def _to_kafka(positions: Positions, metadata: str) -> list[KafkaTopicPartition]:
     return [KafkaTopicPartition(t, p, o, metadata=metadata) for (t, p), o in sorted(positions.items())]
 
 
 def _show(positions: Positions) -> str:
-    return ", ".join(f"{partition_name(t, p)}@{o}" for (t, p), o in sorted(positions.items()))
+    return listing([f"{partition_name(t, p)}@{o}" for (t, p), o in sorted(positions.items())])

@@ -13,6 +13,18 @@ def partition_name(topic: str, partition: int) -> str:
     return f"{topic}-{partition}"
 
 
+# a message or log line names this many partitions and counts the rest: one about a commit of 10,000 partitions
+# named every one of them (a third of a megabyte)
+NAMED_AT_MOST = 20
+
+
 def describe(partitions: Iterable[TopicPartition]) -> str:
-    """'orders-0, orders-3' for messages."""
-    return ", ".join(partition_name(t, p) for t, p in sorted(partitions))
+    """'orders-0, orders-3' for messages; past NAMED_AT_MOST partitions, '... and 9,980 more partitions'."""
+    return listing([partition_name(t, p) for t, p in sorted(partitions)])
+
+
+def listing(names: list[str]) -> str:
+    """`names` joined for a message, the first NAMED_AT_MOST of them, then how many more."""
+    more = len(names) - NAMED_AT_MOST
+    shown = ", ".join(names[:NAMED_AT_MOST])
+    return f"{shown} and {more:,} more partitions" if more > 0 else shown

@@ -34,7 +34,7 @@ from kafkasource.commit_events import OutcomeSender
 from kafkasource.dataloss import report_data_loss
 from kafkasource.errors import BrokerUnavailableError, KafkaSourceError
 from kafkasource.offsets import OffsetLookup, from_json_dict, to_json_dict, topic_ids_of
-from kafkasource.partitions import Positions, TopicPartition, describe, partition_name
+from kafkasource.partitions import Positions, TopicPartition, describe, listing, partition_name
 from kafkasource.options import SourceOptions
 from kafkasource.decoding import decode_batches
 from kafkasource.task_reader import read_ranges
@@ -387,6 +387,7 @@ def _unread(partitions: list[TopicPartition], positions: Positions, seen: Positi
     lost = {tp: seen[tp] - positions[tp] for tp in partitions if seen.get(tp, -1) > positions[tp]}
     if not lost:
         return "; it held no record the query had seen and not read"
-    ranges = ", ".join(f"{partition_name(t, p)} {positions[(t, p)]}..{positions[(t, p)] + n - 1}" for (t, p), n in sorted(lost.items()))
+    ranges = listing([f"{partition_name(t, p)} {positions[(t, p)]}..{positions[(t, p)] + n - 1}"
+                      for (t, p), n in sorted(lost.items())])
     total = sum(lost.values())
     return f"; at least {total} record{'' if total == 1 else 's'} the query had not read are lost ({ranges})"

@@ -259,6 +259,12 @@ def test_describe():
     assert describe([("b", 0), ("a", 3), ("a", 1)]) == "a-1, a-3, b-0"
 
 
+def test_describe_names_twenty_partitions_and_counts_the_rest():
+    wide = [("orders", p) for p in range(10_000)]
+    assert describe(wide) == ", ".join(f"orders-{p}" for p in range(20)) + " and 9,980 more partitions"
+    assert describe(wide[:20]) == ", ".join(f"orders-{p}" for p in range(20))
+
+
 def test_nearest_in_log_moves_offsets_to_the_closest_bound():
     lookup = FakeLookup({A0: 5, A1: 5, A2: 5}, {A0: 10, A1: 10, A2: 10})
     assert nearest_in_log({A0: 2, A1: 7, A2: 40}, lookup) == {A0: 5, A1: 7, A2: 10}
