@@ -9,8 +9,9 @@ are not picklable; readers drop them before Spark ships the reader to executors.
 from __future__ import annotations
 
 import logging
+import threading
 import time
-from typing import Mapping
+from typing import Callable, Mapping, TypeVar
 
 from confluent_kafka import (OFFSET_BEGINNING, OFFSET_END, OFFSET_INVALID, Consumer, KafkaError, KafkaException,
                              TopicCollection)
@@ -24,6 +25,7 @@ from kafkasource.shutdown import close_within
 from kafkasource.options import SourceOptions
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 # _DESTROY_BROKER: a consumer's ListOffsets to a broker that stopped, whose handle the client dropped meanwhile
 UNREACHABLE = {KafkaError._TRANSPORT, KafkaError._TIMED_OUT, KafkaError._ALL_BROKERS_DOWN,
@@ -41,9 +43,15 @@ ANSWER_SLICE_S = 1.0  # how often a request waiting for an unreachable cluster c
 # (whose request would wait out its whole timeout) costs a trigger this much, and the next trigger asks again
 TOPIC_IDS_TIMEOUT_S = 2.0
 FIRST_ATTEMPT_S = 1.0  # the first ListOffsets attempt's timeout; each retry doubles it
-# partitions per ListOffsets call: a librdkafka call's CPU grows faster than its number of partitions (5,000 of
-# them: 150-170 ms in one call, 55-70 ms in calls of 500 all sent before any answer is awaited; bench/PLANNING.md)
-LIST_OFFSETS_CHUNK = 1000
+# partitions per ListOffsets call: a librdkafka call's CPU grows with the square of its partitions past a few hundred
+# (10,000 partitions on an idle machine: 422 ms of CPU in one call, 71 ms in calls of 1,000, 30 ms in calls of 500,
+# 28 ms in calls of 100, whose round trips then cost more wall time; bench/PLANNING.md)
+LIST_OFFSETS_CHUNK = 500
+# clients asking those calls at once, each over connections of its own: a broker answers one connection's requests
+# one at a time, so one lane's request is served while another lane's answer is read. The log ends of 10,000
+# partitions on one broker, idle machine, per trigger: 97 ms in one lane, 61 in two, 51-55 in three, 55 in four
+# (one client's calls from several threads: no gain, they share its connection)
+LIST_OFFSETS_LANES = 3
 # ListOffsets asks, per partition, for a timestamp's offset; these two stand for the log end and the log start
 OFFSET_LATEST, OFFSET_EARLIEST = OFFSET_END, OFFSET_BEGINNING
 OFFSETS_GROUP_ID = "kafkasource-executor-never-commits"  # as executors' consumers: looked up, never joined
@@ -56,7 +64,7 @@ class KafkaClient:
         self.options = options
         self._admin: AdminClient | None = None
         self._group_consumer: Consumer | None = None
-        self._offsets_consumers: dict[bool, Consumer] = {}  # by read_committed
+        self._offsets_consumers: dict[tuple[bool, int], Consumer] = {}  # by read_committed and lane
         self._timeout_s = options.poll_timeout_ms / 1000
         # the latest authentication or TLS failure the clients reported: only their error_cb (served inside poll())
         # hears of it; the request itself just fails with a transport error or a timeout
@@ -211,37 +219,36 @@ class KafkaClient:
             attempt_s *= 2
 
     def _ask_offsets(self, request: Mapping[TopicPartition, int], read_committed: bool, until: float) -> Positions:
-        """One attempt: ListOffsets in calls of LIST_OFFSETS_CHUNK partitions (each call a request per leader).
-        A consumer's offsets_for_times answers a call as one list; the admin client's list_offsets makes a Python
-        future per partition, which cost 30 µs each (bench/PLANNING.md)."""
-        consumer = self._offsets_consumer(read_committed)
+        """One attempt: ListOffsets in calls of LIST_OFFSETS_CHUNK partitions (each call a request per leader), the
+        calls shared out among LIST_OFFSETS_LANES clients asking at once. A consumer's offsets_for_times answers a
+        call as one list; the admin client's list_offsets makes a Python future per partition, which cost 30 µs
+        each (bench/PLANNING.md)."""
         asked = [KafkaTopicPartition(t, p, timestamp) for (t, p), timestamp in request.items()]
+        calls = [asked[i:i + LIST_OFFSETS_CHUNK] for i in range(0, len(asked), LIST_OFFSETS_CHUNK)]
+        lanes = min(LIST_OFFSETS_LANES, len(calls))
+        shares = [calls[len(calls) * k // lanes:len(calls) * (k + 1) // lanes] for k in range(lanes)]
+        consumers = [self._offsets_consumer(read_committed, lane) for lane in range(lanes)]
         found: Positions = {}
-        for i in range(0, len(asked), LIST_OFFSETS_CHUNK):
-            answered = consumer.offsets_for_times(asked[i:i + LIST_OFFSETS_CHUNK],
-                                                  timeout=max(0.1, until - time.monotonic()))
-            for tp in answered:
-                if tp.error is not None:  # a partition's own error: as if the whole call had failed with it
-                    raise KafkaException(tp.error)
-                found[(tp.topic, tp.partition)] = tp.offset
+        for answered in in_parallel([lambda c=c, s=s: _answer(c, s, until) for c, s in zip(consumers, shares)]):
+            found.update(answered)
         return found
 
-    def _offsets_consumer(self, read_committed: bool) -> Consumer:
-        """A consumer asking offsets only (it never subscribes, reads nor commits), per isolation level: under
-        read_committed a log end is the last stable offset. Its group id is the query's, or the executors' stand-in:
-        librdkafka looks the group's coordinator up for any consumer."""
-        consumer = self._offsets_consumers.get(read_committed)
+    def _offsets_consumer(self, read_committed: bool, lane: int) -> Consumer:
+        """A consumer asking offsets only (it never subscribes, reads nor commits), per isolation level (under
+        read_committed a log end is the last stable offset) and lane. Its group id is the query's, or the executors'
+        stand-in: librdkafka looks the group's coordinator up for any consumer."""
+        consumer = self._offsets_consumers.get((read_committed, lane))
         if consumer is None:
             consumer = Consumer(self.options.client_config(**{
                 "group.id": self.options.group_id or OFFSETS_GROUP_ID, "enable.auto.commit": False,
                 "isolation.level": "read_committed" if read_committed else "read_uncommitted",
                 "error_cb": self._on_client_error}))
-            self._offsets_consumers[read_committed] = consumer
+            self._offsets_consumers[(read_committed, lane)] = consumer
         return consumer
 
     def _drop_offsets_clients(self) -> None:
-        for read_committed, consumer in list(self._offsets_consumers.items()):
-            del self._offsets_consumers[read_committed]
+        for key, consumer in list(self._offsets_consumers.items()):
+            del self._offsets_consumers[key]
             close_within(consumer, "offsets client")
 
     def beginning(self, partitions: list[TopicPartition]) -> Positions:
@@ -279,3 +286,40 @@ class KafkaClient:
                     continue
                 raise self._fail(f"fetch the committed offsets of group {self.options.group_id}", exc) from None
         return {(tp.topic, tp.partition): (tp.offset if tp.offset >= 0 else None, tp.metadata or "") for tp in result}
+
+
+def _answer(consumer: Consumer, calls: list[list[KafkaTopicPartition]], until: float) -> Positions:
+    """The offsets one client gives for its share of the calls, asked one call after another."""
+    found: Positions = {}
+    for call in calls:
+        for tp in consumer.offsets_for_times(call, timeout=max(0.1, until - time.monotonic())):
+            if tp.error is not None:  # a partition's own error: as if the whole call had failed with it
+                raise KafkaException(tp.error)
+            found[(tp.topic, tp.partition)] = tp.offset
+    return found
+
+
+def in_parallel(calls: list[Callable[[], T]]) -> list[T]:
+    """Each call's result, the first call run in this thread and the others each in a thread of its own; every call
+    has ended when this returns or raises (the first failure, in call order). The threads are daemons: a process
+    told to stop is never held up by one (each call is bounded by its own timeout)."""
+    results: list = [None] * len(calls)
+    errors: list[BaseException | None] = [None] * len(calls)
+
+    def run(i: int) -> None:
+        try:
+            results[i] = calls[i]()
+        except BaseException as exc:  # handed to the caller below
+            errors[i] = exc
+
+    threads = [threading.Thread(target=run, args=(i,), daemon=True, name="kafkasource-offsets")
+               for i in range(1, len(calls))]
+    for thread in threads:
+        thread.start()
+    run(0)
+    for thread in threads:
+        thread.join()
+    for error in errors:
+        if error is not None:
+            raise error
+    return results

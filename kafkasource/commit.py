@@ -87,8 +87,8 @@ class OffsetCommitter:
         """Commit what moved forward since the last commit; no-op when nothing did."""
         if self.mode == "async":
             self.poll()
-        # only what changed since the last commit is compared (a set difference, not a loop over every partition)
-        forward = {tp: o for tp, o in positions.items() - self._sent.items() if o > self._sent.get(tp, -1)}
+        sent = self._sent
+        forward = {tp: o for tp, o in positions.items() if o > sent.get(tp, -1)}
         if not forward:
             return
         if self.mode == "sync":

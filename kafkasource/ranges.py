@@ -29,9 +29,8 @@ class OffsetRange:
 def batch_ranges(start: Mapping[TopicPartition, int], end: Mapping[TopicPartition, int]) -> list[OffsetRange]:
     """One range per partition that advances between `start` and `end` (partitions absent from `start`
     must have been given their first position by the caller)."""
-    # a set difference (no Python step per partition) finds the few that moved among thousands
-    return [OffsetRange(t, p, start[(t, p)], until) for (t, p), until in sorted(end.items() - start.items())
-            if until > start[(t, p)]]
+    moved = sorted((tp, until) for tp, until in end.items() if until > start[tp])  # the few among thousands, sorted
+    return [OffsetRange(t, p, start[(t, p)], until) for (t, p), until in moved]
 
 
 def split_ranges(ranges: list[OffsetRange], min_partitions: int | None) -> list[OffsetRange]:

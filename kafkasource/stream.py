@@ -14,7 +14,7 @@ and positions of the old log that arrive afterwards (commit(end), one batch late
 What a trigger costs grows with what changed, not with the number of partitions: the topics, their
 partitions and ids are asked again at most every metadataRefreshIntervalMs (or at once when the log
 ends name a partition that no longer exists), the log ends once per trigger (ListOffsets in calls of
-1,000 partitions, each a request per leader broker), and the offsets JSON is built once per trigger and
+500 partitions, each a request per leader broker), and the offsets JSON is built once per trigger and
 parsed once per shape Spark hands back.
 """
 
@@ -226,6 +226,8 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def _report_vanished(self, start: Positions, current: list[TopicPartition], seen_before: Positions) -> None:
         """Partitions the query was reading that no longer exist (topic deleted?): data loss."""
+        if start.keys() <= self._known:  # the usual trigger: no set built
+            return
         vanished = sorted(start.keys() - self._known)
         if vanished:
             one = len(vanished) == 1
@@ -282,7 +284,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def _restart_where_log_went_back(self, base: Positions, latest: Positions, seen_before: Positions) -> Positions:
         """A log that now ends below the query's place was recreated or truncated: data loss; with
         failOnDataLoss=false, the new log is read from its start."""
-        went_back = sorted(tp for tp, offset in latest.items() - base.items() if offset < base[tp])
+        went_back = sorted(tp for tp, offset in latest.items() if offset < base[tp])
         if not went_back:
             return base
         self._restarted(base, went_back)
@@ -314,8 +316,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         """Where each partition's batch begins: at `start`, or at its log start for a partition that joined the
         query (no start), whose log went back (a start beyond the end) or whose topic was recreated (`start` is
         a position in the old log), as latestOffset planned it."""
-        # only partitions whose position differs can have joined or gone back: a set difference finds them
-        from_log_start = sorted({tp for tp, until in end.items() - start.items() if start.get(tp, until + 1) > until}
+        from_log_start = sorted({tp for tp, until in end.items() if start.get(tp, until + 1) > until}
                                 | {tp for tp, old in self._superseded.items() if tp in end and start.get(tp) == old})
         if not from_log_start:
             return start
