@@ -46,12 +46,13 @@ FIRST_ATTEMPT_S = 1.0  # the first ListOffsets attempt's timeout; each retry dou
 # partitions per ListOffsets call: a librdkafka call's CPU grows with the square of its partitions past a few hundred
 # (10,000 partitions on an idle machine: 422 ms of CPU in one call, 71 ms in calls of 1,000, 30 ms in calls of 500,
 # 28 ms in calls of 100, whose round trips then cost more wall time; bench/PLANNING.md)
-LIST_OFFSETS_CHUNK = 500
+LIST_OFFSETS_CHUNK = 250
 # clients asking those calls at once, each over connections of its own: a broker answers one connection's requests
 # one at a time, so one lane's request is served while another lane's answer is read. The log ends of 10,000
-# partitions on one broker, idle machine, per trigger: 97 ms in one lane, 61 in two, 51-55 in three, 55 in four
-# (one client's calls from several threads: no gain, they share its connection)
-LIST_OFFSETS_LANES = 3
+# partitions on one broker, idle machine, medians of three rounds: one lane of calls of 500, 62-84 ms; 3 lanes of
+# 500, 48-57 ms; 4 lanes of 250, 37-43 ms (28-31 ms of CPU); more lanes, no clear gain. One client's calls from
+# several threads gain nothing: they share its connection.
+LIST_OFFSETS_LANES = 4
 # ListOffsets asks, per partition, for a timestamp's offset; these two stand for the log end and the log start
 OFFSET_LATEST, OFFSET_EARLIEST = OFFSET_END, OFFSET_BEGINNING
 OFFSETS_GROUP_ID = "kafkasource-executor-never-commits"  # as executors' consumers: looked up, never joined

@@ -14,8 +14,8 @@ and positions of the old log that arrive afterwards (commit(end), one batch late
 What a trigger costs grows with what changed, not with the number of partitions: the topics, their
 partitions and ids are asked again at most every metadataRefreshIntervalMs (or at once when the log
 ends name a partition that no longer exists), the log ends once per trigger (ListOffsets in calls of
-500 partitions, each a request per leader broker), and the offsets JSON is built once per trigger and
-parsed once per shape Spark hands back.
+250 partitions shared among 4 clients, each call a request per leader broker), and the offsets JSON is
+built once per trigger and parsed once per shape Spark hands back.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from kafkasource.commit import OffsetCommitter
 from kafkasource.commit_events import OutcomeSender
 from kafkasource.dataloss import report_data_loss
 from kafkasource.errors import BrokerUnavailableError, KafkaSourceError
-from kafkasource.offsets import OffsetLookup, from_json_dict, to_json_dict, topic_ids_of
+from kafkasource.offsets import TOPIC_IDS_KEY, OffsetLookup, from_json_dict, to_json_dict, topic_ids_of
 from kafkasource.partitions import Positions, TopicPartition, describe, listing, partition_name
 from kafkasource.options import SourceOptions
 from kafkasource.decoding import decode_batches
@@ -158,7 +158,14 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return start if planned == start else planned
 
     def reportLatestOffset(self) -> dict | None:
-        return to_json_dict(self._latest_seen) if self._latest_seen is not None else None
+        """The log ends the last trigger saw, as the bare map. Without a read limit they are the planned end itself,
+        whose offsets JSON is already built."""
+        if self._latest_seen is None:
+            return None
+        for data, positions in self._parsed:
+            if positions is self._latest_seen:
+                return {topic: parts for topic, parts in data.items() if topic != TOPIC_IDS_KEY}
+        return to_json_dict(self._latest_seen)
 
     def partitions(self, start: dict, end: dict) -> list[InputPartition]:
         end_positions = self._positions(end)

@@ -44,7 +44,7 @@ def test_in_parallel_raises_the_first_failure_only_after_every_call_has_ended():
 
 
 def test_log_ends_and_starts_of_1600_partitions_asked_in_lanes_are_exact(kafka):
-    partitions = 1600  # 4 calls of 500 partitions at most: every lane asks at least one
+    partitions = 1600  # more calls than lanes: every lane asks at least one
     assert -(-partitions // LIST_OFFSETS_CHUNK) > LIST_OFFSETS_LANES
     topic = kafka.create_topic(kafka.unique_name("lanes"), partitions=partitions)
     # records in partitions at the edges of the calls and lanes, a different number in each

@@ -116,6 +116,23 @@ def test_available_now_stops_at_ends_fixed_at_start_and_ignores_new_partitions()
     assert stream.reportLatestOffset() == {"t": {"0": 25, "1": 7}}  # progress still shows the real log end
 
 
+def test_progress_latest_offset_is_the_bare_map_of_the_log_ends_with_or_without_a_read_limit():
+    client = FakeClient({"t": [(0, 10), (0, 4)]})
+    stream, _ = reader(client, startingOffsets="earliest")
+    start = stream.initialOffset()
+    assert stream.reportLatestOffset() is None  # no log end looked at yet
+
+    end = stream.latestOffset(start, ReadAllAvailable())  # the planned end is the log ends: its JSON is reused
+    assert end == {"t": {"0": 10, "1": 4}, **T_ID}
+    assert stream.reportLatestOffset() == {"t": {"0": 10, "1": 4}}
+    assert end == {"t": {"0": 10, "1": 4}, **T_ID}  # the reused JSON is left as Spark was handed it
+
+    client.logs = {"t": [(0, 30), (0, 9)]}
+    limited = stream.latestOffset(end, ReadMaxRows(6))
+    assert limited == {"t": {"0": 14, "1": 6}, **T_ID}
+    assert stream.reportLatestOffset() == {"t": {"0": 30, "1": 9}}
+
+
 def test_available_now_waits_for_the_final_commit_only_once_the_target_is_reached():
     client = FakeClient({"t": [(0, 10), (0, 4)]})
     stream, committer = reader(client, **{"kafka.group.id": "g", "kafka.auto.offset.reset": "earliest"})
