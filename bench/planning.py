@@ -9,12 +9,16 @@ Spark calls them, with Spark's JSON round trip of the offsets, and the time is s
 (metadata, topic ids, ListOffsets, committed offsets, commits, range building, offsets JSON). With
 `--profile`, a cProfile of the triggers of the widest case.
 
+With `--sweep`: the log ends of the widest case through `KafkaClient.end`, for several numbers of offsets
+clients asking at once (lanes) and of partitions per ListOffsets call, medians of 10 in each of 3 rounds:
+what LIST_OFFSETS_LANES and LIST_OFFSETS_CHUNK were chosen from.
+
 With `--spark`: a processing-time query (1 s trigger, noop sink) while `--moving` records a second arrive,
 reporting the medians of the progress's durationMs.latestOffset and triggerExecution over the triggers
 that read records, and the Spark tasks of such a trigger, with and without packRecordsPerTask.
 
     python3 -m bench.planning [--partitions 1000,5000,10000] [--layouts one,spread] [--triggers 30]
-                              [--moving 20] [--profile] [--spark [--spark-seconds 40]]
+                              [--moving 20] [--profile] [--sweep] [--spark [--spark-seconds 40]]
 """
 
 from __future__ import annotations
@@ -211,6 +215,44 @@ def in_process(bootstrap: str, names: list[str], each: int, subscription: dict[s
     return result
 
 
+SWEEP = [(1, 10_000), (1, 5000), (1, 2000), (1, 1000), (1, 500), (1, 250), (1, 100),
+         (2, 500), (3, 500), (3, 250), (4, 250), (5, 200), (6, 250)]  # (lanes, partitions per call)
+
+
+def sweep(bootstrap: str, names: list[str], each: int, rounds: int = 3, repeats: int = 10) -> str:
+    """Wall and CPU of one lookup of every partition's log end, per (lanes, partitions per call); a table."""
+    import kafkasource.client as client_module
+    from kafkasource.options import parse_options
+
+    everything = all_partitions(names, each)
+    client = client_module.KafkaClient(parse_options({"kafka.bootstrap.servers": bootstrap, "subscribe": names[0]}))
+    chosen = client_module.LIST_OFFSETS_LANES, client_module.LIST_OFFSETS_CHUNK
+    found: dict[tuple[int, int], list[tuple[float, float]]] = defaultdict(list)
+    try:
+        for _ in range(rounds):
+            for lanes, chunk in SWEEP:
+                client_module.LIST_OFFSETS_LANES, client_module.LIST_OFFSETS_CHUNK = lanes, chunk
+                client.end(everything)  # the lanes' clients exist and know the leaders
+                walls, cpus = [], []
+                for _ in range(repeats):
+                    began, cpu_began = time.perf_counter(), time.process_time()
+                    client.end(everything)
+                    walls.append((time.perf_counter() - began) * 1000)
+                    cpus.append((time.process_time() - cpu_began) * 1000)
+                found[(lanes, chunk)].append((statistics.median(walls), statistics.median(cpus)))
+    finally:
+        client_module.LIST_OFFSETS_LANES, client_module.LIST_OFFSETS_CHUNK = chosen
+        client.close()
+    lines = [f"\nlog ends of {len(everything):,} partitions, medians of {repeats} per round, {rounds} rounds "
+             f"(chosen: {chosen[0]} lanes x {chosen[1]})",
+             "| lanes | partitions per call | wall ms | CPU ms |", "| --- | --- | --- | --- |"]
+    for (lanes, chunk), figures in found.items():
+        walls = [w for w, _ in figures]
+        cpus = [c for _, c in figures]
+        lines.append(f"| {lanes} | {chunk:,} | {min(walls):.0f}-{max(walls):.0f} | {min(cpus):.0f}-{max(cpus):.0f} |")
+    return "\n".join(lines)
+
+
 def with_spark(spark, bootstrap: str, names: list[str], each: int, subscription: dict[str, str], seconds: float,
                moving: int, extra: dict[str, str]) -> dict:
     """A processing-time query (1 s trigger) while `moving` records a second arrive in random partitions."""
@@ -259,6 +301,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--triggers", type=int, default=30)
     parser.add_argument("--moving", type=int, default=20)
     parser.add_argument("--profile", action="store_true", help="cProfile the triggers of the widest case")
+    parser.add_argument("--sweep", action="store_true",
+                        help="time the widest case's log ends per number of offsets clients and call size")
     parser.add_argument("--spark", action="store_true", help="also run each case as a real Spark query")
     parser.add_argument("--spark-seconds", type=float, default=40)
     parser.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
@@ -291,6 +335,8 @@ def main(argv: list[str] | None = None) -> int:
                     found = in_process(bootstrap, names, each, subscription, args.triggers, args.moving, extra,
                                        profile)
                     line = {"layout": layout, "partitions": size, "created_s": created_s, **found}
+                    if args.sweep and size == max(sizes):
+                        line["sweep"] = sweep(bootstrap, names, each)
                     if spark is not None:
                         line["spark"] = with_spark(spark, bootstrap, names, each, subscription, args.spark_seconds,
                                                    args.moving, extra)
@@ -334,6 +380,8 @@ def report(line: dict) -> None:
               f"(medians of {s['triggers']} triggers that read records)", flush=True)
     if "profile" in line:
         print(line["profile"], flush=True)
+    if "sweep" in line:
+        print(line["sweep"], flush=True)
 
 
 if __name__ == "__main__":

@@ -21,7 +21,7 @@ from confluent_kafka.admin import AdminClient
 from kafkasource.errors import BrokerUnavailableError, KafkaSourceError
 from kafkasource.partitions import Positions, TopicPartition, describe
 from kafkasource.refusal import is_refusal, refusal_error
-from kafkasource.shutdown import close_within
+from kafkasource.shutdown import close_within, signal_deferred
 from kafkasource.options import SourceOptions
 
 log = logging.getLogger(__name__)
@@ -229,8 +229,10 @@ class KafkaClient:
         lanes = min(LIST_OFFSETS_LANES, len(calls))
         shares = [calls[len(calls) * k // lanes:len(calls) * (k + 1) // lanes] for k in range(lanes)]
         consumers = [self._offsets_consumer(read_committed, lane) for lane in range(lanes)]
+        with signal_deferred():  # the exit a SIGTERM starts closes these clients: only once no lane is using them
+            answers = in_parallel([lambda c=c, s=s: _answer(c, s, until) for c, s in zip(consumers, shares)])
         found: Positions = {}
-        for answered in in_parallel([lambda c=c, s=s: _answer(c, s, until) for c, s in zip(consumers, shares)]):
+        for answered in answers:
             found.update(answered)
         return found
 
