@@ -304,8 +304,8 @@ def _answer(consumer: Consumer, calls: list[list[KafkaTopicPartition]], until: f
 
 def in_parallel(calls: list[Callable[[], T]]) -> list[T]:
     """Each call's result, the first call run in this thread and the others each in a thread of its own; every call
-    has ended when this returns or raises (the first failure, in call order). The threads are daemons: a process
-    told to stop is never held up by one (each call is bounded by its own timeout)."""
+    has ended when this returns or raises (the first failure, in call order). The threads are daemons, so the
+    interpreter's exit never waits for one; the caller waits for all (each call is bounded by its own timeout)."""
     results: list = [None] * len(calls)
     errors: list[BaseException | None] = [None] * len(calls)
 
