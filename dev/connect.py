@@ -22,10 +22,9 @@ import socket
 import subprocess
 import sys
 import tempfile
-from dataclasses import dataclass
 from pathlib import Path
 
-from dev.process import CACHE_DIR, REPO_ROOT, BackgroundProcess, free_port, log_tail, start_status_stop
+from dev.process import CACHE_DIR, REPO_ROOT, LocalServer, free_port, start_status_stop
 
 SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
 
@@ -44,34 +43,16 @@ def spark_submit() -> Path:
     return launcher
 
 
-@dataclass
-class ConnectServer(BackgroundProcess):
+class ConnectServer(LocalServer):
     """One running Connect server process and where it logs."""
 
-    port: int
-    pid: int
-    log_dir: Path
-    process: subprocess.Popen | None = None
+    log_name = "server.log"
     stops_whole_group = True  # spark-submit, the JVM and its Python workers
 
     @property
     def remote(self) -> str:
         """The URL a client passes to `SparkSession.builder.remote(...)`."""
         return f"sc://127.0.0.1:{self.port}"
-
-    @property
-    def log_file(self) -> Path:
-        return self.log_dir / "server.log"
-
-    def recent_log(self) -> str:
-        return log_tail([self.log_file], self.log_dir)
-
-    def state(self) -> dict:
-        return {"port": self.port, "pid": self.pid, "log_dir": str(self.log_dir)}
-
-    @classmethod
-    def from_state(cls, state: dict) -> ConnectServer:
-        return cls(state["port"], state["pid"], Path(state["log_dir"]))
 
 
 def _port_answers(port: int) -> bool:
@@ -124,7 +105,7 @@ def start(port: int | None = None, log_dir: Path | None = None, timeout: float =
     env.pop("SPARK_CONNECT_MODE_ENABLED", None)  # would turn the server's own session into a client
     env.pop("SPARK_REMOTE", None)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [_registration_module_dir(), env.get("PYTHONPATH")]))
-    with open(log_dir / "server.log", "ab") as console:
+    with open(log_dir / ConnectServer.log_name, "ab") as console:
         process = subprocess.Popen(server_command(port, conf), stdout=console, stderr=subprocess.STDOUT,
                                    stdin=subprocess.DEVNULL, env=env, cwd=REPO_ROOT, start_new_session=True)
     server = ConnectServer(port, process.pid, log_dir, process)

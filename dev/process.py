@@ -1,7 +1,8 @@
 """What the dev scripts share about the processes they run in the background (a Kafka broker, a
-Spark Connect server): free loopback ports, waiting until one answers, whether it still runs,
-stopping it, the tail of its log, and the `start` / `status` / `stop` command line whose state
-file lets a later invocation find the process an earlier one started.
+Spark Connect server, a schema registry, Prometheus): free loopback ports, waiting until one answers,
+whether it still runs, stopping it, the tail of its log, the record of a server on a port with a
+folder of its own, and the `start` / `status` / `stop` command line whose state file lets a later
+invocation find the process an earlier one started.
 """
 
 from __future__ import annotations
@@ -13,8 +14,9 @@ import socket
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import Callable, ClassVar, Iterable
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 CACHE_DIR = REPO_ROOT / ".cache"  # git-ignored: jars, state files and the data of processes started by hand
@@ -133,6 +135,32 @@ class BackgroundProcess:
                 os.kill(self.pid, sig)
         except (ProcessLookupError, PermissionError):  # gone already
             pass
+
+
+@dataclass
+class LocalServer(BackgroundProcess):
+    """A server on a loopback port that keeps its log (and any data) in a folder of its own; a subclass names the
+    log (`log_name`) and what its clients connect to."""
+
+    port: int
+    pid: int
+    folder: Path
+    process: subprocess.Popen | None = None
+    log_name: ClassVar[str] = "server.log"
+
+    @property
+    def log_file(self) -> Path:
+        return self.folder / self.log_name
+
+    def recent_log(self) -> str:
+        return log_tail([self.log_file], self.folder)
+
+    def state(self) -> dict:
+        return {"port": self.port, "pid": self.pid, "folder": str(self.folder)}
+
+    @classmethod
+    def from_state(cls, state: dict) -> LocalServer:
+        return cls(state["port"], state["pid"], Path(state["folder"]))
 
 
 class StateFile:

@@ -26,10 +26,9 @@ import tempfile
 import time
 import urllib.parse
 import urllib.request
-from dataclasses import dataclass
 from pathlib import Path
 
-from dev.process import CACHE_DIR, BackgroundProcess, free_port, log_tail, start_status_stop
+from dev.process import CACHE_DIR, LocalServer, free_port, start_status_stop
 
 VERSION = "v0.316.0"
 MODULE = "github.com/prometheus/prometheus/cmd/prometheus"
@@ -66,30 +65,14 @@ def scrape_config(targets: list[str], interval: str = "1s") -> str:
                                            "static_configs": [{"targets": targets}]}]}, indent=2)
 
 
-@dataclass
-class Prometheus(BackgroundProcess):
-    port: int
-    pid: int
-    data_dir: Path
-    process: subprocess.Popen | None = None
+class Prometheus(LocalServer):
+    """One running Prometheus server; its folder holds its configuration, its log and its data."""
+
+    log_name = "prometheus.log"
 
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
-
-    @property
-    def log_file(self) -> Path:
-        return self.data_dir / "prometheus.log"
-
-    def recent_log(self) -> str:
-        return log_tail([self.log_file], self.data_dir)
-
-    def state(self) -> dict:
-        return {"port": self.port, "pid": self.pid, "data_dir": str(self.data_dir)}
-
-    @classmethod
-    def from_state(cls, state: dict) -> Prometheus:
-        return cls(state["port"], state["pid"], Path(state["data_dir"]))
 
     def api(self, path: str, **params: str) -> dict:
         url = f"{self.url}/api/v1/{path}?{urllib.parse.urlencode(params)}"
@@ -120,7 +103,7 @@ def start(targets: list[str], data_dir: Path | None = None, port: int | None = N
     data_dir.mkdir(parents=True, exist_ok=True)
     config = data_dir / "prometheus.yml"
     config.write_text(scrape_config(targets))
-    with open(data_dir / "prometheus.log", "ab") as log:
+    with open(data_dir / Prometheus.log_name, "ab") as log:
         process = subprocess.Popen([str(binary), f"--config.file={config}", f"--storage.tsdb.path={data_dir / 'tsdb'}",
                                     f"--web.listen-address=127.0.0.1:{port}"],
                                    stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,

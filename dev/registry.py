@@ -23,10 +23,9 @@ import sys
 import tempfile
 import urllib.error
 import urllib.request
-from dataclasses import dataclass
 from pathlib import Path
 
-from dev.process import CACHE_DIR, REPO_ROOT, BackgroundProcess, free_port, log_tail, start_status_stop
+from dev.process import CACHE_DIR, REPO_ROOT, LocalServer, free_port, start_status_stop
 
 APICURIO_VERSION = "2.4.2.Final"
 MAVEN_PROJECT = REPO_ROOT / "dev" / "apicurio"
@@ -71,14 +70,10 @@ def build() -> Path:
     return RUNNER_JAR
 
 
-@dataclass
-class Registry(BackgroundProcess):
+class Registry(LocalServer):
     """One running registry process and where it logs."""
 
-    port: int
-    pid: int
-    log_dir: Path
-    process: subprocess.Popen | None = None
+    log_name = "registry.log"
 
     @property
     def address(self) -> str:
@@ -88,20 +83,6 @@ class Registry(BackgroundProcess):
     def url(self) -> str:
         """What `schema.registry.url` takes: Apicurio serves the Confluent-compatible API under this path."""
         return f"{self.address}/apis/ccompat/v7"
-
-    @property
-    def log_file(self) -> Path:
-        return self.log_dir / "registry.log"
-
-    def recent_log(self) -> str:
-        return log_tail([self.log_file], self.log_dir)
-
-    def state(self) -> dict:
-        return {"port": self.port, "pid": self.pid, "log_dir": str(self.log_dir)}
-
-    @classmethod
-    def from_state(cls, state: dict) -> Registry:
-        return cls(state["port"], state["pid"], Path(state["log_dir"]))
 
 
 def is_ready(address: str) -> bool:
@@ -123,7 +104,7 @@ def start(port: int | None = None, log_dir: Path | None = None, timeout: float =
     log_dir.mkdir(parents=True, exist_ok=True)
     cmd = [java, "-Xmx256m", "-Djava.awt.headless=true",
            "-Dquarkus.http.host=127.0.0.1", f"-Dquarkus.http.port={port}", "-jar", str(jar)]
-    with open(log_dir / "registry.log", "ab") as console:
+    with open(log_dir / Registry.log_name, "ab") as console:
         process = subprocess.Popen(cmd, stdout=console, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                    cwd=log_dir, start_new_session=True)
     registry = Registry(port, process.pid, log_dir, process)
