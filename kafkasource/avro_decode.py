@@ -27,15 +27,13 @@ import pyarrow.compute as pc
 
 from kafkasource import avro_schema
 from kafkasource.avro_schema import Node, SchemaError, Unresolvable
+from kafkasource.wire_format import HEADER_SIZE, MAGIC, Unusable, decode_each
 
 try:
     from kafkasource import _native
 except ImportError:  # not built: no Rust toolchain when it was installed
     _native = None
 
-NO_PREFIX = "no schema-registry wire-format prefix"
-MAGIC = b"\x00"
-HEADER_SIZE = 5
 
 
 def arrow_type(reader_schema: str) -> pa.DataType:
@@ -161,34 +159,21 @@ class PythonDecoder:
         self.reader_schema = fastavro.parse_schema(json.loads(reader_schema), _write_hint=False)
         self.arrow_type = avro_schema.arrow_type(reader)
         self.convert = _converter(reader)
-        self.writers: dict[int, object] = {}  # id -> parsed writer schema, or the reason it cannot be read
+        self.writers: dict[int, object] = {}  # id -> parsed writer schema, or Unusable
 
     def add_writer(self, schema_id: int, text: str, plan: tuple | str) -> None:
         if isinstance(plan, str):
-            self.writers[schema_id] = plan
+            self.writers[schema_id] = Unusable(plan)
             return
         try:
             self.writers[schema_id] = self.fastavro.parse_schema(json.loads(text), _write_hint=False)
         except Exception as e:  # a schema fastavro finds fault with where avro_schema found none
-            self.writers[schema_id] = unresolvable_reason(schema_id, f"it is not a valid Avro schema: {e}")
+            self.writers[schema_id] = Unusable(unresolvable_reason(schema_id, f"it is not a valid Avro schema: {e}"))
 
     def decode(self, payloads: pa.Array) -> tuple[pa.Array, pa.StringArray]:
-        values, reasons = [], []
-        for payload in payloads.to_pylist():
-            value, reason = (None, None) if payload is None else self._decode_one(payload)
-            values.append(value)
-            reasons.append(reason)
-        return pa.array(values, self.arrow_type), pa.array(reasons, pa.string())
+        return decode_each(payloads, self.writers, self._decode_one, self.arrow_type)
 
-    def _decode_one(self, payload: bytes) -> tuple[object, str | None]:
-        if len(payload) < HEADER_SIZE or payload[0] != 0:
-            return None, NO_PREFIX
-        schema_id = int.from_bytes(payload[1:HEADER_SIZE], "big")
-        writer = self.writers.get(schema_id)
-        if writer is None:
-            return None, f"unknown schema id {schema_id}"
-        if isinstance(writer, str):
-            return None, writer
+    def _decode_one(self, schema_id: int, writer: object, payload: bytes) -> tuple[object, str | None]:
         try:
             value = self.fastavro.schemaless_reader(io.BytesIO(payload[HEADER_SIZE:]), writer, self.reader_schema,
                                                     return_named_type=True)

@@ -18,11 +18,12 @@ import pyarrow.compute as pc
 
 from kafkasource import native
 from kafkasource.arrow import arrow_schema
-from kafkasource.avro_decode import HEADER_SIZE, schema_ids
+from kafkasource.avro_decode import schema_ids
 from kafkasource.errors import DecodeError, OptionError
 from kafkasource.schema_registry import (WRITER_SCHEMAS, RegistrySchema, UnknownSchemaId, reader_schema,
                                          registry_config)
 from kafkasource.subscription import Assign, Subscribe, Subscription
+from kafkasource.wire_format import schema_id_of
 
 Format = Literal["binary", "avro", "protobuf", "json"]
 FORMATS: tuple[Format, ...] = ("binary", "avro", "protobuf", "json")
@@ -205,9 +206,8 @@ def _decoder(column: ColumnFormat, native_decoder: bool):
 
 
 def _schema_id_of(payload: bytes | None) -> str:
-    if payload is None or len(payload) < HEADER_SIZE or payload[0] != 0:
-        return "no schema id"
-    return f"schema id {int.from_bytes(payload[1:HEADER_SIZE], 'big')}"
+    schema_id = None if payload is None else schema_id_of(payload)
+    return "no schema id" if schema_id is None else f"schema id {schema_id}"
 
 
 def decode_batches(batches: Iterator[pa.RecordBatch], decoding: Decoding | None) -> Iterator[pa.RecordBatch]:

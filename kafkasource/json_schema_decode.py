@@ -18,8 +18,7 @@ import json
 
 import pyarrow as pa
 
-NO_PREFIX = "no schema-registry wire-format prefix"
-HEADER_SIZE = 5
+from kafkasource.wire_format import HEADER_SIZE, Unusable, decode_each
 
 
 class _Schema:
@@ -148,29 +147,16 @@ class JsonSchemaDecoder:
                 cls.check_schema(document)
                 self.validators[schema_id] = cls(document)
             except Exception as exc:
-                self.validators[schema_id] = (f"writer schema {schema_id} cannot be resolved into the reader "
-                                              f"schema: it is not a valid JSON Schema: {exc}")
+                self.validators[schema_id] = Unusable(f"writer schema {schema_id} cannot be resolved into the "
+                                                      f"reader schema: it is not a valid JSON Schema: {exc}")
             self.texts[schema_id] = text
         return self.validators[schema_id]
 
     def decode(self, payloads: pa.Array, writer_schemas: dict[int, str]) -> tuple[pa.Array, pa.Array]:
         validators = {schema_id: self._validator(schema_id, text) for schema_id, text in writer_schemas.items()}
-        values, reasons = [], []
-        for payload in payloads.to_pylist():
-            value, reason = (None, None) if payload is None else self._decode_one(payload, validators)
-            values.append(value)
-            reasons.append(reason)
-        return pa.array(values, self.arrow_type), pa.array(reasons, pa.string())
+        return decode_each(payloads, validators, self._decode_one, self.arrow_type)
 
-    def _decode_one(self, payload: bytes, validators: dict) -> tuple[object, str | None]:
-        if len(payload) < HEADER_SIZE or payload[0] != 0:
-            return None, NO_PREFIX
-        schema_id = int.from_bytes(payload[1:HEADER_SIZE], "big")
-        validator = validators.get(schema_id)
-        if validator is None:
-            return None, f"unknown schema id {schema_id}"
-        if isinstance(validator, str):
-            return None, validator
+    def _decode_one(self, schema_id: int, validator, payload: bytes) -> tuple[object, str | None]:
         try:
             document = json.loads(payload[HEADER_SIZE:])
         except (ValueError, RecursionError) as exc:

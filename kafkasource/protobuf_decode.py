@@ -24,8 +24,7 @@ from decimal import Decimal
 
 import pyarrow as pa
 
-NO_PREFIX = "no schema-registry wire-format prefix"
-HEADER_SIZE = 5
+from kafkasource.wire_format import HEADER_SIZE, Unusable, decode_each
 TIMESTAMP = "google.protobuf.Timestamp"
 MAX_DEPTH = 32
 
@@ -218,28 +217,15 @@ class ProtobufDecoder:
                 file, proto = parse_file(text)
                 known = (text, (proto, file))
             except ValueError as exc:
-                known = (text, f"writer schema {schema_id} cannot be resolved into the reader schema: {exc}")
+                known = (text, Unusable(f"writer schema {schema_id} cannot be resolved into the reader schema: {exc}"))
             self.writers[schema_id] = known
         return known[1]
 
     def decode(self, payloads: pa.Array, writer_schemas: dict[int, str]) -> tuple[pa.Array, pa.Array]:
         writers = {schema_id: self._writer(schema_id, text) for schema_id, text in writer_schemas.items()}
-        values, reasons = [], []
-        for payload in payloads.to_pylist():
-            value, reason = (None, None) if payload is None else self._decode_one(payload, writers)
-            values.append(value)
-            reasons.append(reason)
-        return pa.array(values, self.arrow_type), pa.array(reasons, pa.string())
+        return decode_each(payloads, writers, self._decode_one, self.arrow_type)
 
-    def _decode_one(self, payload: bytes, writers: dict) -> tuple[object, str | None]:
-        if len(payload) < HEADER_SIZE or payload[0] != 0:
-            return None, NO_PREFIX
-        schema_id = int.from_bytes(payload[1:HEADER_SIZE], "big")
-        writer = writers.get(schema_id)
-        if writer is None:
-            return None, f"unknown schema id {schema_id}"
-        if isinstance(writer, str):
-            return None, writer
+    def _decode_one(self, schema_id: int, writer: tuple, payload: bytes) -> tuple[object, str | None]:
         try:
             indexes, start = message_indexes(payload)
             written = _message_at(writer[0], writer[1], indexes)

@@ -412,3 +412,14 @@ def test_blocks_with_negative_counts_and_sizes_are_read_and_skipped(decoder):
     values, reasons = decode(decoder, reader, [payload], {1: writer})
     assert reasons == [None]
     assert values == [{"a": [1, 2], "b": 5}]
+
+
+def test_a_primitive_writer_schema_decodes_on_both_decoders(decoder):
+    """fastavro parses the Avro schema "string" to the Python string 'string': the Python decoder once took that
+    parsed writer for the reason it could not be used, and gave every such record null with the reason "string"."""
+    values, reasons = decode(decoder, "string", [frame(7, "string", "hello"), frame(7, "string", "")], {7: "string"})
+    assert values == ["hello", ""]
+    assert reasons == [None, None]
+    values, reasons = decode(decoder, "long", [frame(8, "int", 42), b"\x00\x00"], {8: "int"})  # int promoted to long
+    assert values == [42, None]
+    assert reasons == [None, "no schema-registry wire-format prefix"]
