@@ -35,7 +35,6 @@ except ImportError:  # not built: no Rust toolchain when it was installed
     _native = None
 
 
-
 def arrow_type(reader_schema: str) -> pa.DataType:
     """The Arrow type Spark's from_avro gives records of this Avro schema (JSON text)."""
     return avro_schema.arrow_type(avro_schema.parse(reader_schema))

@@ -25,6 +25,7 @@ from decimal import Decimal
 import pyarrow as pa
 
 from kafkasource.wire_format import HEADER_SIZE, Unusable, decode_each
+
 TIMESTAMP = "google.protobuf.Timestamp"
 MAX_DEPTH = 32
 

@@ -236,12 +236,11 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if start.keys() <= self._known:  # the usual trigger: no set built
             return
         vanished = sorted(start.keys() - self._known)
-        if vanished:
-            one = len(vanished) == 1
-            self._restarted(start, vanished)  # should the topic come back, its new log is read from its start
-            self._data_loss(f"{describe(vanished)} no longer exist{'s' if one else ''} in the cluster (topic deleted?)"
-                            f"{_unread(vanished, start, seen_before)}",
-                            then=f"the query stops reading {'it' if one else 'them'}")
+        one = len(vanished) == 1
+        self._restarted(start, vanished)  # should the topic come back, its new log is read from its start
+        self._data_loss(f"{describe(vanished)} no longer exist{'s' if one else ''} in the cluster (topic deleted?)"
+                        f"{_unread(vanished, start, seen_before)}",
+                        then=f"the query stops reading {'it' if one else 'them'}")
 
     def _join_new_partitions(self, start: Positions, current: list[TopicPartition]) -> Positions:
         """The query's place in each current partition; new ones join at their earliest offset, as in the built-in
