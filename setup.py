@@ -73,8 +73,9 @@ setup(
         # valueFormat/keyFormat avro, protobuf or json: confluent-kafka's schema-registry client and decoders
         "registry": [REGISTRY],
         # the tests' pyspark, with the Connect client packages that serve the Connect tests only; pex packs the
-        # environment the standalone-cluster test ships to executors (dev/packed_env.py)
-        "test": ["pytest>=8", "hypothesis>=6", "pandas>=2,<3", "pyspark[connect]>=4.2", REGISTRY, "pex>=2.105"],
+        # environment the standalone-cluster test ships to executors (dev/packed_env.py); pytest-rerunfailures
+        # runs again a test that Spark's Python worker start failed (pytest.ini says why)
+        "test": ["pytest>=8", "pytest-rerunfailures>=14", "hypothesis>=6", "pandas>=2,<3", "pyspark[connect]>=4.2", REGISTRY, "pex>=2.105"],
         "bench": ["matplotlib>=3"],  # the benchmark's chart
     },
 )
