@@ -33,6 +33,7 @@ import pyarrow as pa
 import pyarrow.compute  # noqa: F401  (pa.compute)
 
 from kafkasource import avro_decode
+from kafkasource.schema_registry import RegistrySchema
 
 STATUS = {"type": "enum", "name": "Status", "symbols": ["NEW", "PAID", "SHIPPED", "CANCELLED"]}
 ADDRESS = {"type": "record", "name": "Address",
@@ -101,7 +102,7 @@ class Rate(NamedTuple):
 
 def rate(native: bool, data: pa.BinaryArray, rounds: int) -> tuple[Rate, pa.Array]:
     """Median rates over the timed rounds, and the values decoded."""
-    writers = {i: json.dumps(schema) for i, schema in WRITERS.items()}
+    writers = {i: RegistrySchema(i, "AVRO", json.dumps(schema)) for i, schema in WRITERS.items()}
     decoder = avro_decode.AvroDecoder(json.dumps(V2), native=native)
     values, reasons = decoder.decode(data, writers)  # untimed: plans made, caches warm
     assert reasons.null_count == len(data), "every record decodes"

@@ -21,12 +21,14 @@ import io
 import json
 import uuid
 from decimal import Decimal
+from typing import Mapping
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from kafkasource import avro_schema
 from kafkasource.avro_schema import Node, SchemaError, Unresolvable
+from kafkasource.schema_registry import RegistrySchema
 from kafkasource.wire_format import HEADER_SIZE, MAGIC, Unusable, decode_each
 
 try:
@@ -68,21 +70,26 @@ class AvroDecoder:
             raise RuntimeError("the native Avro decoder is not available: kafkasource._native is not built "
                                "(no Rust toolchain when kafkasource was installed); decode with native=False")
         self.impl = NativeDecoder(self.arrow_type) if native else PythonDecoder(self.reader, reader_schema)
-        self.known: dict[int, str] = {}  # id -> the writer schema text resolved for it
+        self.known: dict[int, RegistrySchema] = {}  # id -> the writer schema resolved for it
 
-    def decode(self, payloads: pa.BinaryArray, writer_schemas: dict[int, str]) -> tuple[pa.Array, pa.StringArray]:
+    def decode(self, payloads: pa.BinaryArray, writer_schemas: Mapping[int, RegistrySchema]) \
+            -> tuple[pa.Array, pa.StringArray]:
         """(values, reasons): a value of `arrow_type` per payload, null where it failed, and the reason beside it
         (null where it decoded). A null payload is a null value with a null reason."""
-        for schema_id, text in writer_schemas.items():
-            if self.known.get(schema_id) != text:
-                self.impl.add_writer(schema_id, text, self._plan(schema_id, text))
-                self.known[schema_id] = text
+        for schema_id, schema in writer_schemas.items():
+            if self.known.get(schema_id) != schema:
+                self.impl.add_writer(schema_id, schema.text, self._plan(schema_id, schema))
+                self.known[schema_id] = schema
         return self.impl.decode(_binary(payloads))
 
-    def _plan(self, schema_id: int, text: str) -> tuple | str:
+    def _plan(self, schema_id: int, schema: RegistrySchema) -> tuple | str:
         """The resolution plan for this writer schema, or the reason it cannot be read (a str)."""
+        if schema.references:
+            return unresolvable_reason(schema_id, f"it references other registered schemas "
+                                                  f"({schema.reference_names()}), which kafkasource follows for "
+                                                  "Protobuf only")
         try:
-            return avro_schema.resolve(avro_schema.parse(text), self.reader)
+            return avro_schema.resolve(avro_schema.parse(schema.text), self.reader)
         except SchemaError as e:
             return unresolvable_reason(schema_id, f"it is not a valid Avro schema: {e}")
         except Unresolvable as e:

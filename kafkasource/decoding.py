@@ -30,8 +30,8 @@ FORMATS: tuple[Format, ...] = ("binary", "avro", "protobuf", "json")
 OnDecodeError = Literal["fail", "keep"]
 # the registry's name for each format's schemas
 SCHEMA_TYPES = {"avro": "AVRO", "protobuf": "PROTOBUF", "json": "JSON"}
-# each format's decoder: a module with arrow_type(reader schema text) and a class taking (reader schema, native)
-# whose decode(payloads, writer schemas by id) gives (values, reasons)
+# each format's decoder: a module with arrow_type(reader schema text) and a class taking (reader schema text,
+# native) whose decode(payloads, writer RegistrySchemas by id) gives (values, reasons)
 DECODERS = {"avro": ("kafkasource.avro_decode", "AvroDecoder"),
             "json": ("kafkasource.json_schema_decode", "JsonSchemaDecoder"),
             "protobuf": ("kafkasource.protobuf_decode", "ProtobufDecoder")}
@@ -53,7 +53,7 @@ class ColumnFormat:
 
     def settings(self) -> dict:
         """What the format's decoder takes besides the reader schema."""
-        return {"message": self.message} if self.format == "protobuf" else {}
+        return {"message": self.message, "references": self.reader.references} if self.format == "protobuf" else {}
 
     def arrow_type(self) -> pa.DataType:
         return _decoder_module(self.format).arrow_type(self.reader.text, **self.settings())
@@ -165,6 +165,10 @@ def parse_decoding(options: Mapping[str, str], subscription: Subscription, read_
         if reader.schema_type != expected:
             raise OptionError(f"{column}Format is {formats[column]}, but the reader schema (id {reader.schema_id}) "
                               f"is of type {reader.schema_type}; set {column}Format to match it")
+        if reader.references and formats[column] != "protobuf":
+            raise OptionError(f"the {column} column's reader schema (id {reader.schema_id}) references other "
+                              f"registered schemas ({reader.reference_names()}); kafkasource follows references for "
+                              "Protobuf only: name a reader schema that holds all its types")
         message = _get(options, f"{column}Message")
         if message is not None and formats[column] != "protobuf":
             raise OptionError(f"option {column}Message names a Protobuf message; it has no effect with "
@@ -196,7 +200,7 @@ _DECODERS: dict[tuple, object] = {}  # per process: a decoder keeps what it lear
 
 
 def _decoder(column: ColumnFormat, native_decoder: bool):
-    key = (column.format, column.reader.text, native_decoder, column.message)
+    key = (column.format, column.reader, native_decoder, column.message)
     found = _DECODERS.get(key)
     if found is None:
         decoder_class = getattr(_decoder_module(column.format), DECODERS[column.format][1])
@@ -228,8 +232,7 @@ def decode_batch(batch: pa.RecordBatch, decoding: Decoding) -> pa.RecordBatch:
         writers = {}
         for schema_id in schema_ids(payloads):
             try:
-                writers[schema_id] = WRITER_SCHEMAS.get(decoding.registry, schema_id,
-                                                        SCHEMA_FORMS.get(column.format)).text
+                writers[schema_id] = WRITER_SCHEMAS.get(decoding.registry, schema_id, SCHEMA_FORMS.get(column.format))
             except UnknownSchemaId:
                 continue  # the decoder says "unknown schema id" for its records
         values, reasons = _decoder(column, decoding.native).decode(payloads, writers)

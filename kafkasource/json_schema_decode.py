@@ -15,9 +15,11 @@ holding the value's JSON text.
 from __future__ import annotations
 
 import json
+from typing import Mapping
 
 import pyarrow as pa
 
+from kafkasource.schema_registry import RegistrySchema
 from kafkasource.wire_format import HEADER_SIZE, Unusable, decode_each
 
 
@@ -135,25 +137,29 @@ class JsonSchemaDecoder:
     def __init__(self, reader_schema: str, native: bool = False):
         self.arrow_type = arrow_type(reader_schema)
         self.validators: dict[int, object] = {}  # id -> a validator, or the reason the schema cannot be used
-        self.texts: dict[int, str] = {}
+        self.schemas: dict[int, RegistrySchema] = {}
 
-    def _validator(self, schema_id: int, text: str):
-        if self.texts.get(schema_id) != text:
+    def _validator(self, schema_id: int, schema: RegistrySchema):
+        if self.schemas.get(schema_id) != schema:
             import jsonschema
 
             try:
-                document = json.loads(text)
+                document = json.loads(schema.text)
                 cls = jsonschema.validators.validator_for(document)
                 cls.check_schema(document)
                 self.validators[schema_id] = cls(document)
             except Exception as exc:
                 self.validators[schema_id] = Unusable(f"writer schema {schema_id} cannot be resolved into the "
                                                       f"reader schema: it is not a valid JSON Schema: {exc}")
-            self.texts[schema_id] = text
+            if schema.references:
+                self.validators[schema_id] = Unusable(
+                    f"writer schema {schema_id} cannot be resolved into the reader schema: it references other "
+                    f"registered schemas ({schema.reference_names()}), which kafkasource follows for Protobuf only")
+            self.schemas[schema_id] = schema
         return self.validators[schema_id]
 
-    def decode(self, payloads: pa.Array, writer_schemas: dict[int, str]) -> tuple[pa.Array, pa.Array]:
-        validators = {schema_id: self._validator(schema_id, text) for schema_id, text in writer_schemas.items()}
+    def decode(self, payloads: pa.Array, writer_schemas: Mapping[int, RegistrySchema]) -> tuple[pa.Array, pa.Array]:
+        validators = {schema_id: self._validator(schema_id, schema) for schema_id, schema in writer_schemas.items()}
         return decode_each(payloads, validators, self._decode_one, self.arrow_type)
 
     def _decode_one(self, schema_id: int, validator, payload: bytes) -> tuple[object, str | None]:

@@ -3,8 +3,8 @@
 A payload is a magic byte 0, the writer schema's id (4 bytes, big-endian), the indexes of the message within
 the writer's file (zigzag varints: their count, then each; a count of 0 means the first message), and the
 message. Schemas are read in the registry's serialized form (a base64 FileDescriptorProto, which
-confluent-kafka's deserializer asks for too); imports of Google's well-known types are understood, imports
-of other schemas (references) are not.
+confluent-kafka's deserializer asks for too). A file may import Google's well-known types and other registered
+files: the registry lists those as the schema's references, and they are fetched with it.
 
 The reader message is the one named by the valueMessage/keyMessage option, else the first message of the
 reader schema's file. Protobuf resolves by field number: the
@@ -21,9 +21,11 @@ from __future__ import annotations
 
 import base64
 from decimal import Decimal
+from typing import Mapping, Sequence
 
 import pyarrow as pa
 
+from kafkasource.schema_registry import RegistrySchema
 from kafkasource.wire_format import HEADER_SIZE, Unusable, decode_each
 
 TIMESTAMP = "google.protobuf.Timestamp"
@@ -38,30 +40,53 @@ def _well_known_files():
             for m in (any_pb2, duration_pb2, empty_pb2, field_mask_pb2, struct_pb2, timestamp_pb2, wrappers_pb2)}
 
 
-def parse_file(text: str):
-    """The FileDescriptor of a schema in serialized form (base64 FileDescriptorProto)."""
-    from google.protobuf import descriptor_pb2, descriptor_pool
+def _file_proto(text: str, name: str | None = None):
+    from google.protobuf import descriptor_pb2
 
     proto = descriptor_pb2.FileDescriptorProto()
     try:
         proto.ParseFromString(base64.b64decode(text, validate=True))
     except Exception:
-        raise ValueError("the schema is not in the registry's serialized form (a base64 FileDescriptorProto)") \
-            from None
+        what = "the schema" if name is None else f"the schema it imports as {name}"
+        raise ValueError(f"{what} is not in the registry's serialized form (a base64 FileDescriptorProto)") from None
+    if name is not None:
+        proto.name = name  # the registry may file it under another name than the import that names it
+    return proto
+
+
+def parse_file(text: str, references: Sequence[tuple[str, str]] = ()):
+    """The FileDescriptor of a schema in serialized form (base64 FileDescriptorProto), with the files it
+    imports: Google's well-known types, and `references` (import name, serialized text)."""
+    from google.protobuf import descriptor_pool
+
     known = _well_known_files()
+    referenced = dict(references)
     pool = descriptor_pool.DescriptorPool()
-    for dependency in proto.dependency:
-        if dependency not in known:
-            raise ValueError(f"it imports {dependency}, another schema (a schema reference), which kafkasource "
-                             "does not fetch; only Google's well-known types may be imported")
-        pool.AddSerializedFile(known[dependency])
-    pool.Add(proto)
+    added: set[str] = set()
+
+    def add(proto) -> None:  # a file after everything it imports, each once
+        added.add(proto.name)
+        for dependency in proto.dependency:
+            if dependency in added:
+                continue
+            if dependency in known:
+                added.add(dependency)
+                pool.AddSerializedFile(known[dependency])
+            elif dependency in referenced:
+                add(_file_proto(referenced[dependency], dependency))
+            else:
+                raise ValueError(f"it imports {dependency}, which is neither one of Google's well-known types nor "
+                                 "among the schema's references in the registry")
+        pool.Add(proto)
+
+    proto = _file_proto(text)
+    add(proto)
     return pool.FindFileByName(proto.name), proto
 
 
-def reader_message(text: str, message: str | None = None):
+def reader_message(text: str, message: str | None = None, references: Sequence[tuple[str, str]] = ()):
     """The reader's message: `message` (full or short name), else the file's first."""
-    file, proto = parse_file(text)
+    file, proto = parse_file(text, references)
     if message is None:
         if not proto.message_type:
             raise ValueError("the schema defines no message")
@@ -114,9 +139,10 @@ def _message_type(message, depth: int = 0) -> pa.DataType:
     return pa.struct(fields)
 
 
-def arrow_type(reader_schema: str, message: str | None = None) -> pa.DataType:
+def arrow_type(reader_schema: str, message: str | None = None, references: Sequence[tuple[str, str]] = ()) \
+        -> pa.DataType:
     """The Arrow type of the reader message of this schema (the registry's serialized form)."""
-    return _message_type(reader_message(reader_schema, message))
+    return _message_type(reader_message(reader_schema, message, references))
 
 
 # ---- values ---------------------------------------------------------------------------------------------------
@@ -203,27 +229,29 @@ def _message_at(file_proto, file, indexes: list[int]):
 class ProtobufDecoder:
     """Decodes payloads into `arrow_type`, the reader message's type."""
 
-    def __init__(self, reader_schema: str, native: bool = False, message: str | None = None):
+    def __init__(self, reader_schema: str, native: bool = False, message: str | None = None,
+                 references: Sequence[tuple[str, str]] = ()):
         from google.protobuf import message_factory
 
-        self.reader = reader_message(reader_schema, message)
+        self.reader = reader_message(reader_schema, message, references)
         self.arrow_type = _message_type(self.reader)
         self.message_class = message_factory.GetMessageClass(self.reader)
-        self.writers: dict[int, tuple] = {}  # id -> (text, (file proto, file) or the reason it cannot be read)
+        self.writers: dict[int, tuple] = {}  # id -> (schema, (file proto, file) or the reason it cannot be read)
 
-    def _writer(self, schema_id: int, text: str):
+    def _writer(self, schema_id: int, schema: RegistrySchema):
         known = self.writers.get(schema_id)
-        if known is None or known[0] != text:
+        if known is None or known[0] != schema:
             try:
-                file, proto = parse_file(text)
-                known = (text, (proto, file))
+                file, proto = parse_file(schema.text, schema.references)
+                known = (schema, (proto, file))
             except ValueError as exc:
-                known = (text, Unusable(f"writer schema {schema_id} cannot be resolved into the reader schema: {exc}"))
+                known = (schema, Unusable(f"writer schema {schema_id} cannot be resolved into the reader schema: "
+                                          f"{exc}"))
             self.writers[schema_id] = known
         return known[1]
 
-    def decode(self, payloads: pa.Array, writer_schemas: dict[int, str]) -> tuple[pa.Array, pa.Array]:
-        writers = {schema_id: self._writer(schema_id, text) for schema_id, text in writer_schemas.items()}
+    def decode(self, payloads: pa.Array, writer_schemas: Mapping[int, RegistrySchema]) -> tuple[pa.Array, pa.Array]:
+        writers = {schema_id: self._writer(schema_id, schema) for schema_id, schema in writer_schemas.items()}
         return decode_each(payloads, writers, self._decode_one, self.arrow_type)
 
     def _decode_one(self, schema_id: int, writer: tuple, payload: bytes) -> tuple[object, str | None]:

@@ -94,11 +94,45 @@ def new_client(config: Mapping[str, object]):
 
 @dataclass(frozen=True)
 class RegistrySchema:
-    """A schema as the registry holds it: its id, type (AVRO, PROTOBUF, JSON) and text."""
+    """A schema as the registry holds it: its id, type (AVRO, PROTOBUF, JSON) and text, and the schemas it
+    references (a Protobuf file's imports of other registered files), directly or through one another: each as
+    (the name it is imported by, its text in the same form)."""
 
     schema_id: int
     schema_type: str
     text: str
+    references: tuple[tuple[str, str], ...] = ()
+
+    def reference_names(self) -> str:
+        return ", ".join(name for name, _ in self.references)
+
+
+def _registry_schema(client, schema_id: int, schema, form: str | None) -> RegistrySchema:
+    """confluent-kafka's Schema as a RegistrySchema, with the texts of all it references fetched."""
+    return RegistrySchema(schema_id, schema.schema_type or "AVRO", schema.schema_str,
+                          tuple(_referenced(client, schema.references, form, set())))
+
+
+def _referenced(client, references, form: str | None, seen: set[str]) -> list[tuple[str, str]]:
+    found = []
+    for reference in references or ():
+        if reference.name in seen:
+            continue
+        seen.add(reference.name)
+        try:
+            registered = client.get_version(reference.subject, reference.version, fmt=form)
+        except Exception as exc:
+            if _is_not_found(exc):
+                raise MissingReference(f"it imports {reference.name}, registered as subject {reference.subject!r} "
+                                       f"version {reference.version}, which the registry does not have") from None
+            raise
+        found.append((reference.name, registered.schema.schema_str))
+        found += _referenced(client, registered.schema.references, form, seen)
+    return found
+
+
+class MissingReference(Exception):
+    """A schema references a subject version the registry does not have."""
 
 
 def _failure(config: Mapping[str, object], what: str, exc: Exception) -> RegistryUnavailableError:
@@ -119,12 +153,12 @@ def reader_schema(config: Mapping[str, object], column: str, subject: str, versi
     client = new_client(config)
     try:
         if schema_id is not None:
-            schema = client.get_schema(schema_id, fmt=form)
-            return RegistrySchema(schema_id, schema.schema_type or "AVRO", schema.schema_str)
+            return _registry_schema(client, schema_id, client.get_schema(schema_id, fmt=form), form)
         registered = client.get_latest_version(subject, fmt=form) if version is None else \
             client.get_version(subject, version, fmt=form)
-        schema = registered.schema
-        return RegistrySchema(registered.schema_id, schema.schema_type or "AVRO", schema.schema_str)
+        return _registry_schema(client, registered.schema_id, registered.schema, form)
+    except MissingReference as exc:
+        raise OptionError(f"the {column} column's reader schema cannot be read: {exc}") from None
     except Exception as exc:
         if _is_not_found(exc):
             which = (f"schema id {schema_id}" if schema_id is not None else
@@ -163,7 +197,12 @@ class WriterSchemas:
             if _is_not_found(exc):
                 raise UnknownSchemaId(schema_id) from None
             raise _failure(config, f"give writer schema {schema_id}", exc) from None
-        found = RegistrySchema(schema_id, schema.schema_type or "AVRO", schema.schema_str)
+        try:
+            found = _registry_schema(client, schema_id, schema, form)
+        except MissingReference as exc:
+            raise KafkaSourceError(f"writer schema {schema_id} cannot be read: {exc}") from None
+        except Exception as exc:
+            raise _failure(config, f"give the schemas writer schema {schema_id} references", exc) from None
         with self._lock:
             self._schemas[(key, schema_id, form)] = found
         return found

@@ -16,6 +16,7 @@ import pytest
 
 from kafkasource import avro_decode
 from kafkasource.avro_decode import AvroDecoder, arrow_type, schema_ids
+from kafkasource.schema_registry import RegistrySchema
 
 UTC = datetime.timezone.utc
 
@@ -37,7 +38,7 @@ def decode(decoder: str, reader: dict, payloads: list, writers: dict[int, dict])
     """Values and reasons as Python lists, after checking the arrays are valid and of the reader's type."""
     avro = AvroDecoder(json.dumps(reader), native=decoder == "native")
     values, reasons = avro.decode(pa.array(payloads, pa.binary()),
-                                  {i: json.dumps(schema) for i, schema in writers.items()})
+                                  {i: RegistrySchema(i, "AVRO", json.dumps(schema)) for i, schema in writers.items()})
     values.validate(full=True)
     reasons.validate(full=True)
     assert values.type == arrow_type(json.dumps(reader)) == avro.arrow_type
@@ -390,10 +391,10 @@ def test_a_slice_of_payloads_decodes_as_its_copy_and_no_payloads_as_nothing(deco
     schema = record("R", ("s", "string"))
     payloads = pa.array([frame(1, schema, {"s": str(i)}) if i % 3 else None for i in range(10)], pa.binary())
     avro = AvroDecoder(json.dumps(schema), native=decoder == "native")
-    values, reasons = avro.decode(payloads.slice(3, 5), {1: json.dumps(schema)})
+    values, reasons = avro.decode(payloads.slice(3, 5), {1: RegistrySchema(1, "AVRO", json.dumps(schema))})
     assert values.to_pylist() == [None, {"s": "4"}, {"s": "5"}, None, {"s": "7"}]
     assert reasons.to_pylist() == [None] * 5
-    values, reasons = avro.decode(pa.array([], pa.binary()), {1: json.dumps(schema)})
+    values, reasons = avro.decode(pa.array([], pa.binary()), {1: RegistrySchema(1, "AVRO", json.dumps(schema))})
     assert (len(values), len(reasons), values.type) == (0, 0, avro.arrow_type)
 
 

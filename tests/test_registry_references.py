@@ -1,0 +1,196 @@
+"""Protobuf files that import other registered files (schema references): the decoder builds a file with every
+file it imports, directly or through another, in the order descriptors need; an import the registry did not
+list is refused naming it. Against the real registry: records written by confluent-kafka's ProtobufSerializer,
+which registers the imported files as subjects of their own, read back equal to its own deserializer's, and
+the formats that do not follow references refuse them, naming the references."""
+
+from __future__ import annotations
+
+import base64
+import json
+
+import pyarrow as pa
+import pytest
+from confluent_kafka.schema_registry import Schema, SchemaReference, SchemaRegistryClient
+from confluent_kafka.schema_registry.protobuf import ProtobufDeserializer, ProtobufSerializer
+from google.protobuf import descriptor_pb2, descriptor_pool, message_factory, timestamp_pb2
+from google.protobuf.descriptor import FieldDescriptor as F
+
+from kafkasource.avro_decode import AvroDecoder
+from kafkasource.errors import OptionError
+from kafkasource.options import parse_options
+from kafkasource.protobuf_decode import ProtobufDecoder, arrow_type, parse_file
+from kafkasource.schema_registry import RegistrySchema
+from tests.query_helpers import base_options, batch
+from tests.registry_helpers import decode, encode, produce_payloads
+
+OPTIONAL = F.LABEL_OPTIONAL
+
+
+def files(package: str) -> list[descriptor_pb2.FileDescriptorProto]:
+    """<package>/currency.proto (an enum), <package>/money.proto importing it and a Timestamp, and
+    <package>/order.proto importing money.proto: a chain of two references, one well-known import."""
+    currency = descriptor_pb2.FileDescriptorProto(name=f"{package}/currency.proto", package=f"{package}.common",
+                                                  syntax="proto3")
+    code = currency.enum_type.add(name="Currency")
+    for number, name in enumerate(["XXX", "EUR", "NOK"]):
+        code.value.add(name=name, number=number)
+    money = descriptor_pb2.FileDescriptorProto(
+        name=f"{package}/money.proto", package=f"{package}.common", syntax="proto3",
+        dependency=[f"{package}/currency.proto", "google/protobuf/timestamp.proto"])
+    amount = money.message_type.add(name="Money")
+    amount.field.add(name="units", number=1, type=F.TYPE_INT64, label=OPTIONAL)
+    amount.field.add(name="currency", number=2, type=F.TYPE_ENUM, label=OPTIONAL,
+                     type_name=f".{package}.common.Currency")
+    amount.field.add(name="priced_at", number=3, type=F.TYPE_MESSAGE, label=OPTIONAL,
+                     type_name=".google.protobuf.Timestamp")
+    order = descriptor_pb2.FileDescriptorProto(name=f"{package}/order.proto", package=package, syntax="proto3",
+                                               dependency=[f"{package}/money.proto"])
+    message = order.message_type.add(name="Order")
+    message.field.add(name="id", number=1, type=F.TYPE_INT64, label=OPTIONAL)
+    message.field.add(name="price", number=2, type=F.TYPE_MESSAGE, label=OPTIONAL,
+                      type_name=f".{package}.common.Money")
+    return [currency, money, order]
+
+
+def serialized(proto: descriptor_pb2.FileDescriptorProto) -> str:
+    return base64.b64encode(proto.SerializeToString()).decode()
+
+
+def order_class(package: str):
+    pool = descriptor_pool.DescriptorPool()
+    pool.AddSerializedFile(timestamp_pb2.DESCRIPTOR.serialized_pb)
+    for proto in files(package):
+        pool.Add(proto)
+    return message_factory.GetMessageClass(pool.FindMessageTypeByName(f"{package}.Order"))
+
+
+PRICE_TYPE = "struct<id:bigint,price:struct<units:bigint,currency:string,priced_at:timestamp>>"
+
+
+def test_a_file_reads_with_the_files_it_imports_in_any_order_of_the_references():
+    currency, money, order = files("unit")
+    references = [(money.name, serialized(money)), (currency.name, serialized(currency))]  # importer first
+
+    file, proto = parse_file(serialized(order), references)
+
+    assert proto.name == "unit/order.proto"
+    assert file.pool.FindMessageTypeByName("unit.common.Money").fields_by_name["currency"].enum_type.full_name == \
+        "unit.common.Currency"
+    assert str(arrow_type(serialized(order), "Order", references)) == (
+        "struct<id: int64, price: struct<units: int64, currency: string, priced_at: timestamp[us, tz=UTC]>>")
+
+
+def test_a_referenced_file_is_imported_by_the_references_name_whatever_name_it_was_registered_with():
+    currency, money, order = files("renamed")
+    stored = descriptor_pb2.FileDescriptorProto()
+    stored.CopyFrom(currency)
+    stored.name = "default.proto"  # how a registry may name a file it parsed from .proto text
+
+    file, _ = parse_file(serialized(order), [(money.name, serialized(money)), (currency.name, serialized(stored))])
+
+    assert file.pool.FindFileByName("renamed/currency.proto").enum_types_by_name["Currency"].values[1].name == "EUR"
+
+
+def test_an_import_missing_from_the_references_is_refused_naming_it():
+    currency, money, order = files("missing")
+    with pytest.raises(ValueError) as refused:
+        parse_file(serialized(order), [(money.name, serialized(money))])
+    assert str(refused.value) == ("it imports missing/currency.proto, which is neither one of Google's well-known "
+                                  "types nor among the schema's references in the registry")
+
+
+def test_a_writer_missing_a_reference_is_a_reason_for_its_records_and_one_with_them_decodes():
+    currency, money, order = files("writer")
+    Order = order_class("writer")
+    payload = b"\x00" + (7).to_bytes(4, "big") + b"\x00" + Order(id=5, price={"units": 12, "currency": 2})\
+        .SerializeToString()
+    decoder = ProtobufDecoder(serialized(order), message="Order",
+                              references=[(money.name, serialized(money)), (currency.name, serialized(currency))])
+
+    lacking = RegistrySchema(7, "PROTOBUF", serialized(order), ((money.name, serialized(money)),))
+    values, reasons = decoder.decode(pa.array([payload], pa.binary()), {7: lacking})
+    assert values.to_pylist() == [None]
+    assert reasons.to_pylist() == ["writer schema 7 cannot be resolved into the reader schema: it imports "
+                                   "writer/currency.proto, which is neither one of Google's well-known types nor "
+                                   "among the schema's references in the registry"]
+
+    whole = RegistrySchema(7, "PROTOBUF", serialized(order),
+                           ((money.name, serialized(money)), (currency.name, serialized(currency))))
+    values, reasons = decoder.decode(pa.array([payload], pa.binary()), {7: whole})
+    assert values.to_pylist() == [{"id": 5, "price": {"units": 12, "currency": "NOK", "priced_at": None}}]
+    assert reasons.to_pylist() == [None]
+
+
+def test_an_avro_writer_with_references_is_a_reason_for_its_records():
+    money = {"type": "record", "name": "Money", "fields": [{"name": "units", "type": "long"}]}
+    decoder = AvroDecoder(json.dumps(money), native=False)
+    writer = RegistrySchema(3, "AVRO", json.dumps(money), (("common.Currency", '"string"'),))
+    values, reasons = decoder.decode(pa.array([b"\x00\x00\x00\x00\x03\x02"], pa.binary()), {3: writer})
+    assert values.to_pylist() == [None]
+    assert reasons.to_pylist() == ["writer schema 3 cannot be resolved into the reader schema: it references other "
+                                   "registered schemas (common.Currency), which kafkasource follows for Protobuf only"]
+    values, reasons = decoder.decode(pa.array([b"\x00\x00\x00\x00\x04\x02"], pa.binary()),
+                                     {4: RegistrySchema(4, "AVRO", json.dumps(money))})
+    assert (values.to_pylist(), reasons.to_pylist()) == ([{"units": 1}], [None])
+
+
+# ---- against the real registry -------------------------------------------------------------------------------
+
+@pytest.mark.spark  # starts the schema registry and Spark
+def test_records_of_a_file_importing_registered_files_equal_confluent_kafkas_own_deserializer(
+        spark, kafka, schema_registry):
+    topic = kafka.create_topic(kafka.unique_name("proto-refs"), partitions=1)
+    Order = order_class("refs")
+    client = SchemaRegistryClient({"url": schema_registry})
+    # auto-registers refs/money.proto and refs/currency.proto as subjects of their own, named by the file
+    serializer = ProtobufSerializer(Order, client, {"use.deprecated.format": False})
+    messages = [Order(id=i, price={"units": i * 100, "currency": i % 3}) for i in range(40)]
+    for i in range(0, 40, 3):
+        messages[i].price.priced_at.FromMicroseconds(1_700_000_000_000_000 + i)
+    payloads = [encode(serializer, topic, message) for message in messages]
+    produce_payloads(kafka, topic, payloads)
+    options = {"subscribe": topic, "startingOffsets": "earliest", "valueFormat": "protobuf",
+               "schema.registry.url": schema_registry}
+
+    reader = parse_options({**base_options(kafka), **options}).decoding.columns[0].reader
+    assert [name for name, _ in reader.references] == ["refs/money.proto", "refs/currency.proto"]
+    df = batch(spark, base_options(kafka, **options))
+    assert df.schema["value"].dataType.simpleString() == PRICE_TYPE
+    found = [row["value"].asDict(recursive=True) for row in df.orderBy("offset").collect()]
+
+    deserializer = ProtobufDeserializer(Order, {"use.deprecated.format": False})
+    expected = []
+    for payload in payloads:
+        message = decode(deserializer, topic, payload)
+        price = message.price
+        expected.append({"id": message.id, "price": {
+            "units": price.units, "currency": ["XXX", "EUR", "NOK"][price.currency],
+            "priced_at": price.priced_at.ToMicroseconds() if price.HasField("priced_at") else None}})
+    assert [{**row, "price": {**row["price"], "priced_at": None if row["price"]["priced_at"] is None else
+                              round(row["price"]["priced_at"].timestamp() * 1_000_000)}} for row in found] == expected
+    assert sum(row["price"]["priced_at"] is not None for row in found) == 14
+
+
+@pytest.mark.spark  # starts the schema registry
+@pytest.mark.parametrize("schema_type, imported, importing", [
+    ("AVRO", {"type": "record", "name": "Money", "namespace": "common", "fields": [{"name": "units", "type": "long"}]},
+     {"type": "record", "name": "Order", "fields": [{"name": "price", "type": "common.Money"}]}),
+    ("JSON", {"type": "object", "properties": {"units": {"type": "integer"}}},
+     {"type": "object", "properties": {"price": {"$ref": "money.json"}}}),
+])
+def test_avro_and_json_reader_schemas_with_references_are_refused_naming_them(schema_registry, schema_type, imported,
+                                                                               importing):
+    client = SchemaRegistryClient({"url": schema_registry})
+    name = "common.Money" if schema_type == "AVRO" else "money.json"
+    subject = f"refs-{schema_type.lower()}-money"
+    client.register_schema(subject, Schema(json.dumps(imported), schema_type))
+    reader_id = client.register_schema(f"refs-{schema_type.lower()}-value", Schema(
+        json.dumps(importing), schema_type, references=[SchemaReference(name, subject, 1)]))
+
+    with pytest.raises(OptionError) as refused:
+        parse_options({"kafka.bootstrap.servers": "127.0.0.1:9", "schema.registry.url": schema_registry,
+                       "subscribe": f"refs-{schema_type.lower()}", "valueFormat": schema_type.lower()})
+    assert str(refused.value) == (
+        f"the value column's reader schema (id {reader_id}) references other registered schemas ({name}); "
+        "kafkasource follows references for Protobuf only: name a reader schema that holds all its types")
