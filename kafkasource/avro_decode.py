@@ -21,7 +21,7 @@ import io
 import json
 import uuid
 from decimal import Decimal
-from typing import Mapping
+from typing import Mapping, Sequence
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -37,9 +37,10 @@ except ImportError:  # not built: no Rust toolchain when it was installed
     _native = None
 
 
-def arrow_type(reader_schema: str) -> pa.DataType:
-    """The Arrow type Spark's from_avro gives records of this Avro schema (JSON text)."""
-    return avro_schema.arrow_type(avro_schema.parse(reader_schema))
+def arrow_type(reader_schema: str, references: Sequence[tuple[str, str]] = ()) -> pa.DataType:
+    """The Arrow type Spark's from_avro gives records of this Avro schema (JSON text), which may use the named
+    types of the schemas it references."""
+    return avro_schema.arrow_type(avro_schema.parse(reader_schema, references))
 
 
 def schema_ids(payloads: pa.BinaryArray) -> list[int]:
@@ -63,13 +64,14 @@ class AvroDecoder:
     """Decodes payloads into `arrow_type`, the reader schema's Arrow type. Writer schemas are parsed and resolved
     once per id and kept."""
 
-    def __init__(self, reader_schema: str, native: bool):
-        self.reader = avro_schema.parse(reader_schema)
+    def __init__(self, reader_schema: str, native: bool, references: Sequence[tuple[str, str]] = ()):
+        self.reader = avro_schema.parse(reader_schema, references)
         self.arrow_type = avro_schema.arrow_type(self.reader)
         if native and (_native is None or not hasattr(_native, "AvroDecoder")):
             raise RuntimeError("the native Avro decoder is not available: kafkasource._native is not built "
                                "(no Rust toolchain when kafkasource was installed); decode with native=False")
-        self.impl = NativeDecoder(self.arrow_type) if native else PythonDecoder(self.reader, reader_schema)
+        self.impl = NativeDecoder(self.arrow_type) if native else \
+            PythonDecoder(self.reader, RegistrySchema(0, "AVRO", reader_schema, tuple(references)))
         self.known: dict[int, RegistrySchema] = {}  # id -> the writer schema resolved for it
 
     def decode(self, payloads: pa.BinaryArray, writer_schemas: Mapping[int, RegistrySchema]) \
@@ -78,18 +80,14 @@ class AvroDecoder:
         (null where it decoded). A null payload is a null value with a null reason."""
         for schema_id, schema in writer_schemas.items():
             if self.known.get(schema_id) != schema:
-                self.impl.add_writer(schema_id, schema.text, self._plan(schema_id, schema))
+                self.impl.add_writer(schema_id, schema, self._plan(schema_id, schema))
                 self.known[schema_id] = schema
         return self.impl.decode(_binary(payloads))
 
     def _plan(self, schema_id: int, schema: RegistrySchema) -> tuple | str:
         """The resolution plan for this writer schema, or the reason it cannot be read (a str)."""
-        if schema.references:
-            return unresolvable_reason(schema_id, f"it references other registered schemas "
-                                                  f"({schema.reference_names()}), which kafkasource follows for "
-                                                  "Protobuf only")
         try:
-            return avro_schema.resolve(avro_schema.parse(schema.text), self.reader)
+            return avro_schema.resolve(avro_schema.parse(schema.text, schema.references), self.reader)
         except SchemaError as e:
             return unresolvable_reason(schema_id, f"it is not a valid Avro schema: {e}")
         except Unresolvable as e:
@@ -103,7 +101,7 @@ class NativeDecoder:
         self.arrow_type = arrow_type
         self.native = _native.AvroDecoder(_column_spec(arrow_type))
 
-    def add_writer(self, schema_id: int, text: str, plan: tuple | str) -> None:
+    def add_writer(self, schema_id: int, schema: RegistrySchema, plan: tuple | str) -> None:
         if isinstance(plan, str):
             self.native.add_unresolvable(schema_id, plan)
         else:
@@ -156,23 +154,31 @@ class PythonDecoder:
     """The fallback: fastavro decodes each record into Python objects, which are converted to what pyarrow
     builds the reader's Arrow type from."""
 
-    def __init__(self, reader: Node, reader_schema: str):
+    def __init__(self, reader: Node, reader_schema: RegistrySchema):
         try:
             import fastavro
         except ImportError:
             raise RuntimeError("the Python Avro decoder needs fastavro: pip install 'kafkasource[registry]'") from None
         self.fastavro = fastavro
-        self.reader_schema = fastavro.parse_schema(json.loads(reader_schema), _write_hint=False)
+        self.reader_schema = self._parse(reader_schema)
         self.arrow_type = avro_schema.arrow_type(reader)
         self.convert = _converter(reader)
         self.writers: dict[int, object] = {}  # id -> parsed writer schema, or Unusable
 
-    def add_writer(self, schema_id: int, text: str, plan: tuple | str) -> None:
+    def _parse(self, schema: RegistrySchema):
+        """fastavro's parsed form, knowing the named types of the schemas it references, and marked as parsed (its
+        write hint): fastavro's reader would parse an unmarked schema again, without them."""
+        named: dict = {}
+        for _, referenced in schema.references:
+            self.fastavro.parse_schema(json.loads(referenced), named_schemas=named, _write_hint=False)
+        return self.fastavro.parse_schema(json.loads(schema.text), named_schemas=named)
+
+    def add_writer(self, schema_id: int, schema: RegistrySchema, plan: tuple | str) -> None:
         if isinstance(plan, str):
             self.writers[schema_id] = Unusable(plan)
             return
         try:
-            self.writers[schema_id] = self.fastavro.parse_schema(json.loads(text), _write_hint=False)
+            self.writers[schema_id] = self._parse(schema)
         except Exception as e:  # a schema fastavro finds fault with where avro_schema found none
             self.writers[schema_id] = Unusable(unresolvable_reason(schema_id, f"it is not a valid Avro schema: {e}"))
 

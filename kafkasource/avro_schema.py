@@ -26,6 +26,7 @@ from __future__ import annotations
 import json
 import struct
 from dataclasses import dataclass, field
+from typing import Sequence
 
 import pyarrow as pa
 
@@ -80,14 +81,26 @@ class Node:
         return f"{text} ({self.logical})" if self.logical else text
 
 
-def parse(text: str) -> Node:
-    """An Avro schema's JSON text as a tree of Nodes; references to named types share the named Node."""
+def parse(text: str, references: Sequence[tuple[str, str]] = ()) -> Node:
+    """An Avro schema's JSON text as a tree of Nodes; uses of a named type share the named Node. `references`
+    (name, JSON text), each after those it uses, define named types the schema may use (a registry's schema
+    references)."""
+    named: dict = {}
+    for name, referenced in references:
+        try:
+            _parse_text(referenced, named)
+        except SchemaError as e:
+            raise SchemaError(f"the schema it references as {name}: {e}") from None
+    return _parse_text(text, named)
+
+
+def _parse_text(text: str, named: dict) -> Node:
     try:
         schema = json.loads(text)
     except (TypeError, ValueError) as e:
         raise SchemaError(f"not JSON: {e}") from None
     try:
-        return _parse(schema, None, {})
+        return _parse(schema, None, named)
     except (KeyError, TypeError, ValueError, AttributeError) as e:
         if isinstance(e, SchemaError):
             raise

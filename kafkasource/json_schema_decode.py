@@ -154,7 +154,8 @@ class JsonSchemaDecoder:
             if schema.references:
                 self.validators[schema_id] = Unusable(
                     f"writer schema {schema_id} cannot be resolved into the reader schema: it references other "
-                    f"registered schemas ({schema.reference_names()}), which kafkasource follows for Protobuf only")
+                    f"registered schemas ({schema.reference_names()}), which kafkasource follows for Avro and Protobuf, not "
+                    "JSON Schema")
             self.schemas[schema_id] = schema
         return self.validators[schema_id]
 

@@ -95,8 +95,9 @@ def new_client(config: Mapping[str, object]):
 @dataclass(frozen=True)
 class RegistrySchema:
     """A schema as the registry holds it: its id, type (AVRO, PROTOBUF, JSON) and text, and the schemas it
-    references (a Protobuf file's imports of other registered files), directly or through one another: each as
-    (the name it is imported by, its text in the same form)."""
+    references (a Protobuf file's imports of other registered files, the Avro named types it uses from other
+    subjects), directly or through one another: each as (the name it is referenced by, its text in the same
+    form), after those it references itself."""
 
     schema_id: int
     schema_type: str
@@ -126,8 +127,8 @@ def _referenced(client, references, form: str | None, seen: set[str]) -> list[tu
                 raise MissingReference(f"it imports {reference.name}, registered as subject {reference.subject!r} "
                                        f"version {reference.version}, which the registry does not have") from None
             raise
-        found.append((reference.name, registered.schema.schema_str))
         found += _referenced(client, registered.schema.references, form, seen)
+        found.append((reference.name, registered.schema.schema_str))  # after those it references
     return found
 
 

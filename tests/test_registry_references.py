@@ -1,17 +1,21 @@
-"""Protobuf files that import other registered files (schema references): the decoder builds a file with every
-file it imports, directly or through another, in the order descriptors need; an import the registry did not
-list is refused naming it. Against the real registry: records written by confluent-kafka's ProtobufSerializer,
-which registers the imported files as subjects of their own, read back equal to its own deserializer's, and
-the formats that do not follow references refuse them, naming the references."""
+"""Schema references: a Protobuf file's imports of other registered files, and the Avro named types a schema uses
+from other subjects. The Protobuf decoder builds a file with every file it imports, directly or through another,
+in the order descriptors need; an import the registry did not list is refused naming it. The Avro decoders
+(Python and native) know the referenced named types. Against the real registry: records written by
+confluent-kafka's serializers read back equal to its own deserializers' (its ProtobufSerializer registers the
+imported files as subjects of their own), and a JSON Schema reader with references is refused naming them."""
 
 from __future__ import annotations
 
 import base64
+import io
 import json
 
+import fastavro
 import pyarrow as pa
 import pytest
 from confluent_kafka.schema_registry import Schema, SchemaReference, SchemaRegistryClient
+from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerializer
 from confluent_kafka.schema_registry.protobuf import ProtobufDeserializer, ProtobufSerializer
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory, timestamp_pb2
 from google.protobuf.descriptor import FieldDescriptor as F
@@ -122,17 +126,38 @@ def test_a_writer_missing_a_reference_is_a_reason_for_its_records_and_one_with_t
     assert reasons.to_pylist() == [None]
 
 
-def test_an_avro_writer_with_references_is_a_reason_for_its_records():
-    money = {"type": "record", "name": "Money", "fields": [{"name": "units", "type": "long"}]}
-    decoder = AvroDecoder(json.dumps(money), native=False)
-    writer = RegistrySchema(3, "AVRO", json.dumps(money), (("common.Currency", '"string"'),))
-    values, reasons = decoder.decode(pa.array([b"\x00\x00\x00\x00\x03\x02"], pa.binary()), {3: writer})
-    assert values.to_pylist() == [None]
-    assert reasons.to_pylist() == ["writer schema 3 cannot be resolved into the reader schema: it references other "
-                                   "registered schemas (common.Currency), which kafkasource follows for Protobuf only"]
-    values, reasons = decoder.decode(pa.array([b"\x00\x00\x00\x00\x04\x02"], pa.binary()),
-                                     {4: RegistrySchema(4, "AVRO", json.dumps(money))})
-    assert (values.to_pylist(), reasons.to_pylist()) == ([{"units": 1}], [None])
+MONEY = {"type": "record", "name": "Money", "namespace": "common",
+         "fields": [{"name": "units", "type": "long"}, {"name": "currency", "type": "common.Currency"}]}
+CURRENCY = {"type": "enum", "name": "Currency", "namespace": "common", "symbols": ["XXX", "EUR", "NOK"]}
+ORDER = {"type": "record", "name": "Order", "fields": [{"name": "id", "type": "long"},
+                                                       {"name": "price", "type": ["null", "common.Money"]}]}
+AVRO_REFERENCES = (("common.Currency", json.dumps(CURRENCY)), ("common.Money", json.dumps(MONEY)))
+
+
+def avro_frame(schema_id: int, value: dict) -> bytes:
+    named: dict = {}
+    for schema in (CURRENCY, MONEY):
+        fastavro.parse_schema(schema, named_schemas=named, _write_hint=False)
+    out = io.BytesIO()
+    fastavro.schemaless_writer(out, fastavro.parse_schema(ORDER, named_schemas=named), value)
+    return b"\x00" + schema_id.to_bytes(4, "big") + out.getvalue()
+
+
+def test_avro_schemas_using_named_types_of_the_schemas_they_reference_decode_on_both_decoders(read_path):
+    decoder = AvroDecoder(json.dumps(ORDER), native=read_path == "native", references=AVRO_REFERENCES)
+    writer = RegistrySchema(3, "AVRO", json.dumps(ORDER), AVRO_REFERENCES)
+    lacking = RegistrySchema(4, "AVRO", json.dumps(ORDER), AVRO_REFERENCES[1:])
+    payloads = [avro_frame(3, {"id": 1, "price": {"units": 250, "currency": "NOK"}}), avro_frame(3, {"id": 2}),
+                avro_frame(4, {"id": 3})]
+
+    values, reasons = decoder.decode(pa.array(payloads, pa.binary()), {3: writer, 4: lacking})
+
+    assert str(decoder.arrow_type) == "struct<id: int64, price: struct<units: int64, currency: string>>"
+    assert values.to_pylist() == [{"id": 1, "price": {"units": 250, "currency": "NOK"}},
+                                  {"id": 2, "price": None}, None]
+    assert reasons.to_pylist() == [None, None, "writer schema 4 cannot be resolved into the reader schema: it is not "
+                                   "a valid Avro schema: the schema it references as common.Money: unknown type "
+                                   "'common.Currency'"]
 
 
 # ---- against the real registry -------------------------------------------------------------------------------
@@ -154,7 +179,7 @@ def test_records_of_a_file_importing_registered_files_equal_confluent_kafkas_own
                "schema.registry.url": schema_registry}
 
     reader = parse_options({**base_options(kafka), **options}).decoding.columns[0].reader
-    assert [name for name, _ in reader.references] == ["refs/money.proto", "refs/currency.proto"]
+    assert [name for name, _ in reader.references] == ["refs/currency.proto", "refs/money.proto"]  # each after its own
     df = batch(spark, base_options(kafka, **options))
     assert df.schema["value"].dataType.simpleString() == PRICE_TYPE
     found = [row["value"].asDict(recursive=True) for row in df.orderBy("offset").collect()]
@@ -172,25 +197,47 @@ def test_records_of_a_file_importing_registered_files_equal_confluent_kafkas_own
     assert sum(row["price"]["priced_at"] is not None for row in found) == 14
 
 
-@pytest.mark.spark  # starts the schema registry
-@pytest.mark.parametrize("schema_type, imported, importing", [
-    ("AVRO", {"type": "record", "name": "Money", "namespace": "common", "fields": [{"name": "units", "type": "long"}]},
-     {"type": "record", "name": "Order", "fields": [{"name": "price", "type": "common.Money"}]}),
-    ("JSON", {"type": "object", "properties": {"units": {"type": "integer"}}},
-     {"type": "object", "properties": {"price": {"$ref": "money.json"}}}),
-])
-def test_avro_and_json_reader_schemas_with_references_are_refused_naming_them(schema_registry, schema_type, imported,
-                                                                               importing):
+@pytest.mark.spark  # starts the schema registry and Spark
+def test_avro_records_using_types_of_referenced_subjects_equal_confluent_kafkas_own_deserializer(
+        spark, kafka, schema_registry, read_path):
+    topic = kafka.create_topic(kafka.unique_name(f"avro-refs-{read_path}"), partitions=1)
     client = SchemaRegistryClient({"url": schema_registry})
-    name = "common.Money" if schema_type == "AVRO" else "money.json"
-    subject = f"refs-{schema_type.lower()}-money"
-    client.register_schema(subject, Schema(json.dumps(imported), schema_type))
-    reader_id = client.register_schema(f"refs-{schema_type.lower()}-value", Schema(
-        json.dumps(importing), schema_type, references=[SchemaReference(name, subject, 1)]))
+    client.register_schema(f"{topic}-currency", Schema(json.dumps(CURRENCY), "AVRO"))
+    client.register_schema(f"{topic}-money", Schema(json.dumps(MONEY), "AVRO", references=[
+        SchemaReference("common.Currency", f"{topic}-currency", 1)]))
+    client.register_schema(f"{topic}-value", Schema(json.dumps(ORDER), "AVRO", references=[
+        SchemaReference("common.Money", f"{topic}-money", 1)]))
+    serializer = AvroSerializer(client, None, conf={"auto.register.schemas": False, "use.latest.version": True})
+    values = [{"id": i, "price": None if i % 4 == 0 else {"units": i * 10, "currency": CURRENCY["symbols"][i % 3]}}
+              for i in range(30)]
+    payloads = [encode(serializer, topic, value) for value in values]
+    produce_payloads(kafka, topic, payloads)
+    options = {"subscribe": topic, "startingOffsets": "earliest", "valueFormat": "avro", "readPath": read_path,
+               "schema.registry.url": schema_registry}
+
+    reader = parse_options({**base_options(kafka), **options}).decoding.columns[0].reader
+    assert [name for name, _ in reader.references] == ["common.Currency", "common.Money"]  # each after its own
+    df = batch(spark, base_options(kafka, **options))
+    assert df.schema["value"].dataType.simpleString() == \
+        "struct<id:bigint,price:struct<units:bigint,currency:string>>"
+    found = [row["value"].asDict(recursive=True) for row in df.orderBy("offset").collect()]
+    deserializer = AvroDeserializer(client)
+    assert found == [decode(deserializer, topic, payload) for payload in payloads] == values
+
+
+@pytest.mark.spark  # starts the schema registry
+def test_a_json_schema_reader_with_references_is_refused_naming_them(schema_registry):
+    client = SchemaRegistryClient({"url": schema_registry})
+    client.register_schema("refs-json-money", Schema(json.dumps(
+        {"type": "object", "properties": {"units": {"type": "integer"}}}), "JSON"))
+    reader_id = client.register_schema("refs-json-value", Schema(json.dumps(
+        {"type": "object", "properties": {"price": {"$ref": "money.json"}}}), "JSON",
+        references=[SchemaReference("money.json", "refs-json-money", 1)]))
 
     with pytest.raises(OptionError) as refused:
         parse_options({"kafka.bootstrap.servers": "127.0.0.1:9", "schema.registry.url": schema_registry,
-                       "subscribe": f"refs-{schema_type.lower()}", "valueFormat": schema_type.lower()})
+                       "subscribe": "refs-json", "valueFormat": "json"})
     assert str(refused.value) == (
-        f"the value column's reader schema (id {reader_id}) references other registered schemas ({name}); "
-        "kafkasource follows references for Protobuf only: name a reader schema that holds all its types")
+        f"the value column's reader schema (id {reader_id}) references other registered schemas (money.json); "
+        "kafkasource follows references for Avro and Protobuf, not JSON Schema: name a reader schema that holds "
+        "all its types")
