@@ -52,10 +52,8 @@ class ColumnFormat:
     message: str | None = None  # protobuf: the reader message (None: the file's first)
 
     def settings(self) -> dict:
-        """What the format's decoder takes besides the reader schema: the schemas it references (Avro, Protobuf)
-        and the reader message (Protobuf)."""
-        if self.format == "json":
-            return {}
+        """What the format's decoder takes besides the reader schema: the schemas it references, and the reader
+        message (Protobuf)."""
         if self.format == "protobuf":
             return {"references": self.reader.references, "message": self.message}
         return {"references": self.reader.references}
@@ -170,10 +168,6 @@ def parse_decoding(options: Mapping[str, str], subscription: Subscription, read_
         if reader.schema_type != expected:
             raise OptionError(f"{column}Format is {formats[column]}, but the reader schema (id {reader.schema_id}) "
                               f"is of type {reader.schema_type}; set {column}Format to match it")
-        if reader.references and formats[column] == "json":
-            raise OptionError(f"the {column} column's reader schema (id {reader.schema_id}) references other "
-                              f"registered schemas ({reader.reference_names()}); kafkasource follows references for "
-                              "Avro and Protobuf, not JSON Schema: name a reader schema that holds all its types")
         message = _get(options, f"{column}Message")
         if message is not None and formats[column] != "protobuf":
             raise OptionError(f"option {column}Message names a Protobuf message; it has no effect with "

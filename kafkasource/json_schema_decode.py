@@ -8,19 +8,56 @@ left out; a value of another kind than the reader wants makes the record bad, wi
 Types: an object with `properties` -> struct (in their order), an object with only `additionalProperties`
 -> map<string, ..>, array -> list of its `items`, string -> string, integer -> bigint, number -> double,
 boolean -> boolean; `["null", T]`, or `oneOf`/`anyOf` of null and one schema, -> T, nullable; `$ref` to
-`#/definitions/..` or `#/$defs/..` is followed. Any other schema (unions of several types, `{}`) -> string
-holding the value's JSON text.
+`#/definitions/..` or `#/$defs/..` is followed, and so is one to a schema the registry lists as a reference
+(`money.json`, `money.json#/definitions/..`: the name the reference was registered under). Any other schema
+(unions of several types, `{}`) -> string holding the value's JSON text.
 """
 
 from __future__ import annotations
 
 import json
-from typing import Mapping
+from typing import Mapping, Sequence
 
 import pyarrow as pa
 
 from kafkasource.schema_registry import RegistrySchema
 from kafkasource.wire_format import HEADER_SIZE, Unusable, decode_each
+
+
+REFERENCES = "$kafkasourceReferences"  # where referenced schemas are placed inside the reader schema
+
+
+def _pointer_part(name: str) -> str:
+    return name.replace("~", "~0").replace("/", "~1")
+
+
+def with_references(root: object, references: Sequence[tuple[str, str]]) -> object:
+    """The schema with the schemas it references placed inside it, and every $ref into one of them (or within
+    one of them) turned into a pointer into the whole, so one document answers every $ref."""
+    documents = {name: json.loads(text) for name, text in references}
+    if not documents or not isinstance(root, dict):
+        return root
+
+    def local(ref: str, base: str) -> str:
+        name, hash_, fragment = ref.partition("#")
+        if not name and hash_:
+            return f"#{base}{fragment}"
+        if name in documents:
+            return f"#/{_pointer_part(REFERENCES)}/{_pointer_part(name)}{fragment}"
+        return ref
+
+    def rewrite(node: object, base: str) -> object:
+        if isinstance(node, dict):
+            return {key: local(value, base) if key == "$ref" and isinstance(value, str) else rewrite(value, base)
+                    for key, value in node.items()}
+        if isinstance(node, list):
+            return [rewrite(item, base) for item in node]
+        return node
+
+    whole = rewrite(root, "")
+    whole[REFERENCES] = {name: rewrite(document, f"/{_pointer_part(REFERENCES)}/{_pointer_part(name)}")
+                         for name, document in documents.items()}
+    return whole
 
 
 class _Schema:
@@ -36,9 +73,11 @@ class _Schema:
         if ref is None:
             return node
         if depth > 32 or not isinstance(ref, str) or not ref.startswith("#/"):
-            raise ValueError(f"$ref {ref!r} is not a reference into this schema (#/definitions/.. or #/$defs/..)")
+            raise ValueError(f"$ref {ref!r} is neither a reference into this schema (#/definitions/.. or "
+                             "#/$defs/..) nor to a schema the registry lists among its references")
         target = self.root
         for part in ref[2:].split("/"):
+            part = part.replace("~1", "/").replace("~0", "~")
             target = target.get(part) if isinstance(target, dict) else None
         if target is None:
             raise ValueError(f"$ref {ref!r} names nothing in the schema")
@@ -81,9 +120,9 @@ def _arrow(node: object, schema: _Schema, depth: int = 0) -> pa.DataType:
     return pa.string()
 
 
-def arrow_type(reader_schema: str) -> pa.DataType:
-    """The Arrow type of records of this JSON Schema (JSON text)."""
-    root = json.loads(reader_schema)
+def arrow_type(reader_schema: str, references: Sequence[tuple[str, str]] = ()) -> pa.DataType:
+    """The Arrow type of records of this JSON Schema (JSON text), whose $refs may name the schemas it references."""
+    root = with_references(json.loads(reader_schema), references)
     return _arrow(root, _Schema(root))
 
 
@@ -131,11 +170,22 @@ def _lay(value: object, arrow: pa.DataType, path: str) -> object:
                    f"schema wants {wanted}")
 
 
+def _registry(references: Sequence[tuple[str, str]], validator_class):
+    """The referenced schemas as jsonschema resolves $refs: each under the name the registry gave its reference,
+    read in the writer schema's own draft unless it names its own."""
+    from referencing import Registry, Resource
+    from referencing.jsonschema import specification_with
+
+    draft = specification_with(validator_class.META_SCHEMA["$schema"])
+    return Registry().with_resources(
+        (name, Resource.from_contents(json.loads(text), default_specification=draft)) for name, text in references)
+
+
 class JsonSchemaDecoder:
     """Decodes payloads into `arrow_type`. Writer schemas are compiled into validators once per id and kept."""
 
-    def __init__(self, reader_schema: str, native: bool = False):
-        self.arrow_type = arrow_type(reader_schema)
+    def __init__(self, reader_schema: str, native: bool = False, references: Sequence[tuple[str, str]] = ()):
+        self.arrow_type = arrow_type(reader_schema, references)
         self.validators: dict[int, object] = {}  # id -> a validator, or the reason the schema cannot be used
         self.schemas: dict[int, RegistrySchema] = {}
 
@@ -147,15 +197,10 @@ class JsonSchemaDecoder:
                 document = json.loads(schema.text)
                 cls = jsonschema.validators.validator_for(document)
                 cls.check_schema(document)
-                self.validators[schema_id] = cls(document)
+                self.validators[schema_id] = cls(document, registry=_registry(schema.references, cls))
             except Exception as exc:
                 self.validators[schema_id] = Unusable(f"writer schema {schema_id} cannot be resolved into the "
                                                       f"reader schema: it is not a valid JSON Schema: {exc}")
-            if schema.references:
-                self.validators[schema_id] = Unusable(
-                    f"writer schema {schema_id} cannot be resolved into the reader schema: it references other "
-                    f"registered schemas ({schema.reference_names()}), which kafkasource follows for Avro and Protobuf, not "
-                    "JSON Schema")
             self.schemas[schema_id] = schema
         return self.validators[schema_id]
 
@@ -168,7 +213,14 @@ class JsonSchemaDecoder:
             document = json.loads(payload[HEADER_SIZE:])
         except (ValueError, RecursionError) as exc:
             return None, f"malformed JSON record: {exc}"
-        error = next(iter(validator.iter_errors(document)), None)
+        from referencing.exceptions import Unresolvable
+
+        try:
+            error = next(iter(validator.iter_errors(document)), None)
+        except Unresolvable as exc:  # met only where a record reaches the $ref
+            return None, (f"writer schema {schema_id} cannot be resolved into the reader schema: its $ref "
+                          f"{exc.ref!r} names neither a part of it nor a schema the registry lists among its "
+                          "references")
         if error is not None:
             where = "$" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path)
             return None, f"record does not match its writer schema {schema_id}: at {where}: {error.message}"

@@ -104,9 +104,6 @@ class RegistrySchema:
     text: str
     references: tuple[tuple[str, str], ...] = ()
 
-    def reference_names(self) -> str:
-        return ", ".join(name for name, _ in self.references)
-
 
 def _registry_schema(client, schema_id: int, schema, form: str | None) -> RegistrySchema:
     """confluent-kafka's Schema as a RegistrySchema, with the texts of all it references fetched."""

@@ -1,9 +1,10 @@
-"""Schema references: a Protobuf file's imports of other registered files, and the Avro named types a schema uses
-from other subjects. The Protobuf decoder builds a file with every file it imports, directly or through another,
-in the order descriptors need; an import the registry did not list is refused naming it. The Avro decoders
-(Python and native) know the referenced named types. Against the real registry: records written by
-confluent-kafka's serializers read back equal to its own deserializers' (its ProtobufSerializer registers the
-imported files as subjects of their own), and a JSON Schema reader with references is refused naming them."""
+"""Schema references: a Protobuf file's imports of other registered files, the Avro named types a schema uses from
+other subjects, and JSON Schema $refs to other subjects' schemas. The Protobuf decoder builds a file with every file
+it imports, directly or through another, in the order descriptors need; an import the registry did not list is
+refused naming it. The Avro decoders (Python and native) know the referenced named types. Against the real registry:
+records written by confluent-kafka's serializers read back equal to its own deserializers' (its ProtobufSerializer
+registers the imported files as subjects of their own). JSON Schema $refs to referenced schemas, and within them,
+point into one document for the reader's type and resolve in the writer's validation."""
 
 from __future__ import annotations
 
@@ -16,12 +17,14 @@ import pyarrow as pa
 import pytest
 from confluent_kafka.schema_registry import Schema, SchemaReference, SchemaRegistryClient
 from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerializer
+from confluent_kafka.schema_registry.json_schema import JSONDeserializer, JSONSerializer
 from confluent_kafka.schema_registry.protobuf import ProtobufDeserializer, ProtobufSerializer
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory, timestamp_pb2
 from google.protobuf.descriptor import FieldDescriptor as F
 
 from kafkasource.avro_decode import AvroDecoder
-from kafkasource.errors import OptionError
+from kafkasource.json_schema_decode import JsonSchemaDecoder, with_references
+from kafkasource.json_schema_decode import arrow_type as json_arrow_type
 from kafkasource.options import parse_options
 from kafkasource.protobuf_decode import ProtobufDecoder, arrow_type, parse_file
 from kafkasource.schema_registry import RegistrySchema
@@ -160,6 +163,47 @@ def test_avro_schemas_using_named_types_of_the_schemas_they_reference_decode_on_
                                    "'common.Currency'"]
 
 
+JSON_MONEY = {"$schema": "http://json-schema.org/draft-07/schema#", "type": "object",
+              "properties": {"units": {"type": "integer"}, "currency": {"$ref": "#/definitions/code"}},
+              "definitions": {"code": {"type": "string", "enum": ["EUR", "NOK"]}}}
+JSON_ORDER = {"$schema": "http://json-schema.org/draft-07/schema#", "type": "object",
+              "properties": {"id": {"type": "integer"}, "price": {"$ref": "schemas/money.json"},
+                             "refund": {"$ref": "#/definitions/refund"}},
+              "definitions": {"refund": {"$ref": "schemas/money.json"}}}
+
+
+def test_json_schema_refs_into_a_referenced_schema_and_within_it_point_into_one_document():
+    whole = with_references(JSON_ORDER, [("schemas/money.json", json.dumps(JSON_MONEY))])
+
+    assert whole["properties"]["price"] == {"$ref": "#/$kafkasourceReferences/schemas~1money.json"}
+    assert whole["properties"]["refund"] == {"$ref": "#/definitions/refund"}
+    assert whole["definitions"]["refund"] == {"$ref": "#/$kafkasourceReferences/schemas~1money.json"}
+    assert whole["$kafkasourceReferences"]["schemas/money.json"]["properties"]["currency"] == \
+        {"$ref": "#/$kafkasourceReferences/schemas~1money.json/definitions/code"}
+    assert str(json_arrow_type(json.dumps(JSON_ORDER), [("schemas/money.json", json.dumps(JSON_MONEY))])) == (
+        "struct<id: int64, price: struct<units: int64, currency: string>, refund: struct<units: int64, currency: "
+        "string>>")
+    with pytest.raises(ValueError) as refused:
+        json_arrow_type(json.dumps(JSON_ORDER))
+    assert str(refused.value) == ("$ref 'schemas/money.json' is neither a reference into this schema "
+                                  "(#/definitions/.. or #/$defs/..) nor to a schema the registry lists among its "
+                                  "references")
+
+
+def test_a_json_writer_whose_ref_resolves_nowhere_is_a_reason_for_the_records_that_reach_it():
+    reader = {"type": "object", "properties": {"id": {"type": "integer"}}}
+    writer = RegistrySchema(5, "JSON", json.dumps({"type": "object", "properties": {
+        "id": {"type": "integer"}, "price": {"$ref": "schemas/money.json"}}}))
+    payloads = [b"\x00\x00\x00\x00\x05" + json.dumps(value).encode() for value in ({"id": 1}, {"id": 2, "price": {}})]
+
+    values, reasons = JsonSchemaDecoder(json.dumps(reader)).decode(pa.array(payloads, pa.binary()), {5: writer})
+
+    assert values.to_pylist() == [{"id": 1}, None]
+    assert reasons.to_pylist() == [None, "writer schema 5 cannot be resolved into the reader schema: its $ref "
+                                         "'schemas/money.json' names neither a part of it nor a schema the registry "
+                                         "lists among its references"]
+
+
 # ---- against the real registry -------------------------------------------------------------------------------
 
 @pytest.mark.spark  # starts the schema registry and Spark
@@ -225,19 +269,31 @@ def test_avro_records_using_types_of_referenced_subjects_equal_confluent_kafkas_
     assert found == [decode(deserializer, topic, payload) for payload in payloads] == values
 
 
-@pytest.mark.spark  # starts the schema registry
-def test_a_json_schema_reader_with_references_is_refused_naming_them(schema_registry):
+@pytest.mark.spark  # starts the schema registry and Spark
+def test_json_records_referring_to_registered_schemas_equal_confluent_kafkas_own_deserializer(
+        spark, kafka, schema_registry):
+    topic = kafka.create_topic(kafka.unique_name("json-refs"), partitions=1)
     client = SchemaRegistryClient({"url": schema_registry})
-    client.register_schema("refs-json-money", Schema(json.dumps(
-        {"type": "object", "properties": {"units": {"type": "integer"}}}), "JSON"))
-    reader_id = client.register_schema("refs-json-value", Schema(json.dumps(
-        {"type": "object", "properties": {"price": {"$ref": "money.json"}}}), "JSON",
-        references=[SchemaReference("money.json", "refs-json-money", 1)]))
+    client.register_schema(f"{topic}-money", Schema(json.dumps(JSON_MONEY), "JSON"))
+    client.register_schema(f"{topic}-value", Schema(json.dumps(JSON_ORDER), "JSON", references=[
+        SchemaReference("schemas/money.json", f"{topic}-money", 1)]))
+    serializer = JSONSerializer(None, client, conf={"auto.register.schemas": False, "use.latest.version": True})
+    values = [{"id": i, "price": {"units": i, "currency": ["EUR", "NOK"][i % 2]}, "refund": {"units": -i}}
+              for i in range(20)]
+    payloads = [encode(serializer, topic, value) for value in values]
+    bad = payloads[0][:5] + json.dumps({"id": 99, "price": {"units": 1, "currency": "USD"}}).encode()
+    produce_payloads(kafka, topic, payloads + [bad])
 
-    with pytest.raises(OptionError) as refused:
-        parse_options({"kafka.bootstrap.servers": "127.0.0.1:9", "schema.registry.url": schema_registry,
-                       "subscribe": "refs-json", "valueFormat": "json"})
-    assert str(refused.value) == (
-        f"the value column's reader schema (id {reader_id}) references other registered schemas (money.json); "
-        "kafkasource follows references for Avro and Protobuf, not JSON Schema: name a reader schema that holds "
-        "all its types")
+    df = batch(spark, base_options(kafka, subscribe=topic, startingOffsets="earliest", valueFormat="json",
+                                   onDecodeError="keep", **{"schema.registry.url": schema_registry}))
+    assert df.schema["value"].dataType.simpleString() == \
+        "struct<id:bigint,price:struct<units:bigint,currency:string>,refund:struct<units:bigint,currency:string>>"
+    rows = [row.asDict(recursive=True) for row in df.orderBy("offset").collect()]
+
+    deserializer = JSONDeserializer(None, schema_registry_client=client)
+    assert [row["value"] for row in rows[:20]] == \
+        [{**decode(deserializer, topic, p), "refund": {"units": -i, "currency": None}} for i, p in enumerate(payloads)]
+    assert [row["value_error"] for row in rows[:20]] == [None] * 20
+    assert (rows[20]["value"], rows[20]["value_error"]) == (None, (
+        f"record does not match its writer schema {int.from_bytes(bad[1:5], 'big')}: at $.price.currency: 'USD' is "
+        "not one of ['EUR', 'NOK']"))
