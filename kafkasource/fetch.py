@@ -119,6 +119,13 @@ class ConsumerPool:
         else:
             _close_quietly(consumer)
 
+    def close(self) -> None:
+        """Close every idle consumer: for a caller done reading."""
+        for entries in self._idle.values():
+            for consumer, _ in entries:
+                _close_quietly(consumer)
+        self._idle.clear()
+
     def _close_idle(self) -> None:
         cutoff = time.monotonic() - IDLE_CLOSE_SECONDS
         for key, entries in list(self._idle.items()):

@@ -104,6 +104,20 @@ def test_a_configuration_the_native_consumer_refuses_falls_back_to_confluent_kaf
         pool.acquire(FetchConfig(newer, False, True, 1000, read_path="native"))
 
 
+def test_closing_the_pool_closes_its_idle_consumers(kafka, topic, read_path):
+    kafka.produce_values(topic, 4, partitions=1)
+    config, pool = fetch_config(kafka, read_path=read_path), ConsumerPool()
+    assert read(OffsetRange(topic, 0, 0, 4), config, pool).column("offset").to_pylist() == [0, 1, 2, 3]
+    idle_consumer, = idle_consumers(pool)
+
+    pool.close()
+
+    assert idle_consumers(pool) == []
+    with pytest.raises((RuntimeError, OSError)) as closed:
+        idle_consumer.assignment()
+    assert str(closed.value) == {"python": "Consumer closed", "native": "the consumer is closed"}[read_path]
+
+
 NUL_IN_SERVERS = {"client.id": "kafkasource-test", "bootstrap.servers": "127.0.0.1:9\x00,127.0.0.1:10"}
 
 
@@ -113,6 +127,21 @@ def test_the_native_consumer_refuses_a_nul_in_the_bootstrap_servers_naming_the_p
     with pytest.raises(ValueError) as refused:
         NativeConsumer(NUL_IN_SERVERS)
     assert str(refused.value) == "the value of bootstrap.servers holds a NUL character (\\x00)"
+
+
+@pytest.mark.skipif(not native.available(), reason="needs the native extension, which this install did not build")
+def test_the_native_consumer_refuses_a_configuration_without_a_group_id_and_closes_one_with_it():
+    """librdkafka gives a consumer without a group.id no consumer queue: one made anyway crashed the process when
+    it was closed. The source always sets a group.id (the query's, else its own)."""
+    with pytest.raises(ValueError) as refused:
+        NativeConsumer({"bootstrap.servers": "127.0.0.1:9"})
+    assert str(refused.value) == "group.id: the native consumer needs one (it never joins the group nor commits)"
+
+    consumer = NativeConsumer({"bootstrap.servers": "127.0.0.1:9", "group.id": "kafkasource-test"})
+    consumer.close()
+    with pytest.raises(OSError) as closed:
+        consumer.assignment()
+    assert str(closed.value) == "the consumer is closed"
 
 
 @pytest.mark.skipif(not native.available(), reason="needs the native extension, which this install did not build")

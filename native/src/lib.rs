@@ -363,10 +363,17 @@ impl Handle {
             return Err(PyValueError::new_err(error_text(&errstr))); // dropping the guard destroys the configuration
         }
         std::mem::forget(config); // librdkafka took the configuration over and frees it
-        // SAFETY: `kafka` is a live consumer handle.
+        // SAFETY: `kafka` is a live consumer handle, destroyed here if no Handle is made of it.
         unsafe {
             rd::rd_kafka_poll_set_consumer(kafka);
-            Ok(Handle { kafka, queue: rd::rd_kafka_queue_get_consumer(kafka), client_errors })
+            let queue = rd::rd_kafka_queue_get_consumer(kafka);
+            if queue.is_null() {
+                // librdkafka gives a consumer without a group.id no consumer queue to read from
+                rd::rd_kafka_destroy(kafka);
+                return Err(PyValueError::new_err("group.id: the native consumer needs one (it never joins the \
+                                                  group nor commits)"));
+            }
+            Ok(Handle { kafka, queue, client_errors })
         }
     }
 }
