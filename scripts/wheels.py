@@ -87,6 +87,10 @@ def native_wheel(python: Path, sdist: Path, arch: str) -> tuple[Path, str, float
                PATH=f"{TOOLS / 'bin'}{os.pathsep}{os.environ['PATH']}",  # zig (python -m ziglang), cargo-zigbuild
                CARGO="zigcargo", CARGO_BUILD_TARGET=f"{target}.{GLIBC}", KAFKASOURCE_NATIVE="portable",
                CARGO_TARGET_DIR=str(TOOLS / f"target-{arch}"))  # one per architecture
+    # cargo takes the crate as built when its sources are older than its last build, as a file edited while a
+    # build ran is, whatever it holds: the crate is always built afresh (its dependencies stay built)
+    subprocess.run(["cargo", "clean", "--quiet", "--release", "--package", "kafkasource-native", "--target", target,
+                    "--manifest-path", str(REPO / "native" / "Cargo.toml")], env=env, check=True)
     started = time.monotonic()
     built = wheel(python, sdist, env, plat_name=f"manylinux2014_{arch}")
     seconds = time.monotonic() - started
