@@ -5,7 +5,8 @@ then). On the executors each Arrow batch the read path produced gets its `key`/`
 by record with the writer schema its id names (fetched once per process), into the reader schema's type. The
 bytes stay beside it (`key_raw`, `value_raw`). A record that cannot be decoded fails the task, naming it
 (onDecodeError=fail), or becomes a null value with the reason in `key_error`/`value_error` (onDecodeError=keep).
-A registry that cannot be asked fails the task in both modes: an outage says nothing about the records.
+A registry that cannot be asked fails the task in both modes: an outage says nothing about the records; so does
+a writer schema whose references the registry lost.
 """
 
 from __future__ import annotations
@@ -30,8 +31,9 @@ FORMATS: tuple[Format, ...] = ("binary", "avro", "protobuf", "json")
 OnDecodeError = Literal["fail", "keep"]
 # the registry's name for each format's schemas
 SCHEMA_TYPES = {"avro": "AVRO", "protobuf": "PROTOBUF", "json": "JSON"}
-# each format's decoder: a module with arrow_type(reader schema text) and a class taking (reader schema text,
-# native) whose decode(payloads, writer RegistrySchemas by id) gives (values, reasons)
+# each format's decoder: a module with arrow_type(reader schema text, **settings) and a class taking (reader
+# schema text, native, **settings) whose decode(payloads, writer RegistrySchemas by id) gives (values, reasons);
+# settings: ColumnFormat.settings()
 DECODERS = {"avro": ("kafkasource.avro_decode", "AvroDecoder"),
             "json": ("kafkasource.json_schema_decode", "JsonSchemaDecoder"),
             "protobuf": ("kafkasource.protobuf_decode", "ProtobufDecoder")}

@@ -96,13 +96,17 @@ def new_client(config: Mapping[str, object]):
 class RegistrySchema:
     """A schema as the registry holds it: its id, type (AVRO, PROTOBUF, JSON) and text, and the schemas it
     references (a Protobuf file's imports of other registered files, the Avro named types it uses from other
-    subjects), directly or through one another: each as (the name it is referenced by, its text in the same
-    form), after those it references itself."""
+    subjects, the JSON Schemas its $refs name), directly or through one another: each as (the name it is
+    referenced by, its text in the same form), after those it references itself."""
 
     schema_id: int
     schema_type: str
     text: str
     references: tuple[tuple[str, str], ...] = ()
+
+
+class MissingReference(Exception):
+    """A schema references a subject version the registry does not have (deleted since)."""
 
 
 def _registry_schema(client, schema_id: int, schema, form: str | None) -> RegistrySchema:
@@ -121,16 +125,12 @@ def _referenced(client, references, form: str | None, seen: set[str]) -> list[tu
             registered = client.get_version(reference.subject, reference.version, fmt=form)
         except Exception as exc:
             if _is_not_found(exc):
-                raise MissingReference(f"it imports {reference.name}, registered as subject {reference.subject!r} "
-                                       f"version {reference.version}, which the registry does not have") from None
+                raise MissingReference(f"it references {reference.name} as subject {reference.subject!r} version "
+                                       f"{reference.version}, which the registry does not have") from None
             raise
         found += _referenced(client, registered.schema.references, form, seen)
         found.append((reference.name, registered.schema.schema_str))  # after those it references
     return found
-
-
-class MissingReference(Exception):
-    """A schema references a subject version the registry does not have."""
 
 
 def _failure(config: Mapping[str, object], what: str, exc: Exception) -> RegistryUnavailableError:

@@ -27,7 +27,8 @@ from kafkasource.json_schema_decode import JsonSchemaDecoder, with_references
 from kafkasource.json_schema_decode import arrow_type as json_arrow_type
 from kafkasource.options import parse_options
 from kafkasource.protobuf_decode import ProtobufDecoder, arrow_type, parse_file
-from kafkasource.schema_registry import RegistrySchema
+from kafkasource.errors import OptionError
+from kafkasource.schema_registry import RegistrySchema, UnknownSchemaId, WriterSchemas, registry_config
 from tests.query_helpers import base_options, batch
 from tests.registry_helpers import decode, encode, produce_payloads
 
@@ -297,3 +298,31 @@ def test_json_records_referring_to_registered_schemas_equal_confluent_kafkas_own
     assert (rows[20]["value"], rows[20]["value_error"]) == (None, (
         f"record does not match its writer schema {int.from_bytes(bad[1:5], 'big')}: at $.price.currency: 'USD' is "
         "not one of ['EUR', 'NOK']"))
+
+
+@pytest.mark.spark  # starts the schema registry
+def test_a_reference_deleted_from_the_registry_is_named_for_a_reader(schema_registry):
+    client = SchemaRegistryClient({"url": schema_registry})
+    client.register_schema("refs-gone-currency", Schema(json.dumps(CURRENCY), "AVRO"))
+    client.register_schema("refs-gone-money", Schema(json.dumps(MONEY), "AVRO", references=[
+        SchemaReference("common.Currency", "refs-gone-currency", 1)]))
+    order_id = client.register_schema("refs-gone-value", Schema(json.dumps(ORDER), "AVRO", references=[
+        SchemaReference("common.Money", "refs-gone-money", 1)]))
+    options = {"kafka.bootstrap.servers": "127.0.0.1:9", "schema.registry.url": schema_registry,
+               "subscribe": "refs-gone", "valueFormat": "avro"}
+    reader = parse_options(options).decoding.columns[0].reader
+    assert [name for name, _ in reader.references] == ["common.Currency", "common.Money"]
+
+    client.delete_subject("refs-gone-currency")
+    client.delete_subject("refs-gone-currency", permanent=True)
+
+    with pytest.raises(OptionError) as refused:
+        parse_options(options)
+    assert str(refused.value) == ("the value column's reader schema cannot be read: it references common.Currency "
+                                  "as subject 'refs-gone-currency' version 1, which the registry does not have")
+    # Apicurio stops serving a schema by id once a schema it references is gone: its records read as of an
+    # unknown schema id (the decoders' reason), rather than failing the query as a lost reference would
+    writers = WriterSchemas()
+    with pytest.raises(UnknownSchemaId) as unknown:
+        writers.get(registry_config({"schema.registry.url": schema_registry}), order_id)
+    assert unknown.value.args == (order_id,)
