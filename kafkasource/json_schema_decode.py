@@ -19,6 +19,7 @@ import json
 from typing import Mapping, Sequence
 
 import pyarrow as pa
+from referencing.exceptions import Unresolvable  # jsonschema's: this module serves valueFormat=json only
 
 from kafkasource.schema_registry import RegistrySchema
 from kafkasource.wire_format import HEADER_SIZE, Unusable, decode_each
@@ -213,8 +214,6 @@ class JsonSchemaDecoder:
             document = json.loads(payload[HEADER_SIZE:])
         except (ValueError, RecursionError) as exc:
             return None, f"malformed JSON record: {exc}"
-        from referencing.exceptions import Unresolvable
-
         try:
             error = next(iter(validator.iter_errors(document)), None)
         except Unresolvable as exc:  # met only where a record reaches the $ref
