@@ -23,11 +23,11 @@ from google.protobuf import descriptor_pb2, descriptor_pool, message_factory, ti
 from google.protobuf.descriptor import FieldDescriptor as F
 
 from kafkasource.avro_decode import AvroDecoder
+from kafkasource.errors import OptionError
 from kafkasource.json_schema_decode import JsonSchemaDecoder, with_references
 from kafkasource.json_schema_decode import arrow_type as json_arrow_type
 from kafkasource.options import parse_options
 from kafkasource.protobuf_decode import ProtobufDecoder, arrow_type, parse_file
-from kafkasource.errors import OptionError
 from kafkasource.schema_registry import RegistrySchema, UnknownSchemaId, WriterSchemas, registry_config
 from tests.query_helpers import base_options, batch
 from tests.registry_helpers import decode, encode, produce_payloads
