@@ -99,7 +99,9 @@ def beside_a_runtime_pyspark(wheel: Path, tmp: Path) -> None:
 def read_tests_with_the_wheel(wheel: Path, tmp: Path) -> None:
     python, env = venv(tmp / "pip-pyspark")
     wanted = re.search(r"^pyspark==(\S+)$", CONSTRAINTS.read_text(), re.MULTILINE).group(1)
-    pip(python, env, "-c", str(CONSTRAINTS), f"pyspark=={wanted}", "pytest>=8", "hypothesis>=6", "pandas>=2,<3")
+    # pytest.ini's options need pytest-rerunfailures
+    pip(python, env, "-c", str(CONSTRAINTS), f"pyspark=={wanted}", "pytest>=8", "pytest-rerunfailures>=14",
+        "hypothesis>=6", "pandas>=2,<3")
     before = distributions(python, env)["pyspark"]
     pip(python, env, "-c", str(CONSTRAINTS), str(wheel))
     after = distributions(python, env)
@@ -122,7 +124,7 @@ def read_tests_with_the_wheel(wheel: Path, tmp: Path) -> None:
     print("$ cd", suite, "&&", " ".join(command), flush=True)
     started = time.monotonic()
     result = subprocess.run(command, cwd=suite, env=env, capture_output=True, text=True)
-    summary = result.stdout.strip().splitlines()[-1]
+    summary = (result.stdout.strip().splitlines() or result.stderr.strip().splitlines() or ["no output"])[-1]
     print(f"{summary} ({time.monotonic() - started:.0f} s)")
     if result.returncode:
         print(result.stdout[-6000:])
