@@ -4,8 +4,8 @@
     python3 -m scripts.check_aarch64_wheel [dist/kafkasource-<version>-cp311-abi3-manylinux_2_17_aarch64.whl]
 
 1. An arm64 Debian 12 root (glibc 2.36, CPython 3.11) unpacked from Debian's packages, and qemu-aarch64-static
-   from Debian's amd64 package, into .cache/aarch64/ (dpkg -x; apt keeps the arm64 package lists there too, so
-   the machine's own apt state is left alone).
+   from Debian's amd64 package, into .cache/aarch64/ (dpkg -x; apt keeps package lists of its own there, so the
+   machine's own apt state is neither needed nor changed).
 2. The wheel, with the aarch64 wheels of pyarrow, confluent-kafka and fastavro from PyPI (pip --target for that
    platform); pyspark and py4j, pure Python, come from this machine's install (`import kafkasource` wants one).
 3. A local broker (dev.broker) holds records of every shape: keys, null keys and values, headers, 3 partitions.
@@ -42,20 +42,22 @@ QEMU = CACHE / "qemu" / "usr" / "bin" / "qemu-aarch64-static"
 PACKAGES = ("libc6", "libgcc-s1", "libstdc++6", "libpython3.11-minimal", "python3.11-minimal", "libpython3.11-stdlib",
             "zlib1g", "libexpat1", "libffi8", "libssl3", "libbz2-1.0", "liblzma5", "libsqlite3-0", "libuuid1",
             "libcrypt1", "libtinfo6", "libncursesw6", "libreadline8", "libnsl2", "libtirpc3", "libdb5.3")
-SOURCES = """deb [arch=arm64] http://deb.debian.org/debian bookworm main
-deb [arch=arm64] http://deb.debian.org/debian bookworm-updates main
-deb [arch=arm64] http://deb.debian.org/debian-security bookworm-security main
+SOURCES = """deb [arch=amd64,arm64] http://deb.debian.org/debian bookworm main
+deb [arch=amd64,arm64] http://deb.debian.org/debian bookworm-updates main
+deb [arch=amd64,arm64] http://deb.debian.org/debian-security bookworm-security main
 """
 PLATFORMS = ("manylinux_2_28_aarch64", "manylinux_2_17_aarch64", "manylinux2014_aarch64")
 RECORDS_PER_PARTITION = 200
 
 
 def apt(*args: str) -> None:
-    """apt-get for arm64 with its lists and downloads in .cache/aarch64/apt."""
+    """apt-get with package lists of its own (amd64 and arm64) and its downloads in .cache/aarch64/apt: the
+    machine's apt state is neither read nor changed."""
     state = CACHE / "apt"
     options = [f"Dir::State={state / 'state'}", f"Dir::Cache={state / 'cache'}",
                f"Dir::Etc::SourceList={state / 'sources.list'}", "Dir::Etc::SourceParts=/dev/null",
-               "APT::Architecture=arm64", "APT::Architectures::=arm64", "Debug::NoLocking=1", "APT::Sandbox::User=root"]
+               "APT::Architecture=amd64", "APT::Architectures::=arm64", "Debug::NoLocking=1",
+               "APT::Sandbox::User=root"]
     subprocess.run(["apt-get", "-q", *(f"-o{o}" for o in options), *args], check=True, cwd=state / "debs",
                    stdout=subprocess.DEVNULL)
 
@@ -70,14 +72,11 @@ def arm64_root() -> None:
     (state / "sources.list").write_text(SOURCES)
     (state / "state" / "status").touch()
     apt("update")
-    apt("download", *PACKAGES)
-    for deb in sorted((state / "debs").glob("*.deb")):
+    apt("download", *(f"{package}:arm64" for package in PACKAGES), "qemu-user-static:amd64")
+    for deb in sorted((state / "debs").glob("*_arm64.deb")):
         subprocess.run(["dpkg", "-x", str(deb), str(ROOT)], check=True)
-    with tempfile.TemporaryDirectory() as tmp:
-        subprocess.run(["apt-get", "-q", "-oAPT::Sandbox::User=root", "download", "qemu-user-static"], check=True,
-                       cwd=tmp, stdout=subprocess.DEVNULL)
-        deb, = Path(tmp).glob("qemu-user-static_*.deb")
-        subprocess.run(["dpkg", "-x", str(deb), str(CACHE / "qemu")], check=True)
+    qemu, = (state / "debs").glob("qemu-user-static_*_amd64.deb")
+    subprocess.run(["dpkg", "-x", str(qemu), str(CACHE / "qemu")], check=True)
 
 
 def install(wheel: Path, site: Path) -> None:
