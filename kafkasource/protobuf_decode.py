@@ -77,7 +77,10 @@ def parse_file(text: str, references: Sequence[tuple[str, str]] = ()):
             else:
                 raise ValueError(f"it imports {dependency}, which is neither one of Google's well-known types nor "
                                  "among the schema's references in the registry")
-        pool.Add(proto)
+        try:
+            pool.Add(proto)
+        except TypeError as exc:  # protobuf's word for a file it cannot build (a type it names is nowhere)
+            raise ValueError(f"{proto.name} does not build: {exc}") from None
 
     proto = _file_proto(text)
     add(proto)

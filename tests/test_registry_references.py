@@ -130,6 +130,25 @@ def test_a_writer_missing_a_reference_is_a_reason_for_its_records_and_one_with_t
     assert reasons.to_pylist() == [None]
 
 
+def test_a_writer_file_that_does_not_build_is_a_reason_for_its_records_not_a_task_failure():
+    currency, money, order = files("broken")
+    broken = descriptor_pb2.FileDescriptorProto()
+    broken.CopyFrom(order)
+    broken.message_type[0].field.add(name="gone", number=3, type=F.TYPE_MESSAGE, label=OPTIONAL,
+                                     type_name=".broken.Missing")
+    references = ((money.name, serialized(money)), (currency.name, serialized(currency)))
+    decoder = ProtobufDecoder(serialized(order), message="Order", references=references)
+    payload = b"\x00" + (9).to_bytes(4, "big") + b"\x00" + b"\x08\x01"  # index [0]: Order; id = 1
+
+    values, reasons = decoder.decode(pa.array([payload], pa.binary()),
+                                     {9: RegistrySchema(9, "PROTOBUF", serialized(broken), references)})
+
+    assert values.to_pylist() == [None]
+    assert reasons.to_pylist() == ["writer schema 9 cannot be resolved into the reader schema: broken/order.proto "
+                                   "does not build: Couldn't build proto file into descriptor pool: couldn't "
+                                   "resolve name '.broken.Missing'"]
+
+
 MONEY = {"type": "record", "name": "Money", "namespace": "common",
          "fields": [{"name": "units", "type": "long"}, {"name": "currency", "type": "common.Currency"}]}
 CURRENCY = {"type": "enum", "name": "Currency", "namespace": "common", "symbols": ["XXX", "EUR", "NOK"]}
