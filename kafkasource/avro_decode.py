@@ -24,12 +24,11 @@ from decimal import Decimal
 from typing import Mapping, Sequence
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from kafkasource import avro_schema
 from kafkasource.avro_schema import Node, SchemaError, Unresolvable
 from kafkasource.schema_registry import RegistrySchema
-from kafkasource.wire_format import HEADER_SIZE, MAGIC, Unusable, decode_each
+from kafkasource.wire_format import HEADER_SIZE, Unusable, as_binary, decode_each, unresolvable_reason
 
 try:
     from kafkasource import _native
@@ -43,23 +42,6 @@ def arrow_type(reader_schema: str, references: Sequence[tuple[str, str]] = ()) -
     return avro_schema.arrow_type(avro_schema.parse(reader_schema, references))
 
 
-def schema_ids(payloads: pa.BinaryArray) -> list[int]:
-    """The distinct writer schema ids among the payloads that carry the wire-format prefix, in ascending order."""
-    # the distinct first five bytes, then the few of them that are a prefix: two kernels over the whole batch
-    # rather than filtering the prefixed payloads first (bench/AVRO.md)
-    heads = pc.unique(pc.binary_slice(_binary(payloads), 0, HEADER_SIZE)).to_pylist()
-    return sorted(int.from_bytes(head[1:], "big") for head in heads
-                  if head is not None and len(head) == HEADER_SIZE and head[:1] == MAGIC)
-
-
-def _binary(payloads: pa.Array) -> pa.Array:
-    return payloads.cast(pa.binary()) if payloads.type != pa.binary() else payloads
-
-
-def unresolvable_reason(schema_id: int, why: str) -> str:
-    return f"writer schema {schema_id} cannot be resolved into the reader schema: {why}"
-
-
 class AvroDecoder:
     """Decodes payloads into `arrow_type`, the reader schema's Arrow type. Writer schemas are parsed and resolved
     once per id and kept."""
@@ -70,8 +52,7 @@ class AvroDecoder:
         if native and (_native is None or not hasattr(_native, "AvroDecoder")):
             raise RuntimeError("the native Avro decoder is not available: kafkasource._native is not built "
                                "(no Rust toolchain when kafkasource was installed); decode with native=False")
-        self.impl = NativeDecoder(self.arrow_type) if native else \
-            PythonDecoder(self.reader, RegistrySchema(0, "AVRO", reader_schema, tuple(references)))
+        self.impl = NativeDecoder(self.arrow_type) if native else PythonDecoder(self.reader, reader_schema, references)
         self.known: dict[int, RegistrySchema] = {}  # id -> the writer schema resolved for it
 
     def decode(self, payloads: pa.BinaryArray, writer_schemas: Mapping[int, RegistrySchema]) \
@@ -82,7 +63,7 @@ class AvroDecoder:
             if self.known.get(schema_id) != schema:
                 self.impl.add_writer(schema_id, schema, self._plan(schema_id, schema))
                 self.known[schema_id] = schema
-        return self.impl.decode(_binary(payloads))
+        return self.impl.decode(as_binary(payloads))
 
     def _plan(self, schema_id: int, schema: RegistrySchema) -> tuple | str:
         """The resolution plan for this writer schema, or the reason it cannot be read (a str)."""
@@ -154,31 +135,31 @@ class PythonDecoder:
     """The fallback: fastavro decodes each record into Python objects, which are converted to what pyarrow
     builds the reader's Arrow type from."""
 
-    def __init__(self, reader: Node, reader_schema: RegistrySchema):
+    def __init__(self, reader: Node, reader_schema: str, references: Sequence[tuple[str, str]]):
         try:
             import fastavro
         except ImportError:
             raise RuntimeError("the Python Avro decoder needs fastavro: pip install 'kafkasource[registry]'") from None
         self.fastavro = fastavro
-        self.reader_schema = self._parse(reader_schema)
+        self.reader_schema = self._parse(reader_schema, references)
         self.arrow_type = avro_schema.arrow_type(reader)
         self.convert = _converter(reader)
         self.writers: dict[int, object] = {}  # id -> parsed writer schema, or Unusable
 
-    def _parse(self, schema: RegistrySchema):
+    def _parse(self, text: str, references: Sequence[tuple[str, str]]):
         """fastavro's parsed form, knowing the named types of the schemas it references, and marked as parsed (its
         write hint): fastavro's reader would parse an unmarked schema again, without them."""
         named: dict = {}
-        for _, referenced in schema.references:
+        for _, referenced in references:
             self.fastavro.parse_schema(json.loads(referenced), named_schemas=named, _write_hint=False)
-        return self.fastavro.parse_schema(json.loads(schema.text), named_schemas=named)
+        return self.fastavro.parse_schema(json.loads(text), named_schemas=named)
 
     def add_writer(self, schema_id: int, schema: RegistrySchema, plan: tuple | str) -> None:
         if isinstance(plan, str):
             self.writers[schema_id] = Unusable(plan)
             return
         try:
-            self.writers[schema_id] = self._parse(schema)
+            self.writers[schema_id] = self._parse(schema.text, schema.references)
         except Exception as e:  # a schema fastavro finds fault with where avro_schema found none
             self.writers[schema_id] = Unusable(unresolvable_reason(schema_id, f"it is not a valid Avro schema: {e}"))
 

@@ -19,12 +19,11 @@ import pyarrow.compute as pc
 
 from kafkasource import native
 from kafkasource.arrow import arrow_schema
-from kafkasource.avro_decode import schema_ids
 from kafkasource.errors import DecodeError, OptionError
 from kafkasource.schema_registry import (WRITER_SCHEMAS, RegistrySchema, UnknownSchemaId, reader_schema,
                                          registry_config)
 from kafkasource.subscription import Assign, Subscribe, Subscription
-from kafkasource.wire_format import schema_id_of
+from kafkasource.wire_format import schema_id_of, schema_ids
 
 Format = Literal["binary", "avro", "protobuf", "json"]
 FORMATS: tuple[Format, ...] = ("binary", "avro", "protobuf", "json")

@@ -22,7 +22,7 @@ import pyarrow as pa
 from referencing.exceptions import Unresolvable  # jsonschema's: this module serves valueFormat=json only
 
 from kafkasource.schema_registry import RegistrySchema
-from kafkasource.wire_format import HEADER_SIZE, Unusable, decode_each
+from kafkasource.wire_format import HEADER_SIZE, Unusable, WriterCache, decode_each, unresolvable_reason
 
 
 REFERENCES = "$kafkasourceReferences"  # where referenced schemas are placed inside the reader schema
@@ -182,32 +182,28 @@ def _registry(references: Sequence[tuple[str, str]], validator_class):
         (name, Resource.from_contents(json.loads(text), default_specification=draft)) for name, text in references)
 
 
+def _validator(schema_id: int, schema: RegistrySchema):
+    """jsonschema's validator of a writer schema, or why there is none."""
+    import jsonschema
+
+    try:
+        document = json.loads(schema.text)
+        cls = jsonschema.validators.validator_for(document)
+        cls.check_schema(document)
+        return cls(document, registry=_registry(schema.references, cls))
+    except Exception as exc:
+        return Unusable(unresolvable_reason(schema_id, f"it is not a valid JSON Schema: {exc}"))
+
+
 class JsonSchemaDecoder:
     """Decodes payloads into `arrow_type`. Writer schemas are compiled into validators once per id and kept."""
 
     def __init__(self, reader_schema: str, native: bool = False, references: Sequence[tuple[str, str]] = ()):
         self.arrow_type = arrow_type(reader_schema, references)
-        self.validators: dict[int, object] = {}  # id -> a validator, or the reason the schema cannot be used
-        self.schemas: dict[int, RegistrySchema] = {}
-
-    def _validator(self, schema_id: int, schema: RegistrySchema):
-        if self.schemas.get(schema_id) != schema:
-            import jsonschema
-
-            try:
-                document = json.loads(schema.text)
-                cls = jsonschema.validators.validator_for(document)
-                cls.check_schema(document)
-                self.validators[schema_id] = cls(document, registry=_registry(schema.references, cls))
-            except Exception as exc:
-                self.validators[schema_id] = Unusable(f"writer schema {schema_id} cannot be resolved into the "
-                                                      f"reader schema: it is not a valid JSON Schema: {exc}")
-            self.schemas[schema_id] = schema
-        return self.validators[schema_id]
+        self.validators = WriterCache(_validator)
 
     def decode(self, payloads: pa.Array, writer_schemas: Mapping[int, RegistrySchema]) -> tuple[pa.Array, pa.Array]:
-        validators = {schema_id: self._validator(schema_id, schema) for schema_id, schema in writer_schemas.items()}
-        return decode_each(payloads, validators, self._decode_one, self.arrow_type)
+        return decode_each(payloads, self.validators.of(writer_schemas), self._decode_one, self.arrow_type)
 
     def _decode_one(self, schema_id: int, validator, payload: bytes) -> tuple[object, str | None]:
         try:
@@ -217,13 +213,12 @@ class JsonSchemaDecoder:
         try:
             error = next(iter(validator.iter_errors(document)), None)
         except Unresolvable as exc:  # met only where a record reaches the $ref
-            return None, (f"writer schema {schema_id} cannot be resolved into the reader schema: its $ref "
-                          f"{exc.ref!r} names neither a part of it nor a schema the registry lists among its "
-                          "references")
+            return None, unresolvable_reason(schema_id, f"its $ref {exc.ref!r} names neither a part of it nor a "
+                                                        "schema the registry lists among its references")
         if error is not None:
             where = "$" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path)
             return None, f"record does not match its writer schema {schema_id}: at {where}: {error.message}"
         try:
             return _lay(document, self.arrow_type, "$"), None
         except Mismatch as exc:
-            return None, f"writer schema {schema_id} cannot be resolved into the reader schema: {exc}"
+            return None, unresolvable_reason(schema_id, str(exc))

@@ -26,7 +26,7 @@ from typing import Mapping, Sequence
 import pyarrow as pa
 
 from kafkasource.schema_registry import RegistrySchema
-from kafkasource.wire_format import HEADER_SIZE, Unusable, decode_each
+from kafkasource.wire_format import HEADER_SIZE, Unusable, WriterCache, decode_each, unresolvable_reason
 
 TIMESTAMP = "google.protobuf.Timestamp"
 MAX_DEPTH = 32
@@ -229,6 +229,15 @@ def _message_at(file_proto, file, indexes: list[int]):
     return ".".join(filter(None, [file_proto.package, *names]))
 
 
+def _writer(schema_id: int, schema: RegistrySchema):
+    """A writer schema as (file proto, file), or why it cannot be read."""
+    try:
+        file, proto = parse_file(schema.text, schema.references)
+        return proto, file
+    except ValueError as exc:
+        return Unusable(unresolvable_reason(schema_id, str(exc)))
+
+
 class ProtobufDecoder:
     """Decodes payloads into `arrow_type`, the reader message's type."""
 
@@ -239,23 +248,10 @@ class ProtobufDecoder:
         self.reader = reader_message(reader_schema, message, references)
         self.arrow_type = _message_type(self.reader)
         self.message_class = message_factory.GetMessageClass(self.reader)
-        self.writers: dict[int, tuple] = {}  # id -> (schema, (file proto, file) or the reason it cannot be read)
-
-    def _writer(self, schema_id: int, schema: RegistrySchema):
-        known = self.writers.get(schema_id)
-        if known is None or known[0] != schema:
-            try:
-                file, proto = parse_file(schema.text, schema.references)
-                known = (schema, (proto, file))
-            except ValueError as exc:
-                known = (schema, Unusable(f"writer schema {schema_id} cannot be resolved into the reader schema: "
-                                          f"{exc}"))
-            self.writers[schema_id] = known
-        return known[1]
+        self.writers = WriterCache(_writer)
 
     def decode(self, payloads: pa.Array, writer_schemas: Mapping[int, RegistrySchema]) -> tuple[pa.Array, pa.Array]:
-        writers = {schema_id: self._writer(schema_id, schema) for schema_id, schema in writer_schemas.items()}
-        return decode_each(payloads, writers, self._decode_one, self.arrow_type)
+        return decode_each(payloads, self.writers.of(writer_schemas), self._decode_one, self.arrow_type)
 
     def _decode_one(self, schema_id: int, writer: tuple, payload: bytes) -> tuple[object, str | None]:
         try:
@@ -264,8 +260,8 @@ class ProtobufDecoder:
         except _Unreadable as exc:
             return None, f"malformed Protobuf record: {exc}"
         if written != self.reader.full_name:
-            return None, (f"writer schema {schema_id} cannot be resolved into the reader schema: the record is a "
-                          f"{written}, the reader reads {self.reader.full_name}")
+            return None, unresolvable_reason(schema_id, f"the record is a {written}, the reader reads "
+                                                        f"{self.reader.full_name}")
         message = self.message_class()
         try:
             message.ParseFromString(payload[start:])

@@ -1,13 +1,16 @@
 """The schema registry's wire format, shared by every registry format: a magic byte 0, the writer schema's id
-(4 bytes, big-endian), then the encoded record; and the loop of the decoders that read one record at a time
-(the native Avro decoder has a vectorised path of its own)."""
+(4 bytes, big-endian), then the encoded record; what every decoder keeps of each writer schema; and the loop of
+the decoders that read one record at a time (the native Avro decoder has a vectorised path of its own)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Mapping, TypeVar
+from typing import Callable, Generic, Mapping, TypeVar
 
 import pyarrow as pa
+import pyarrow.compute as pc
+
+from kafkasource.schema_registry import RegistrySchema
 
 MAGIC = b"\x00"
 HEADER_SIZE = 5
@@ -28,6 +31,41 @@ def schema_id_of(payload: bytes) -> int | None:
     if len(payload) < HEADER_SIZE or payload[:1] != MAGIC:
         return None
     return int.from_bytes(payload[1:HEADER_SIZE], "big")
+
+
+def unresolvable_reason(schema_id: int, why: str) -> str:
+    return f"writer schema {schema_id} cannot be resolved into the reader schema: {why}"
+
+
+def as_binary(payloads: pa.Array) -> pa.Array:
+    return payloads.cast(pa.binary()) if payloads.type != pa.binary() else payloads
+
+
+def schema_ids(payloads: pa.Array) -> list[int]:
+    """The distinct writer schema ids among the payloads that carry the wire-format prefix, in ascending order."""
+    # the distinct first five bytes, then the few of them that are a prefix: two kernels over the whole batch
+    # rather than filtering the prefixed payloads first (bench/AVRO.md)
+    heads = pc.unique(pc.binary_slice(as_binary(payloads), 0, HEADER_SIZE)).to_pylist()
+    return sorted(schema_id for schema_id in (None if head is None else schema_id_of(head) for head in heads)
+                  if schema_id is not None)
+
+
+class WriterCache(Generic[W]):
+    """What a decoder builds from each writer schema (a parsed file, a validator), or why it cannot: built once per
+    id, and again only if the schema given for that id changed."""
+
+    def __init__(self, build: Callable[[int, RegistrySchema], W | Unusable]):
+        self._build = build
+        self._built: dict[int, tuple[RegistrySchema, W | Unusable]] = {}
+
+    def of(self, schemas: Mapping[int, RegistrySchema]) -> dict[int, W | Unusable]:
+        found = {}
+        for schema_id, schema in schemas.items():
+            known = self._built.get(schema_id)
+            if known is None or known[0] != schema:
+                known = self._built[schema_id] = (schema, self._build(schema_id, schema))
+            found[schema_id] = known[1]
+        return found
 
 
 def decode_each(payloads: pa.Array, writers: Mapping[int, W | Unusable],

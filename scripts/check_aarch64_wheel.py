@@ -17,7 +17,6 @@ Needs Debian's package mirrors and PyPI (or their caches) the first time; the pr
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import shutil
@@ -32,7 +31,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from dev import broker as local_broker
 from scripts import arch_probe
-from scripts.check_wheels import check
+from scripts.check_wheels import check, chosen_wheel
 
 REPO = Path(__file__).resolve().parent.parent
 CACHE = REPO / ".cache" / "aarch64"
@@ -124,12 +123,7 @@ def emulated_probe(site: Path, bootstrap: str, topic: str, ends: dict[int, int])
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("wheel", type=Path, nargs="?")
-    args = parser.parse_args(argv)
-    wheel = (args.wheel or max((REPO / "dist").glob("kafkasource-*-manylinux*_aarch64.whl"),
-                               key=lambda path: path.stat().st_mtime)).resolve()
-    print(f"checking {wheel.name}", flush=True)
+    wheel = chosen_wheel(argv, __doc__.splitlines()[0], "kafkasource-*-manylinux*_aarch64.whl")
     arm64_root()
     with tempfile.TemporaryDirectory(prefix="kafkasource-aarch64-check-") as tmp:
         site = Path(tmp) / "site"

@@ -132,13 +132,18 @@ def read_tests_with_the_wheel(wheel: Path, tmp: Path) -> None:
           "3. the native read tests pass against the wheel")
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def chosen_wheel(argv: list[str] | None, description: str, pattern: str) -> Path:
+    """The wheel the command line names, else the newest in dist/ whose name matches `pattern`."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("wheel", type=Path, nargs="?")
     args = parser.parse_args(argv)
-    wheel = (args.wheel or max((REPO / "dist").glob("kafkasource-*-manylinux2014_x86_64.whl"),
-                               key=lambda path: path.stat().st_mtime)).resolve()
-    print(f"checking {wheel.name}")
+    wheel = (args.wheel or max((REPO / "dist").glob(pattern), key=lambda path: path.stat().st_mtime)).resolve()
+    print(f"checking {wheel.name}", flush=True)
+    return wheel
+
+
+def main(argv: list[str] | None = None) -> int:
+    wheel = chosen_wheel(argv, __doc__.splitlines()[0], "kafkasource-*-manylinux2014_x86_64.whl")
     with tempfile.TemporaryDirectory(prefix="kafkasource-wheel-check-") as tmp:
         without_pyspark(wheel, Path(tmp))
         beside_a_runtime_pyspark(wheel, Path(tmp))

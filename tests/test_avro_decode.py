@@ -15,8 +15,9 @@ import pyarrow as pa
 import pytest
 
 from kafkasource import avro_decode
-from kafkasource.avro_decode import AvroDecoder, arrow_type, schema_ids
+from kafkasource.avro_decode import AvroDecoder, arrow_type
 from kafkasource.schema_registry import RegistrySchema
+from kafkasource.wire_format import schema_ids
 
 UTC = datetime.timezone.utc
 
