@@ -62,7 +62,7 @@ setup(
         "kafkasource-lag=kafkasource.jobs.lag:main",
     ]},
     # No pyspark here: pip would install one next to a Spark runtime's own (SPARK_HOME/python, managed
-    # platforms). The package checks at import that one is there (kafkasource/pyspark_check.py);
+    # platforms). The package checks at import that one is there (kafkasource/runtime/pyspark_check.py);
     # `pip install "kafkasource[spark]"` brings one where there is none.
     install_requires=[
         "pyarrow>=15",

@@ -32,8 +32,8 @@ from typing import Iterator, NamedTuple
 import pyarrow as pa
 import pyarrow.compute  # noqa: F401  (pa.compute)
 
-from kafkasource import avro_decode
-from kafkasource.schema_registry import RegistrySchema
+from kafkasource.formats import avro as avro_decode
+from kafkasource.formats.registry import RegistrySchema
 
 STATUS = {"type": "enum", "name": "Status", "symbols": ["NEW", "PAID", "SHIPPED", "CANCELLED"]}
 ADDRESS = {"type": "record", "name": "Address",

@@ -16,8 +16,8 @@ import os
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import SupportsTriggerAvailableNow
 
-from kafkasource.arrow import arrow_schema, schema_ddl
-from kafkasource.read_settings import BATCH_BYTES, BATCH_ROWS
+from kafkasource.reading.arrow import arrow_schema, schema_ddl
+from kafkasource.reading.settings import BATCH_BYTES, BATCH_ROWS
 
 NAME = "kafkasource-bench-ceiling"
 VALUE_POOL = 4096  # distinct random values, as in the Kafka data sets

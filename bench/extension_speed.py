@@ -60,9 +60,9 @@ def drain_rounds(bootstrap: str, topic: str, records: int, repeat: int) -> None:
 def read_in_process(bootstrap: str, topic: str, records: int) -> float:
     """The CPU seconds (this process, librdkafka's threads included) of reading the partition with the native
     consumer here, without Spark: steadier than wall time on a machine others are using."""
-    from kafkasource.fetch import FetchConfig
-    from kafkasource.ranges import OffsetRange
-    from kafkasource.task_reader import read_ranges
+    from kafkasource.reading.consumers import FetchConfig
+    from kafkasource.planning.ranges import OffsetRange
+    from kafkasource.reading.task_reader import read_ranges
 
     config = FetchConfig({"bootstrap.servers": bootstrap}, include_headers=False, fail_on_data_loss=True,
                          poll_timeout_ms=10_000, read_path="native")

@@ -148,7 +148,7 @@ def in_process(bootstrap: str, names: list[str], each: int, subscription: dict[s
     from pyspark.sql.streaming.datasource import ReadAllAvailable
 
     import kafkasource.stream as stream_module
-    from kafkasource.client import KafkaClient
+    from kafkasource.cluster.client import KafkaClient
     from kafkasource.options import parse_options
     from kafkasource.stream import KafkaStreamReader
 
@@ -221,7 +221,7 @@ SWEEP = [(1, 10_000), (1, 5000), (1, 2000), (1, 1000), (1, 500), (1, 250), (1, 1
 
 def sweep(bootstrap: str, names: list[str], each: int, rounds: int = 3, repeats: int = 10) -> str:
     """Wall and CPU of one lookup of every partition's log end, per (lanes, partitions per call); a table."""
-    import kafkasource.client as client_module
+    import kafkasource.cluster.client as client_module
     from kafkasource.options import parse_options
 
     everything = all_partitions(names, each)

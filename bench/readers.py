@@ -20,7 +20,7 @@ from typing import NamedTuple
 
 from bench import ceiling
 from bench.cpu import Cpu
-from kafkasource.progress_lag import input_rows
+from kafkasource.metrics.progress import input_rows
 
 # reader name -> (format, extra options)
 SPARK_READERS = {"kafkasource native": ("kafkasource", {"readPath": "native"}),

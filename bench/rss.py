@@ -25,7 +25,7 @@ from bench.job_memory import command_line, vm_rss_kb
 from bench.run import machine, spark_session
 from dev import broker as local_broker
 from dev.process import descendants
-from kafkasource.progress_lag import input_rows
+from kafkasource.metrics.progress import input_rows
 
 SAMPLE_EVERY_S = 15
 PARTITIONS = 4

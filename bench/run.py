@@ -39,10 +39,9 @@ from bench import cpu, datasets, readers
 from bench.markdown import carry_sections
 from bench.reference import reference_jars
 from dev import broker as local_broker
-from kafkasource import native
-
+from kafkasource.runtime import native_extension
 # the native read path when the extension is built (readPath=native), and the pure-Python one (readPath=python)
-READERS = ((("kafkasource native",) if native.available() else ())
+READERS = ((("kafkasource native",) if native_extension.available() else ())
            + ("kafkasource python", "built-in", "bare", "ceiling"))
 PACKED = "kafkasource packed"  # packRecordsPerTask, on the wide data sets only
 # drained once more after a pause, on the first data set: what a fresh Python worker costs
@@ -206,7 +205,7 @@ def report(results: Results, after_idle: dict[str, readers.Drain], data_sets: li
         "back to back, so Spark's Python workers stay up between them as in a running query; what a fresh worker "
         "costs is measured apart (After a pause). Spark readers: Trigger.AvailableNow into "
         "the noop sink, `local[2]`, one session, default options; kafkasource "
-        f"native: `readPath=native` (librdkafka {native.librdkafka_version()} in the extension); kafkasource python: "
+        f"native: `readPath=native` (librdkafka {native_extension.librdkafka_version()} in the extension); kafkasource python: "
         "`readPath=python`; kafkasource packed: `packRecordsPerTask=10000`, on the wide topics. bare: one "
         "confluent-kafka consumer in one Python process, a Message object per record. ceiling: a Python streaming "
         "source with nothing to read that yields ready Arrow batches of the same rows, partitions and batch sizes "

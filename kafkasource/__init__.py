@@ -1,11 +1,11 @@
 """kafkasource: a PySpark Structured Streaming source for Apache Kafka that honours your consumer group."""
 
 from kafkasource._version import __version__
-from kafkasource.pyspark_check import require_pyspark
+from kafkasource.runtime.pyspark_check import require_pyspark
 
 require_pyspark()  # before any module below imports pyspark: a clear message when there is none, or an old one
 
-from kafkasource import logs  # noqa: E402
+from kafkasource.runtime import logs  # noqa: E402
 from kafkasource.errors import (AccessError, BrokerUnavailableError, CommitError, DataLossError, KafkaSourceError,
                                 NoCommittedOffsetError, OptionError)
 from kafkasource.source import KafkaDataSource
@@ -22,7 +22,7 @@ def register(spark, environment: dict[str, str] | None = None) -> None:
     On classic Spark this also tells the source's readers the application's id and name (for the metadata of
     their commits) and any `environment` given, through the session's Python environment, which Spark hands to
     the process that runs a registered source's reader. Queries started after the call see it."""
-    from kafkasource.committer import committer_environment
+    from kafkasource.commit.metadata import committer_environment
 
     try:
         context = spark.sparkContext  # a Spark Connect session has none: the server registers with its own

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from pyspark.sql.datasource import DataSourceReader, InputPartition
 
-from kafkasource.client import KafkaClient
+from kafkasource.cluster.client import KafkaClient
 from kafkasource.errors import OptionError
-from kafkasource.decoding import decode_batches
-from kafkasource.task_reader import read_ranges
+from kafkasource.formats.decoding import decode_batches
+from kafkasource.reading.task_reader import read_ranges
 from kafkasource.options import SourceOptions
-from kafkasource.partitions import partition_name
-from kafkasource.planning import KafkaInputPartition, fetch_config, plan_partitions
-from kafkasource.ranges import batch_ranges
+from kafkasource.planning.partitions import partition_name
+from kafkasource.planning.tasks import KafkaInputPartition, fetch_config, plan_partitions
+from kafkasource.planning.ranges import batch_ranges
 
 
 class KafkaBatchReader(DataSourceReader):

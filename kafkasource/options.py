@@ -14,13 +14,17 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import Literal, Mapping, TypeVar, get_args
 
-from kafkasource import decoding, kafka_settings, native
+from kafkasource.formats import decoding
+
+from kafkasource.cluster import settings as kafka_settings
+
+from kafkasource.runtime import native_extension
 from kafkasource.errors import OptionError
-from kafkasource.offsets import (EARLIEST, LATEST, AutoOffsetReset, Committed, Earliest, Latest, OffsetSpec,
+from kafkasource.planning.offsets import (EARLIEST, LATEST, AutoOffsetReset, Committed, Earliest, Latest, OffsetSpec,
                                  OutsideLog, SpecificOffsets, Timestamps)
-from kafkasource.partitions import TopicPartition, partition_name
-from kafkasource.read_settings import READ_PATHS, ReadPath
-from kafkasource.subscription import Assign, Subscribe, SubscribePattern, Subscription
+from kafkasource.planning.partitions import TopicPartition, partition_name
+from kafkasource.reading.settings import READ_PATHS, ReadPath
+from kafkasource.planning.subscription import Assign, Subscribe, SubscribePattern, Subscription
 
 log = logging.getLogger(__name__)
 
@@ -104,6 +108,11 @@ def _get(options: Mapping[str, str], name: str) -> str | None:
     return value or None
 
 
+def _given(options: Mapping[str, str]) -> dict[str, str]:
+    """The options given a value, as _get reads them: lower-case names, values stripped, empty ones left out."""
+    return {name: value for name in options if (value := _get(options, name)) is not None}
+
+
 def _shown(raw: str, limit: int = 80) -> str:
     """A value for an error message: quoted, and cut short if huge."""
     return repr(raw if len(raw) <= limit else raw[:limit] + "...")
@@ -158,8 +167,8 @@ def _choice(options: Mapping[str, str], name: str, choices: tuple[Choice, ...], 
 
 def _read_path(options: Mapping[str, str]) -> str:
     path = _choice(options, "readPath", READ_PATHS, "auto")
-    if path == "native" and not native.available():
-        raise OptionError(f"option readPath is native, but kafkasource's native extension {native.why_unavailable()}: "
+    if path == "native" and not native_extension.available():
+        raise OptionError(f"option readPath is native, but kafkasource's native extension {native_extension.why_unavailable()}: "
                           "install kafkasource where a Rust toolchain is present (pip install builds it), "
                           "or set readPath to auto (native when built) or python")
     return path
@@ -400,7 +409,7 @@ def parse_options(raw_options: Mapping[str, str], streaming: bool | None = None)
                                                           DEFAULT_METADATA_REFRESH_INTERVAL_MS),
         kafka_config=kafka_config,
         # last: the only check that asks a server (the registry, for the reader schemas)
-        decoding=decoding.parse_decoding(options, subscription, read_path),
+        decoding=decoding.parse_decoding(_given(options), subscription, read_path),
     )
     if streaming is None:
         return parsed

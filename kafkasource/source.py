@@ -5,7 +5,7 @@ from __future__ import annotations
 from pyspark.sql.datasource import DataSource
 from pyspark.sql.types import StructType
 
-from kafkasource.decoding import output_schema
+from kafkasource.formats.decoding import output_schema
 from kafkasource.options import parse_options
 
 

@@ -28,21 +28,20 @@ from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import (ReadAllAvailable, ReadLimit, ReadMaxRows, ReadMinRows,
                                               SupportsTriggerAvailableNow)
 
-from kafkasource.client import KafkaClient
-from kafkasource.commit import OffsetCommitter
-from kafkasource.commit_events import OutcomeSender
-from kafkasource.dataloss import report_data_loss
+from kafkasource.cluster.client import KafkaClient
+from kafkasource.commit.committer import OffsetCommitter
+from kafkasource.commit.outcomes import OutcomeSender
+from kafkasource.planning.data_loss import report_data_loss
 from kafkasource.errors import BrokerUnavailableError, KafkaSourceError
-from kafkasource.offsets import TOPIC_IDS_KEY, OffsetLookup, from_json_dict, to_json_dict, topic_ids_of
-from kafkasource.partitions import Positions, TopicPartition, describe, listing, partition_name
+from kafkasource.planning.offsets import TOPIC_IDS_KEY, OffsetLookup, from_json_dict, to_json_dict, topic_ids_of
+from kafkasource.planning.partitions import Positions, TopicPartition, describe, listing, partition_name
 from kafkasource.options import SourceOptions
-from kafkasource.decoding import decode_batches
-from kafkasource.task_reader import read_ranges
-from kafkasource.held_back import HeldBackWatch
-from kafkasource.planning import KafkaInputPartition, fetch_config, plan_partitions
-from kafkasource.ranges import batch_ranges, rate_limit
-from kafkasource import shutdown
-
+from kafkasource.formats.decoding import decode_batches
+from kafkasource.reading.task_reader import read_ranges
+from kafkasource.planning.held_back import HeldBackWatch
+from kafkasource.planning.tasks import KafkaInputPartition, fetch_config, plan_partitions
+from kafkasource.planning.ranges import batch_ranges, rate_limit
+from kafkasource.runtime import shutdown
 log = logging.getLogger(__name__)
 
 

@@ -49,10 +49,10 @@ def plain(value: object) -> object:
 def read(bootstrap: str, topic: str, ends: dict[int, int], read_path: str) -> list:
     import pyarrow as pa
 
-    from kafkasource.arrow import arrow_schema
-    from kafkasource.fetch import ConsumerPool, FetchConfig
-    from kafkasource.ranges import OffsetRange
-    from kafkasource.task_reader import read_ranges
+    from kafkasource.reading.arrow import arrow_schema
+    from kafkasource.reading.consumers import ConsumerPool, FetchConfig
+    from kafkasource.planning.ranges import OffsetRange
+    from kafkasource.reading.task_reader import read_ranges
 
     config = FetchConfig({"bootstrap.servers": bootstrap}, include_headers=True, fail_on_data_loss=True,
                          poll_timeout_ms=30_000, read_path=read_path)
@@ -85,8 +85,8 @@ def avro_frames(count: int) -> list[bytes]:
 def decode(native: bool) -> dict:
     import pyarrow as pa
 
-    from kafkasource.avro_decode import AvroDecoder
-    from kafkasource.schema_registry import RegistrySchema
+    from kafkasource.formats.avro import AvroDecoder
+    from kafkasource.formats.registry import RegistrySchema
 
     text = json.dumps(AVRO_SCHEMA)
     values, reasons = AvroDecoder(text, native=native).decode(pa.array(avro_frames(300), pa.binary()),
@@ -96,11 +96,10 @@ def decode(native: bool) -> dict:
 
 def probe(bootstrap: str, topic: str, ends: dict[int, int]) -> dict:
     import kafkasource
-    from kafkasource import native
-
-    return {"machine": platform.machine(), "package": kafkasource.__file__, "native": native.available(),
-            "load_error": native.load_error,
-            "librdkafka": native.librdkafka_version(),
+    from kafkasource.runtime import native_extension
+    return {"machine": platform.machine(), "package": kafkasource.__file__, "native": native_extension.available(),
+            "load_error": native_extension.LOAD_ERROR,
+            "librdkafka": native_extension.librdkafka_version(),
             "rows": {path: read(bootstrap, topic, ends, path) for path in ("native", "python")},
             "avro": {"native": decode(True), "python": decode(False)}}
 

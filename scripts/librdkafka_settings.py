@@ -1,11 +1,11 @@
-"""Regenerate kafkasource/librdkafka_settings.py: the setting names the installed librdkafka accepts.
+"""Regenerate kafkasource/cluster/known_settings.py: the setting names the installed librdkafka accepts.
 
 librdkafka has no call that lists its configuration properties, and confluent-kafka exposes none. So this
 takes every dotted lower-case word stored in confluent-kafka's bundled librdkafka (names can share storage
 with longer ones, so every tail of a word is a candidate too) and keeps the ones librdkafka does not answer
 with "No such configuration property". Run it after raising the confluent-kafka pin:
 
-    python3 -m scripts.librdkafka_settings > kafkasource/librdkafka_settings.py
+    python3 -m scripts.librdkafka_settings > kafkasource/cluster/known_settings.py
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ import pytest
 from dev import broker as local_broker
 from dev import registry as local_registry
 from dev import secure_broker
-from kafkasource import native
+from kafkasource.runtime import native_extension
 from tests.kafka_helpers import KafkaHarness
 from tests.security_helpers import PASSWORDS
 
@@ -94,12 +94,12 @@ def spark():
 
 # Read tests run against both read paths wherever the native one can exist: where cargo is on PATH,
 # `pip install` builds it, so a missing extension there is a failure, not a reason to skip.
-READ_PATHS = ["python", "native"] if native.available() or shutil.which("cargo") else ["python"]
+READ_PATHS = ["python", "native"] if native_extension.available() or shutil.which("cargo") else ["python"]
 
 
 @pytest.fixture(params=READ_PATHS)
 def read_path(request) -> str:
-    if request.param == "native" and not native.available():
+    if request.param == "native" and not native_extension.available():
         pytest.fail("kafkasource's native extension is not built although cargo is on PATH: "
                     "see the output of pip install -e . (setup.py builds native/ with setuptools-rust)")
     return request.param

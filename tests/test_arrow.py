@@ -11,8 +11,8 @@ import pyarrow as pa
 import pytest
 from confluent_kafka import Message
 
-from kafkasource.arrow import binary_array, repeated_int32, repeated_string, timestamp_types, to_record_batch
-from kafkasource.fetch import collector_paused
+from kafkasource.reading.arrow import binary_array, repeated_int32, repeated_string, timestamp_types, to_record_batch
+from kafkasource.reading.python_rows import collector_paused
 
 
 @pytest.mark.parametrize("values", [
@@ -66,8 +66,8 @@ def test_building_batches_never_imports_pandas():
         import sys
         from types import SimpleNamespace
         from confluent_kafka import Message
-        from kafkasource.arrow import to_record_batch
-        from kafkasource.native import record_batch
+        from kafkasource.reading.arrow import to_record_batch
+        from kafkasource.reading.native import record_batch
 
         messages = [Message(topic="t", partition=0, offset=o, value=b"v", timestamp=(1, 1000 + o)) for o in range(3)]
         python_path = to_record_batch(messages, "t", 0, include_headers=False)

@@ -1,4 +1,4 @@
-"""Avro decoding into Arrow (kafkasource.avro_decode): the Spark types, schema resolution between writer and
+"""Avro decoding into Arrow (kafkasource.formats.avro): the Spark types, schema resolution between writer and
 reader versions, every reason a record fails, for both decoders, checked against fastavro's own reading."""
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ import fastavro
 import pyarrow as pa
 import pytest
 
-from kafkasource import avro_decode
-from kafkasource.avro_decode import AvroDecoder, arrow_type
-from kafkasource.schema_registry import RegistrySchema
-from kafkasource.wire_format import schema_ids
+from kafkasource.runtime import native_extension
+from kafkasource.formats.avro import AvroDecoder, arrow_type
+from kafkasource.formats.registry import RegistrySchema
+from kafkasource.formats.wire_format import schema_ids
 
 UTC = datetime.timezone.utc
 
@@ -369,7 +369,7 @@ def test_thousands_of_generated_records_equal_fastavros_reading_field_by_field(d
 
 
 def test_the_native_decoder_is_refused_clearly_where_the_extension_lacks_it(monkeypatch):
-    monkeypatch.setattr(avro_decode, "_native", None)
+    monkeypatch.setattr(native_extension, "EXTENSION", None)
     with pytest.raises(RuntimeError, match="the native Avro decoder is not available"):
         AvroDecoder(json.dumps(record("R", ("x", "int"))), native=True)
 

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from kafkasource.client import LIST_OFFSETS_CHUNK, LIST_OFFSETS_LANES, KafkaClient, in_parallel
+from kafkasource.cluster.client import LIST_OFFSETS_CHUNK, LIST_OFFSETS_LANES, KafkaClient, in_parallel
 from kafkasource.options import parse_options
 from tests.kafka_helpers import Record
 

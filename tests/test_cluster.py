@@ -153,7 +153,7 @@ def test_ingest_in_cluster_deploy_mode_reads_its_config_shipped_with_files(clust
     assert sorted(durable_positions(tmp_path / "out")) == [(p, o) for p in range(2) for o in range(30)]
     assert kafka.committed(group, topic, 2) == {0: 30, 1: 30}
     # the commits come from Spark's driver-side process of the source: its lines reach the driver's log
-    commits = [line.split(": ", 1)[1] for line in stderr.splitlines() if " INFO kafkasource.commit [pid " in line]
+    commits = [line.split(": ", 1)[1] for line in stderr.splitlines() if " INFO kafkasource.commit.committer [pid " in line]
     assert commits[-1] == f"committed group {group}: {topic}-0@30, {topic}-1@30", stderr[-3000:]
     with capsys.disabled():
         print(f"\n[cluster] ingest in cluster deploy mode, config shipped with --files: 60 records in {took:.0f} s")
@@ -193,7 +193,7 @@ def test_executors_read_natively_from_a_packed_environment(cluster, kafka, tmp_p
     # each executor that read says which extension it loaded: the one unpacked from the archive
     executors = sorted(set(logs.glob("worker-*/app-*/*")) - apps_before)
     announced = {executor: [line.split(": ", 1)[1] for line in (executor / "stderr").read_text().splitlines()
-                            if " INFO kafkasource.native [pid " in line] for executor in executors}
+                            if " INFO kafkasource.reading.native [pid " in line] for executor in executors}
     readers = {executor: lines for executor, lines in announced.items() if lines}
     assert readers, announced
     assert all(line.startswith(f"reading with the native extension {executor}/environment/lib/python3.")

@@ -12,9 +12,9 @@ import pytest
 from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, KafkaException, TopicPartition
 
 import kafkasource
-from kafkasource import committer as committer_metadata
-from kafkasource.commit import COMMIT_REQUEST_BYTES, OFFSET_RECORD_BYTES, OffsetCommitter, commit_requests
-from kafkasource.commit_events import ENV_ADDRESS, CommitOutcome, OutcomeReceiver, OutcomeSender
+from kafkasource.commit import metadata as committer_metadata
+from kafkasource.commit.committer import COMMIT_REQUEST_BYTES, OFFSET_RECORD_BYTES, OffsetCommitter, commit_requests
+from kafkasource.commit.outcomes import ENV_ADDRESS, CommitOutcome, OutcomeReceiver, OutcomeSender
 from kafkasource.errors import CommitError
 from dev import broker as local_broker
 from tests.kafka_helpers import KafkaHarness, await_condition, described_group
@@ -246,7 +246,7 @@ def test_async_commit_into_group_with_active_members_warns_and_goes_on(kafka, to
     member = ActiveMember(kafka, topic, group)
     async_committer = committer(kafka, group, "async")
     try:
-        with caplog.at_level(logging.WARNING, logger="kafkasource.commit"):
+        with caplog.at_level(logging.WARNING, logger="kafkasource.commit.committer"):
             async_committer.commit({(topic, 0): 2})  # returns at once
             await_condition("the async commit's answer", lambda: async_committer.poll(0.2) or async_committer.failed_async_commits == 1, timeout=30)
     finally:

@@ -26,7 +26,7 @@ from pyspark.sql.connect.session import SparkSession as ConnectSession
 import kafkasource
 from dev import connect as local_connect
 from dev.process import free_port
-from kafkasource.progress_lag import Lag, LagListener, input_rows, lag_from_progress
+from kafkasource.metrics.progress import Lag, LagListener, input_rows, lag_from_progress
 from tests.job_helpers import REPO_ROOT
 from tests.kafka_helpers import Record, await_condition, described_group
 from tests.query_helpers import batch, stream

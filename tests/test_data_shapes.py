@@ -16,13 +16,15 @@ from confluent_kafka import OFFSET_BEGINNING, KafkaException
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 from pyspark.sql.streaming.datasource import ReadAllAvailable
 
-from kafkasource import KafkaDataSource, read_settings
-from kafkasource.client import KafkaClient
+from kafkasource import KafkaDataSource
+
+from kafkasource.reading import settings as read_settings
+from kafkasource.cluster.client import KafkaClient
 from kafkasource.errors import DataLossError
-from kafkasource.fetch import ConsumerPool, FetchConfig
+from kafkasource.reading.consumers import ConsumerPool, FetchConfig
 from kafkasource.options import parse_options
-from kafkasource.task_reader import read_ranges
-from kafkasource.ranges import OffsetRange
+from kafkasource.reading.task_reader import read_ranges
+from kafkasource.planning.ranges import OffsetRange
 from kafkasource.stream import KafkaStreamReader
 from tests.kafka_helpers import KafkaHarness, Record, await_condition
 from tests.fakes import FakeClock
@@ -176,7 +178,7 @@ def test_records_deleted_ahead_of_a_read_in_progress(kafka, read_path, fail_on_d
         assert str(raised.value) == (f"{lost}. Some data may have been lost. If this is expected, set "
                                      "failOnDataLoss=false to skip what is gone and go on")
     else:
-        with caplog.at_level(logging.WARNING, logger="kafkasource.dataloss"):
+        with caplog.at_level(logging.WARNING, logger="kafkasource.planning.data_loss"):
             offsets, values = offsets_and_values(batches)
         assert offsets == list(range(95, 100)) + list(range(DELETED_BEFORE, RECORDS))
         assert values == [bytes([offset % 256]) * 1000 for offset in offsets]
@@ -214,7 +216,7 @@ def held_back_warnings(options: dict[str, str], caplog) -> list[str]:
         start = stream.initialOffset()
         end = stream.latestOffset(start, ReadAllAvailable())
         clock.now = 60.0
-        with caplog.at_level(logging.WARNING, logger="kafkasource.held_back"):
+        with caplog.at_level(logging.WARNING, logger="kafkasource.planning.held_back"):
             stream.latestOffset(end, ReadAllAvailable())
     finally:
         stream.stop()

@@ -18,10 +18,10 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from dev import secure_broker
 from kafkasource.errors import AccessError, KafkaSourceError
-from kafkasource.fetch import ConsumerPool, FetchConfig
-from kafkasource.task_reader import TaskReader, read_ranges
-from kafkasource.ranges import OffsetRange
-from kafkasource.refusal import refusal_error
+from kafkasource.reading.consumers import ConsumerPool, FetchConfig
+from kafkasource.reading.task_reader import TaskReader, read_ranges
+from kafkasource.planning.ranges import OffsetRange
+from kafkasource.cluster.refusal import refusal_error
 from tests.security_helpers import PASSWORDS, WRONG_PASSWORD
 
 pytestmark = [pytest.mark.faults]
@@ -144,7 +144,7 @@ def test_a_closed_port_is_retried_until_the_poll_timeout_and_the_stall_names_the
         bound.bind(("127.0.0.1", 0))
         servers = f"127.0.0.1:{bound.getsockname()[1]}"
         config = fetch_config({"bootstrap.servers": servers}, read_path, 3000)
-        with caplog.at_level(logging.WARNING, logger="kafkasource.task_reader"):
+        with caplog.at_level(logging.WARNING, logger="kafkasource.reading.task_reader"):
             error, seconds, pool = failed_read("orders", config, KafkaSourceError)
     message = str(error)
 

@@ -21,8 +21,8 @@ from confluent_kafka import KafkaException
 from confluent_kafka.admin import NewTopic
 
 from dev import broker as local_broker
-from kafkasource.client import KafkaClient
-from kafkasource.offsets import TOPIC_IDS_KEY
+from kafkasource.cluster.client import KafkaClient
+from kafkasource.planning.offsets import TOPIC_IDS_KEY
 from kafkasource.options import parse_options
 from tests.job_helpers import durable_positions, kill_group, start_job, write_config
 from tests.kafka_helpers import KafkaHarness, Record, await_condition

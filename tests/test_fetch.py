@@ -8,13 +8,14 @@ import os
 import pyarrow as pa
 import pytest
 
-from kafkasource.arrow import arrow_schema
-from kafkasource import native, read_settings
+from kafkasource.reading.arrow import arrow_schema
+from kafkasource.reading import settings as read_settings
+from kafkasource.runtime import native_extension
 from kafkasource.errors import DataLossError, KafkaSourceError
-from kafkasource.fetch import ConsumerPool, FetchConfig
-from kafkasource.native import NativeConsumer
-from kafkasource.task_reader import RangeState, TaskReader, read_ranges, stall_error
-from kafkasource.ranges import OffsetRange
+from kafkasource.reading.consumers import ConsumerPool, FetchConfig
+from kafkasource.reading.native import NativeConsumer
+from kafkasource.reading.task_reader import RangeState, TaskReader, read_ranges, stall_error
+from kafkasource.planning.ranges import OffsetRange
 from tests.kafka_helpers import Record
 
 
@@ -68,7 +69,7 @@ def test_range_below_the_log_start_is_data_loss(kafka, topic, caplog, read_path)
                                             "starts at 4"):
         read(OffsetRange(topic, 0, 1, 8), fetch_config(kafka, read_path=read_path), ConsumerPool())
 
-    with caplog.at_level(logging.WARNING, logger="kafkasource.fetch"):
+    with caplog.at_level(logging.WARNING, logger="kafkasource.reading.consumers"):
         skipped = read(OffsetRange(topic, 0, 1, 8), fetch_config(kafka, False, read_path), ConsumerPool())
     assert skipped.column("offset").to_pylist() == [4, 5, 6, 7]
     assert [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING] == [
@@ -82,17 +83,17 @@ def test_a_range_past_the_log_end_is_data_loss(kafka, topic, read_path, caplog):
     with pytest.raises(DataLossError, match=rf"offset 5 of {topic}-2 is beyond the log end 3 \(the partition was "
                                             r"truncated or recreated\)\. Some data may have been lost"):
         read(OffsetRange(topic, 2, 5, 8), fetch_config(kafka, read_path=read_path), ConsumerPool())
-    with caplog.at_level(logging.WARNING, logger="kafkasource.fetch"):
+    with caplog.at_level(logging.WARNING, logger="kafkasource.reading.consumers"):
         skipped = read(OffsetRange(topic, 2, 5, 8), fetch_config(kafka, False, read_path), ConsumerPool())
     assert skipped.num_rows == 0 and f"offset 5 of {topic}-2 is beyond the log end 3" in caplog.text
 
 
-@pytest.mark.skipif(not native.available(), reason="needs the native extension, which this install did not build")
+@pytest.mark.skipif(not native_extension.available(), reason="needs the native extension, which this install did not build")
 def test_a_configuration_the_native_consumer_refuses_falls_back_to_confluent_kafka(caplog):
     # a property of a newer librdkafka (confluent-kafka's 2.16) than the extension's (2.12)
     newer = {"bootstrap.servers": "127.0.0.1:9", "sasl.oauthbearer.sub.claim.name": "sub"}
     pool = ConsumerPool()
-    with caplog.at_level(logging.WARNING, logger="kafkasource.fetch"):
+    with caplog.at_level(logging.WARNING, logger="kafkasource.reading.consumers"):
         consumer = pool.acquire(FetchConfig(newer, False, True, 1000, read_path="auto"))
     assert not isinstance(consumer, NativeConsumer)
     assert "the native consumer refused the configuration (sasl.oauthbearer.sub.claim.name: No such configuration " \
@@ -121,7 +122,7 @@ def test_closing_the_pool_closes_its_idle_consumers(kafka, topic, read_path):
 NUL_IN_SERVERS = {"client.id": "kafkasource-test", "bootstrap.servers": "127.0.0.1:9\x00,127.0.0.1:10"}
 
 
-@pytest.mark.skipif(not native.available(), reason="needs the native extension, which this install did not build")
+@pytest.mark.skipif(not native_extension.available(), reason="needs the native extension, which this install did not build")
 def test_the_native_consumer_refuses_a_nul_in_the_bootstrap_servers_naming_the_property_only():
     """librdkafka's C strings would end at the NUL; the value is not shown, as a property's value can be a secret."""
     with pytest.raises(ValueError) as refused:
@@ -129,7 +130,7 @@ def test_the_native_consumer_refuses_a_nul_in_the_bootstrap_servers_naming_the_p
     assert str(refused.value) == "the value of bootstrap.servers holds a NUL character (\\x00)"
 
 
-@pytest.mark.skipif(not native.available(), reason="needs the native extension, which this install did not build")
+@pytest.mark.skipif(not native_extension.available(), reason="needs the native extension, which this install did not build")
 def test_the_native_consumer_refuses_a_configuration_without_a_group_id_and_closes_one_with_it():
     """librdkafka gives a consumer without a group.id no consumer queue: one made anyway crashed the process when
     it was closed. The source always sets a group.id (the query's, else its own)."""
@@ -144,7 +145,7 @@ def test_the_native_consumer_refuses_a_configuration_without_a_group_id_and_clos
     assert str(closed.value) == "the consumer is closed"
 
 
-@pytest.mark.skipif(not native.available(), reason="needs the native extension, which this install did not build")
+@pytest.mark.skipif(not native_extension.available(), reason="needs the native extension, which this install did not build")
 def test_the_native_consumer_frees_the_configuration_it_refuses():
     """A configuration refused halfway is destroyed: a leaked one would be some 2.6 KiB, 26 MiB over 10,000."""
     def refuse(times):
@@ -209,7 +210,7 @@ def test_data_loss_in_one_range_of_a_packed_task_touches_only_that_range(kafka, 
     with pytest.raises(DataLossError, match=rf"records 1\.\.3 of {topic}-0 are gone \(3 records\)"):
         read_packed(ranges, fetch_config(kafka), ConsumerPool())
 
-    with caplog.at_level(logging.WARNING, logger="kafkasource.fetch"):
+    with caplog.at_level(logging.WARNING, logger="kafkasource.reading.consumers"):
         skipped = read_packed(ranges, fetch_config(kafka, fail_on_data_loss=False), ConsumerPool())
     assert by_partition(skipped) == {0: [4, 5, 6, 7], 1: [0, 1, 2, 3, 4]}
     assert [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING] == [

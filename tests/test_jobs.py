@@ -12,7 +12,7 @@ import sys
 import pyarrow.dataset as ds
 import pytest
 
-from kafkasource import committer
+from kafkasource.commit import metadata as committer
 from tests.job_helpers import REPO_ROOT, durable_positions, kill_group, run_job, start_job, write_config
 from tests.kafka_helpers import Record, await_condition, described_group
 

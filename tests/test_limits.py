@@ -9,7 +9,7 @@ import json
 import threading
 import time
 
-from kafkasource.progress_lag import LagListener, lag_from_progress
+from kafkasource.metrics.progress import LagListener, lag_from_progress
 from tests.kafka_helpers import Record, await_condition
 from tests.query_helpers import Collector, base_options, batch, positions, run_to_end, start_query
 

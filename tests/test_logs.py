@@ -1,5 +1,5 @@
-"""kafkasource's log lines in the processes Spark starts (kafkasource.logs), and the warning when a built native
-extension fails to load (kafkasource.native). Pure logic: no broker, no Spark; a job run in test_cluster.py
+"""kafkasource's log lines in the processes Spark starts (kafkasource.runtime.logs), and the warning when a built native
+extension fails to load (kafkasource.runtime.native_extension). Pure logic: no broker, no Spark; a job run in test_cluster.py
 shows the lines in the driver's and executors' logs."""
 
 from __future__ import annotations
@@ -10,9 +10,11 @@ from dataclasses import replace
 
 import pytest
 
-from kafkasource import logs, native
+from kafkasource.runtime import logs
+
+from kafkasource.runtime import native_extension
 from kafkasource.errors import KafkaSourceError
-from kafkasource.planning import fetch_config
+from kafkasource.planning.tasks import fetch_config
 from tests.test_options import parse
 
 
@@ -20,7 +22,7 @@ from tests.test_options import parse
 def clean_logging(monkeypatch):
     """The kafkasource loggers and the root handlers as a fresh Spark worker process has them, restored after."""
     top = logging.getLogger("kafkasource")
-    names = ("kafkasource", "kafkasource.fetch", "kafkasource.commit")
+    names = ("kafkasource", "kafkasource.reading.consumers", "kafkasource.commit.committer")
     saved = {name: logging.getLogger(name).level for name in names}
     saved_handlers, saved_propagate = list(top.handlers), top.propagate
     monkeypatch.setattr(logs, "_handler", None)
@@ -35,8 +37,8 @@ def clean_logging(monkeypatch):
 
 def test_a_level_and_levels_of_loggers_under_kafkasource_are_read():
     assert logs.parse("INFO") == {"kafkasource": logging.INFO}
-    assert logs.parse("info, kafkasource.fetch=WARNING") == {"kafkasource": logging.INFO,
-                                                            "kafkasource.fetch": logging.WARNING}
+    assert logs.parse("info, kafkasource.reading.consumers=WARNING") == {"kafkasource": logging.INFO,
+                                                            "kafkasource.reading.consumers": logging.WARNING}
 
 
 @pytest.mark.parametrize("value, message", [
@@ -51,22 +53,22 @@ def test_a_bad_value_is_named(value, message):
 
 def test_the_driver_levels_travel_as_the_variable_and_configure_a_fresh_process(clean_logging, capsys, monkeypatch):
     logging.getLogger("kafkasource").setLevel(logging.INFO)
-    logging.getLogger("kafkasource.fetch").setLevel(logging.WARNING)
+    logging.getLogger("kafkasource.reading.consumers").setLevel(logging.WARNING)
     value = logs.spec()
-    assert value == "INFO,kafkasource.fetch=WARNING"
+    assert value == "INFO,kafkasource.reading.consumers=WARNING"
     logging.getLogger("kafkasource").setLevel(logging.NOTSET)  # now as in a fresh worker process
-    logging.getLogger("kafkasource.fetch").setLevel(logging.NOTSET)
+    logging.getLogger("kafkasource.reading.consumers").setLevel(logging.NOTSET)
     monkeypatch.setattr(logging.root, "handlers", [])  # pytest's own capture handlers: set up for each test
 
     assert logs.configure_from_environment({"KAFKASOURCE_LOG_LEVEL": value}) is True
-    logging.getLogger("kafkasource.commit").info("committed group g: t-0@5")
-    logging.getLogger("kafkasource.fetch").info("hidden: below this logger's level")
-    logging.getLogger("kafkasource.fetch").warning("shown: a warning")
+    logging.getLogger("kafkasource.commit.committer").info("committed group g: t-0@5")
+    logging.getLogger("kafkasource.reading.consumers").info("hidden: below this logger's level")
+    logging.getLogger("kafkasource.reading.consumers").warning("shown: a warning")
 
     lines = capsys.readouterr().err.splitlines()
     assert [line.split(" ", 2)[2] for line in lines] == [
-        f"INFO kafkasource.commit [pid {os.getpid()}]: committed group g: t-0@5",
-        f"WARNING kafkasource.fetch [pid {os.getpid()}]: shown: a warning"]
+        f"INFO kafkasource.commit.committer [pid {os.getpid()}]: committed group g: t-0@5",
+        f"WARNING kafkasource.reading.consumers [pid {os.getpid()}]: shown: a warning"]
     assert logs.configure_from_environment({"KAFKASOURCE_LOG_LEVEL": value}) is False  # once per process
 
 
@@ -84,18 +86,18 @@ def test_a_built_extension_that_fails_to_load_is_told_from_one_not_built():
     def missing(name):
         raise ModuleNotFoundError(f"No module named {name!r}", name=name)
 
-    assert native.load_extension(broken) == (None, "libssl.so.3: cannot open shared object file: No such file or directory")
-    assert native.load_extension(missing) == (None, None)
-    assert native.load_extension(lambda name: "module") == ("module", None)
+    assert native_extension.load_extension(broken) == (None, "libssl.so.3: cannot open shared object file: No such file or directory")
+    assert native_extension.load_extension(missing) == (None, None)
+    assert native_extension.load_extension(lambda name: "module") == ("module", None)
 
 
 def test_read_path_auto_warns_once_naming_why_a_built_extension_did_not_load(monkeypatch, caplog):
-    monkeypatch.setattr(native, "_native", None)
-    monkeypatch.setattr(native, "load_error", "libssl.so.3: cannot open shared object file")
-    monkeypatch.setattr(native, "_warned", False)
+    monkeypatch.setattr(native_extension, "EXTENSION", None)
+    monkeypatch.setattr(native_extension, "LOAD_ERROR", "libssl.so.3: cannot open shared object file")
+    monkeypatch.setattr(native_extension, "_warned", False)
     config = fetch_config(parse(readPath="auto"))
 
-    with caplog.at_level(logging.WARNING, logger="kafkasource.native"):
+    with caplog.at_level(logging.WARNING, logger="kafkasource.runtime.native_extension"):
         assert config.wants_native() is False
         assert config.wants_native() is False
 

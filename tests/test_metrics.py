@@ -10,7 +10,7 @@ import time
 import urllib.request
 
 from kafkasource import metrics
-from kafkasource.metrics import CommitCounts, broker
+from kafkasource.metrics import CommitCounts, group_offsets
 from kafkasource.metrics.queries import Queries
 from kafkasource.metrics.text import parse
 from tests.job_helpers import REPO_ROOT, run_job, write_config
@@ -51,7 +51,7 @@ def scrape(url: str) -> dict[str, dict[tuple, float]]:
 
 
 def test_metric_names_are_stable_and_documented():
-    exported = [f.name for f in Queries().families(0.0) + broker.families([]) + CommitCounts().families()]
+    exported = [f.name for f in Queries().families(0.0) + group_offsets.families([]) + CommitCounts().families()]
     assert exported == METRIC_NAMES
     readme = (REPO_ROOT / "README.md").read_text()
     assert [name for name in METRIC_NAMES if f"`{name}`" not in readme] == []

@@ -9,13 +9,13 @@ import time
 
 import pytest
 
-from kafkasource import committer
-from kafkasource.commit_events import ENV_ADDRESS, CommitOutcome, OutcomeReceiver, OutcomeSender
+from kafkasource.commit import metadata as committer
+from kafkasource.commit.outcomes import ENV_ADDRESS, CommitOutcome, OutcomeReceiver, OutcomeSender
 from kafkasource.metrics import CommitCounts
 from kafkasource.metrics.lag_seconds import LogEndHistory
 from kafkasource.metrics.queries import Queries
 from kafkasource.metrics.text import Family, parse, render
-from kafkasource.progress_lag import rows_per_second
+from kafkasource.metrics.progress import rows_per_second
 
 QID = "5b1c0f3e-0000-4000-8000-000000000001"
 
@@ -96,7 +96,7 @@ def test_commit_metadata_names_the_committer_and_stays_within_its_limit():
         app = committer.parse(text).app
         assert len(text.encode()) <= committer.MAX_BYTES
         assert app == name or (app.endswith("…") and name.startswith(app[:-1]) and len(app) > 100), (len(app), name[:9])
-    assert committer.parse("kafkasource") == committer.Committer(by="kafkasource")  # what older versions wrote
+    assert committer.parse("kafkasource") == committer.CommitAuthor(by="kafkasource")  # what older versions wrote
     assert committer.parse("") is None
     assert committer.parse("someone else").describe() == "someone else"
 

@@ -9,7 +9,7 @@ from typing import Mapping
 import pytest
 
 from kafkasource.errors import NoCommittedOffsetError, OptionError
-from kafkasource.offsets import (EARLIEST, LATEST, Committed, Earliest, Latest, OutsideLog, SpecificOffsets,
+from kafkasource.planning.offsets import (EARLIEST, LATEST, Committed, Earliest, Latest, OutsideLog, SpecificOffsets,
                                  TOPIC_IDS_KEY, Timestamps, TopicPartition, describe, from_json_dict, nearest_in_log,
                                  to_json_dict, topic_ids_of, within_log)
 

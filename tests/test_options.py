@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 
 from kafkasource.errors import OptionError
-from kafkasource.offsets import Committed, Earliest, Latest, OutsideLog, SpecificOffsets, Timestamps
-from kafkasource.kafka_settings import UNSUPPORTED_KAFKA_SETTINGS, is_secret, redact
+from kafkasource.planning.offsets import Committed, Earliest, Latest, OutsideLog, SpecificOffsets, Timestamps
+from kafkasource.cluster.settings import UNSUPPORTED_KAFKA_SETTINGS, is_secret, redact
 from kafkasource.options import SourceOptions, parse_options
-from kafkasource.planning import fetch_config
-from kafkasource.subscription import Assign, Subscribe, SubscribePattern
+from kafkasource.planning.tasks import fetch_config
+from kafkasource.planning.subscription import Assign, Subscribe, SubscribePattern
 
 BASE = {"kafka.bootstrap.servers": "broker:9092", "subscribe": "orders"}
 
@@ -419,7 +419,7 @@ def test_a_misspelled_setting_names_the_closest_real_one_and_never_echoes_its_va
 def test_every_setting_name_kafkasource_suggests_is_known_to_the_installed_librdkafka():
     from confluent_kafka import Consumer, KafkaException
 
-    from kafkasource.librdkafka_settings import SETTINGS
+    from kafkasource.cluster.known_settings import SETTINGS
 
     unknown = []
     for name in sorted(SETTINGS):
@@ -651,9 +651,8 @@ def test_bad_read_path():
 
 
 def test_read_path_native_needs_the_extension(monkeypatch):
-    from kafkasource import native
-
-    monkeypatch.setattr(native, "_native", None)  # as installed without a Rust toolchain
+    from kafkasource.runtime import native_extension
+    monkeypatch.setattr(native_extension, "EXTENSION", None)  # as installed without a Rust toolchain
     assert error_of({"readPath": "native"}).startswith(
         "option readPath is native, but kafkasource's native extension is not built here: install kafkasource "
         "where a Rust toolchain is present (pip install builds it), or set readPath to auto")
@@ -671,7 +670,7 @@ def test_a_load_checks_the_options_with_librdkafka_once(monkeypatch, make_reader
 
     from pyspark.sql.types import StructType
 
-    from kafkasource import kafka_settings
+    from kafkasource.cluster import settings as kafka_settings
     from kafkasource.source import KafkaDataSource
 
     checked = []

@@ -10,8 +10,9 @@ import sys
 import tomllib
 from pathlib import Path
 
-from kafkasource import __version__, native
-from kafkasource.pyspark_check import version_tuple
+from kafkasource import __version__
+from kafkasource.runtime import native_extension
+from kafkasource.runtime.pyspark_check import version_tuple
 
 REPO = Path(__file__).resolve().parent.parent
 RELEASE_FILES = ["LICENSE", "NOTICE", "CHANGELOG.md", "licenses/README.md", "licenses/rdkafka-LICENSES.txt",
@@ -31,7 +32,7 @@ def test_the_version_is_one_in_the_package_the_wheel_and_the_extension():
     assert cargo["package"]["version"] == __version__
     assert [p["version"] for p in lock["package"] if p["name"] == "kafkasource-native"] == [__version__]
     assert f"## {__version__} " in (REPO / "CHANGELOG.md").read_text()
-    if native.available() or shutil.which("cargo"):  # where cargo is on PATH, `pip install` builds the extension
+    if native_extension.available() or shutil.which("cargo"):  # where cargo is on PATH, `pip install` builds the extension
         from kafkasource import _native
         assert _native.__version__ == __version__
 
@@ -47,7 +48,7 @@ def test_the_sdist_and_the_wheel_metadata_carry_the_licences(tmp_path):
     third_party = sorted(str(path.relative_to(REPO)) for path in (REPO / "licenses").rglob("*") if path.is_file())
 
     assert [name for name in RELEASE_FILES if name not in sources] == []
-    assert "kafkasource/_version.py" in sources and "kafkasource/native.py" in sources
+    assert "kafkasource/_version.py" in sources and "kafkasource/reading/native.py" in sources
     assert len(third_party) > 20 and [name for name in third_party if name not in sources] == []
     assert sorted(license_files) == sorted(["LICENSE", "NOTICE"] + third_party)
     listed = re.findall(r"\| ([^|]+) \|$", (REPO / "licenses" / "README.md").read_text(), re.MULTILINE)[2:]

@@ -8,7 +8,7 @@ import pytest
 
 from pyspark.sql.streaming.listener import QueryProgressEvent, StreamingQueryProgress
 
-from kafkasource.progress_lag import Lag, LagListener, input_rows, lag_from_progress
+from kafkasource.metrics.progress import Lag, LagListener, input_rows, lag_from_progress
 
 # A progress as a Spark Connect client receives it (pyspark 4.3): JSON without a top-level numInputRows,
 # offsets as JSON text.
@@ -75,15 +75,3 @@ def test_listener_keeps_lag_of_a_connect_shaped_event():
     listener.onQueryProgress(QueryProgressEvent.fromJson({"progress": CONNECT_PROGRESS}))
 
     assert listener.latest == {CONNECT_PROGRESS["id"]: Lag({("orders", 0): 6, ("orders", 1): 6, ("orders", 2): 5})}
-
-
-def test_the_former_module_name_still_imports_the_same_names_with_a_deprecation_warning():
-    import importlib
-    import sys
-
-    import kafkasource.progress_lag as progress_lag
-
-    sys.modules.pop("kafkasource.lag", None)
-    with pytest.warns(DeprecationWarning, match="kafkasource.lag is now kafkasource.progress_lag"):
-        former = importlib.import_module("kafkasource.lag")
-    assert (former.LagListener, former.lag_from_progress) == (progress_lag.LagListener, progress_lag.lag_from_progress)

@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from kafkasource.ranges import OffsetRange, batch_ranges, pack_ranges, rate_limit, split_ranges
+from kafkasource.planning.ranges import OffsetRange, batch_ranges, pack_ranges, rate_limit, split_ranges
 
 A0, A1, A2, B0 = ("a", 0), ("a", 1), ("a", 2), ("b", 0)
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from confluent_kafka import KafkaError
 
-from kafkasource.refusal import is_refusal, refusal_error
+from kafkasource.cluster.refusal import is_refusal, refusal_error
 
 SERVERS = "broker-1:9093,broker-2:9093"
 # what librdkafka reports when a broker requiring client certificates refuses ours under TLS 1.3

@@ -22,13 +22,13 @@ from confluent_kafka.schema_registry.protobuf import ProtobufDeserializer, Proto
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory, timestamp_pb2
 from google.protobuf.descriptor import FieldDescriptor as F
 
-from kafkasource.avro_decode import AvroDecoder
+from kafkasource.formats.avro import AvroDecoder
 from kafkasource.errors import OptionError
-from kafkasource.json_schema_decode import JsonSchemaDecoder, with_references
-from kafkasource.json_schema_decode import arrow_type as json_arrow_type
+from kafkasource.formats.json_schema import JsonSchemaDecoder, with_references
+from kafkasource.formats.json_schema import arrow_type as json_arrow_type
 from kafkasource.options import parse_options
-from kafkasource.protobuf_decode import ProtobufDecoder, arrow_type, parse_file
-from kafkasource.schema_registry import RegistrySchema, UnknownSchemaId, WriterSchemas, registry_config
+from kafkasource.formats.protobuf import ProtobufDecoder, arrow_type, parse_file
+from kafkasource.formats.registry import RegistrySchema, UnknownSchemaId, WriterSchemas, registry_config
 from tests.query_helpers import base_options, batch
 from tests.registry_helpers import decode, encode, produce_payloads
 

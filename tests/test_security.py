@@ -19,7 +19,7 @@ import pytest
 from confluent_kafka import Consumer
 
 from dev import secure_broker
-from kafkasource.commit import OffsetCommitter
+from kafkasource.commit.committer import OffsetCommitter
 from tests.job_helpers import durable_positions, run_job, write_config
 from tests.kafka_helpers import await_condition
 from tests.security_helpers import (PASSWORDS, WRONG_PASSWORD, committed, files_under, holding, rows,
@@ -180,7 +180,7 @@ def test_without_read_on_the_group_async_commits_warn_and_the_query_reads_everyt
                          "enable.auto.commit": False, "on_commit": on_commit})
     committer = OffsetCommitter(group, "async", 5000, factory)
     try:
-        with caplog.at_level(logging.WARNING, logger="kafkasource.commit"):
+        with caplog.at_level(logging.WARNING, logger="kafkasource.commit.committer"):
             committer.commit({(topic, 0): 10})
             await_condition("the async commit's answer",
                             lambda: committer.poll(0.2) or committer.failed_async_commits == 1, timeout=60)

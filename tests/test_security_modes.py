@@ -22,7 +22,8 @@ import pytest
 
 from dev import secure_broker
 from dev.oidc import IdentityProvider
-from kafkasource import native
+from kafkasource.reading import native
+from kafkasource.runtime import native_extension
 from kafkasource.errors import OptionError
 from kafkasource.options import parse_options
 from tests.query_helpers import available_now_failure, run_to_end, stream
@@ -245,7 +246,7 @@ def test_kerberos_is_refused_at_load_naming_the_mechanisms_librdkafka_has():
 
     assert "No provider for SASL mechanism GSSAPI" in str(raised.value)
     assert "Current build options: PLAIN SASL_SCRAM OAUTHBEARER" in str(raised.value)
-    if native.available():  # the native consumer (which readPath=auto would fall back from) has none either
+    if native_extension.available():  # the native consumer (which readPath=auto would fall back from) has none either
         with pytest.raises(ValueError, match="No provider for SASL mechanism GSSAPI"):
             native.NativeConsumer({"bootstrap.servers": "127.0.0.1:9", "group.id": "g",
                                    "security.protocol": "SASL_SSL", "sasl.mechanism": "GSSAPI"})

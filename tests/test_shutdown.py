@@ -24,9 +24,9 @@ from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.streaming.python_streaming_source_runner import COMMIT_FUNC_ID
 from pyspark.worker_util import pickleSer
 
-from kafkasource.arrow import arrow_schema
-from kafkasource.client import COORDINATOR_RETRIABLE
-from kafkasource.shutdown import (DUPLICATE_WINDOW_S, RUNNER_MODULE, SIGTERM_EXIT_CODE, close_within,
+from kafkasource.reading.arrow import arrow_schema
+from kafkasource.cluster.client import COORDINATOR_RETRIABLE
+from kafkasource.runtime.shutdown import (DUPLICATE_WINDOW_S, RUNNER_MODULE, SIGTERM_EXIT_CODE, close_within,
                                   exit_on_sigterm, in_stream_runner, stopping)
 from kafkasource.source import KafkaDataSource
 from tests.job_helpers import REPO_ROOT
@@ -107,7 +107,7 @@ def test_query_stop_reaches_stop_through_sigterm_in_the_runner_process_only(spar
 RUNNER_STAND_IN = textwrap.dedent("""
     import json, sys, time
     from kafkasource.options import parse_options
-    from kafkasource.shutdown import exit_on_sigterm
+    from kafkasource.runtime.shutdown import exit_on_sigterm
     from kafkasource.stream import KafkaStreamReader
 
     servers, topic, group, first, second = sys.argv[1:6]
@@ -249,7 +249,7 @@ def test_a_second_sigterm_is_not_swallowed(kafka, topic):
 
 DEFERRED_BLOCK = textwrap.dedent("""
     import os, signal, time
-    from kafkasource.shutdown import exit_on_sigterm, signal_deferred
+    from kafkasource.runtime.shutdown import exit_on_sigterm, signal_deferred
 
     assert exit_on_sigterm()
     with signal_deferred():
@@ -287,7 +287,7 @@ def test_close_within_waits_for_a_close_that_finishes_and_gives_up_on_one_that_h
 
     stuck = HangingClose(hang=True)
     started = time.monotonic()
-    with caplog.at_level(logging.WARNING, logger="kafkasource.shutdown"):
+    with caplog.at_level(logging.WARNING, logger="kafkasource.runtime.shutdown"):
         close_within(stuck, "stuck client", seconds=0.5)
     took = time.monotonic() - started
     stuck.release.set()

@@ -12,7 +12,7 @@ import pytest
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows, ReadMinRows
 
 from kafkasource.errors import BrokerUnavailableError, DataLossError, KafkaSourceError
-from kafkasource.offsets import TOPIC_IDS_KEY
+from kafkasource.planning.offsets import TOPIC_IDS_KEY
 from kafkasource.options import parse_options
 from kafkasource.stream import KafkaStreamReader
 from tests.fakes import FakeClock
@@ -494,7 +494,7 @@ def test_a_partition_an_open_transaction_holds_back_is_reported_after_a_minute_t
 
     def trigger_at(seconds: float) -> list[str]:
         clock.now = seconds
-        with caplog.at_level(logging.WARNING, logger="kafkasource.held_back"):
+        with caplog.at_level(logging.WARNING, logger="kafkasource.planning.held_back"):
             assert stream.latestOffset(end, ReadAllAvailable()) == end  # nothing more to read meanwhile
         return held_back_warnings(caplog)
 

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from kafkasource.subscription import INTERNAL_TOPICS, Assign, Subscribe, SubscribePattern
+from kafkasource.planning.subscription import INTERNAL_TOPICS, Assign, Subscribe, SubscribePattern
 
 CLUSTER = {"orders": 3, "orders-eu": 2, "reorders": 1, "refunds": 1, "ORDERS": 1, "__consumer_offsets": 50,
            "__transaction_state": 50, "__orders_internal": 1, "empty": 0}

@@ -31,7 +31,8 @@ class ConfigError(Exception):
 
 
 @dataclass(frozen=True)
-class Decoding:
+class ValueDecoding:
+    """The job's [decode] section: how the value column becomes the rows the job writes."""
     value: str  # raw | text | json | avro | protobuf | json-schema
     schema: str | None  # Spark DDL, for json
     dead_letter_topic: str | None = None  # avro: records that do not decode go there instead of _corrupt
@@ -59,7 +60,7 @@ class Metrics:
 class JobConfig:
     path: str  # where it was read from, as given: a local path, a shipped file's name or a URI
     source_options: dict[str, str]  # kafkasource options, kafka.* included; secrets included: never print
-    decoding: Decoding
+    decoding: ValueDecoding
     sink_path: str | None
     checkpoint: str | None
     partition_by_date: bool
@@ -267,7 +268,7 @@ def load(path: str | Path, required: tuple[str, ...] = (), trigger_override: str
     return JobConfig(
         path=path,
         source_options=source_options,
-        decoding=Decoding(value, schema, dead_letter_topic),
+        decoding=ValueDecoding(value, schema, dead_letter_topic),
         sink_path=sink.text("path", required="path" in required),
         checkpoint=sink.text("checkpoint", required="checkpoint" in required),
         partition_by_date=sink.flag("partition_by_date", True),

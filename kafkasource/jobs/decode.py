@@ -12,7 +12,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
-from kafkasource.jobs.config import Decoding
+from kafkasource.jobs.config import ValueDecoding
 
 _CORRUPT_FIELD = "_corrupt"  # the field from_json fills with the text of a malformed record
 
@@ -30,7 +30,7 @@ def schema_fields(df: DataFrame, ddl: str) -> list[str]:
     return df.sparkSession.createDataFrame([], ddl).columns
 
 
-def decode(kafka_rows: DataFrame, decoding: Decoding, partition_by_date: bool = True) -> DataFrame:
+def decode(kafka_rows: DataFrame, decoding: ValueDecoding, partition_by_date: bool = True) -> DataFrame:
     """key (binary), the value's columns, _corrupt (binary), then kafka_topic, kafka_partition,
     kafka_offset, kafka_timestamp and, when partitioned by date, date."""
     value = F.col("value")

@@ -17,9 +17,9 @@ from kafkasource.jobs import files, plan
 from kafkasource.jobs.config import ConfigError, JobConfig
 from kafkasource.jobs.dead_letter import producer_config, route_dead_letters
 from kafkasource.jobs.decode import decode, schema_fields
-from kafkasource.jobs.running import (BatchLog, StopRequest, add_common_arguments, load_config, one_line, run_main,
-                                      run_query, session, setup_logging)
-from kafkasource.partitions import partition_name
+from kafkasource.jobs.cli import add_common_arguments, load_config, one_line, run_main, session, setup_logging
+from kafkasource.jobs.running import BatchLog, StopRequest, run_query
+from kafkasource.planning.partitions import partition_name
 
 log = logging.getLogger("kafkasource.jobs.ingest")
 
@@ -131,7 +131,6 @@ def start_metrics(spark, config: JobConfig, options):
     if config.metrics is None:
         return None
     from kafkasource import metrics
-
     m = config.metrics
     exporter = metrics.serve(spark, port=m.port, host=m.host, textfile=m.textfile,
                              source_options=options if options.group_id else (),  # checked already

@@ -14,10 +14,10 @@ import sys
 
 from datetime import datetime, timezone
 
-from kafkasource.committer import Committer
+from kafkasource.commit.metadata import CommitAuthor
 from kafkasource.jobs import plan
 from kafkasource.jobs.config import ConfigError
-from kafkasource.jobs.running import add_common_arguments, load_config, run_main, setup_logging
+from kafkasource.jobs.cli import add_common_arguments, load_config, run_main, setup_logging
 
 EXIT_LAG_ABOVE_MAX = 3
 
@@ -50,7 +50,7 @@ def report(config_path: str, max_lag: int | None) -> int:
     return 0
 
 
-def committed_by(who: Committer | None) -> list[str | None]:
+def committed_by(who: CommitAuthor | None) -> list[str | None]:
     """(when, who) of a partition's last commit, as far as its metadata tells: kafkasource's names the application
     and the time; commits by older kafkasource versions say "kafkasource", other clients' their own metadata."""
     if who is None:

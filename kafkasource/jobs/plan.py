@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from kafkasource.client import KafkaClient
-from kafkasource.committer import Committer, parse
-from kafkasource.partitions import TopicPartition
-from kafkasource.kafka_settings import redact
+from kafkasource.cluster.client import KafkaClient
+from kafkasource.commit.metadata import CommitAuthor, parse
+from kafkasource.planning.partitions import TopicPartition
+from kafkasource.cluster.settings import redact
 from kafkasource.options import SourceOptions
 
 
@@ -23,7 +23,7 @@ class PartitionPositions:
     end: int | None  # where a batch read would stop (None: not asked, or a stream)
     log_start: int
     log_end: int
-    committer: Committer | None = None  # who made the commit, as its metadata says
+    committer: CommitAuthor | None = None  # who made the commit, as its metadata says
 
 
     @property

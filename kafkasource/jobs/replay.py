@@ -19,8 +19,8 @@ from datetime import datetime, timezone
 from kafkasource.jobs import plan
 from kafkasource.jobs.config import ConfigError, JobConfig
 from kafkasource.jobs.decode import decode
-from kafkasource.jobs.running import add_common_arguments, load_config, run_main, session, setup_logging
-from kafkasource.partitions import partition_name
+from kafkasource.jobs.cli import add_common_arguments, load_config, run_main, session, setup_logging
+from kafkasource.planning.partitions import partition_name
 
 log = logging.getLogger("kafkasource.jobs.replay")
 

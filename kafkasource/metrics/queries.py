@@ -1,7 +1,7 @@
 """What the exporter knows of each streaming query, built from its progress and lifecycle events.
 
 Progress arrives in both of its shapes (classic objects, or the JSON a Spark Connect client
-gets); everything is read through kafkasource.progress_lag, which handles both. A progress is
+gets); everything is read through kafkasource.metrics.progress, which handles both. A progress is
 taken once per batch id, so feeding the same progress again (from a listener and from
 `query.recentProgress`) counts nothing twice.
 """
@@ -14,8 +14,8 @@ from typing import Any
 
 from kafkasource.metrics.lag_seconds import LogEndHistory
 from kafkasource.metrics.text import Family
-from kafkasource.partitions import Positions, TopicPartition
-from kafkasource.progress_lag import _as_dict, batch_duration_s, input_rows, positions_from_progress, rows_per_second
+from kafkasource.planning.partitions import Positions, TopicPartition
+from kafkasource.metrics.progress import _as_dict, batch_duration_s, input_rows, positions_from_progress, rows_per_second
 
 
 @dataclass

@@ -20,8 +20,8 @@ from typing import Any, Mapping
 
 from pyspark.sql.streaming import StreamingQueryListener
 
-from kafkasource.offsets import from_json_dict
-from kafkasource.partitions import Positions, TopicPartition
+from kafkasource.planning.offsets import from_json_dict
+from kafkasource.planning.partitions import Positions, TopicPartition
 
 log = logging.getLogger(__name__)
 

@@ -13,7 +13,7 @@ import re
 from typing import Mapping
 
 from kafkasource.errors import OptionError
-from kafkasource.librdkafka_settings import SETTINGS
+from kafkasource.cluster.known_settings import SETTINGS
 
 # Kafka settings we manage ourselves, or Java-client settings librdkafka does not know, with what to do instead.
 UNSUPPORTED_KAFKA_SETTINGS = {
@@ -32,6 +32,10 @@ UNSUPPORTED_KAFKA_SETTINGS = {
     "max.poll.records": "use maxOffsetsPerTrigger to bound a micro-batch",
     "session.timeout.ms": "executor consumers never join a group; remove the option",
 }
+# The group.id of kafkasource's own consumers where the query names no group: librdkafka's consumer needs one even
+# to only assign() partitions. Those consumers never join it and never commit to it, so no tool attributes them to
+# a group of the user's.
+NEVER_COMMITTING_GROUP_ID = "kafkasource-executor-never-commits"
 # set by the source itself on every client it creates
 MANAGED_KAFKA_SETTINGS = {"group.id", "auto.offset.reset", "enable.auto.commit", "enable.auto.offset.store",
                           "enable.partition.eof", "bootstrap.servers"}

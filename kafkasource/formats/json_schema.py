@@ -21,8 +21,8 @@ from typing import Mapping, Sequence
 import pyarrow as pa
 from referencing.exceptions import Unresolvable  # jsonschema's: this module serves valueFormat=json only
 
-from kafkasource.schema_registry import RegistrySchema
-from kafkasource.wire_format import HEADER_SIZE, Unusable, WriterCache, decode_each, unresolvable_reason
+from kafkasource.formats.registry import RegistrySchema
+from kafkasource.formats.wire_format import HEADER_SIZE, Unusable, WriterCache, decode_each, unresolvable_reason
 
 
 REFERENCES = "$kafkasourceReferences"  # where referenced schemas are placed inside the reader schema

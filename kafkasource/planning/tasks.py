@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pyspark.sql.datasource import InputPartition
 
-from kafkasource.fetch import FetchConfig
+from kafkasource.reading.consumers import FetchConfig
 from kafkasource.options import SourceOptions
-from kafkasource.ranges import OffsetRange, pack_ranges, split_ranges
+from kafkasource.planning.ranges import OffsetRange, pack_ranges, split_ranges
 
 
 class KafkaInputPartition(InputPartition):

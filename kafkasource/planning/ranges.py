@@ -9,7 +9,7 @@ import math
 from dataclasses import dataclass
 from typing import Mapping
 
-from kafkasource.partitions import Positions, TopicPartition
+from kafkasource.planning.partitions import Positions, TopicPartition
 
 
 @dataclass(frozen=True)

@@ -1,36 +1,28 @@
-"""Executor side: the consumers that read (their configuration and pool) and the Python read path's rows.
+"""Executor side: the consumers that read, their configuration and their pool.
 
 Consumers are pooled per Python worker process (Spark reuses Python workers across micro-batches), keyed by
 their configuration, closed when idle for a while or after any failure. They only assign() partitions: they
 never join a group and never commit. A task of one range is read by the native consumer (native.py) where the
-extension is built, else by confluent-kafka's, whose Message objects MessageRows turns into Arrow batches; a
-task of several packed ranges always by confluent-kafka's. task_reader.TaskReader drives either.
+extension is built, else by confluent-kafka's, whose Message objects python_rows.MessageRows turns into Arrow
+batches; a task of several packed ranges always by confluent-kafka's. task_reader.TaskReader drives either.
 """
 
 from __future__ import annotations
 
-import gc
 import logging
 import time
-from contextlib import contextmanager
 from dataclasses import dataclass, field
-from itertools import groupby
-from typing import TYPE_CHECKING, Callable, Iterator
+from typing import Callable, Iterator
 
-from confluent_kafka import Consumer, KafkaError, Message
+from confluent_kafka import Consumer, KafkaError
 
-from kafkasource import native, read_settings
-from kafkasource.arrow import to_record_batch
+from kafkasource.runtime import native_extension
+from kafkasource.cluster.settings import NEVER_COMMITTING_GROUP_ID
 from kafkasource.errors import KafkaSourceError
-from kafkasource.native import NativeConsumer
-from kafkasource.partitions import TopicPartition
-
-if TYPE_CHECKING:
-    from kafkasource.task_reader import TaskReader
+from kafkasource.reading.native import NativeConsumer
 
 log = logging.getLogger(__name__)
 
-EXECUTOR_GROUP_ID = "kafkasource-executor-never-commits"
 IDLE_CLOSE_SECONDS = 300
 # Executor consumers read ranges whose records exist, in bulk (what each default measured: bench/TUNING.md);
 # users override any of them with kafka.*
@@ -57,17 +49,17 @@ class FetchConfig:
     read_path: str = "auto"  # readPath: auto (native when built), native, python
 
     def wants_native(self) -> bool:
-        if self.read_path == "native" and not native.available():
+        if self.read_path == "native" and not native_extension.available():
             raise KafkaSourceError(f"readPath is native, but kafkasource's native extension "
-                                   f"{native.why_unavailable().replace(' here', ' on this executor')}: install "
+                                   f"{native_extension.why_unavailable().replace(' here', ' on this executor')}: install "
                                    "kafkasource where a Rust toolchain is present (pip install builds it), or set "
                                    "readPath to auto or python")
         if self.read_path == "auto":
-            native.warn_if_broken()
-        return self.read_path == "native" or (self.read_path == "auto" and native.available())
+            native_extension.warn_if_broken()
+        return self.read_path == "native" or (self.read_path == "auto" and native_extension.available())
 
     def consumer_config(self) -> dict[str, object]:
-        return {**FETCH_DEFAULTS, **self.kafka_config, "group.id": self.group_id or EXECUTOR_GROUP_ID,
+        return {**FETCH_DEFAULTS, **self.kafka_config, "group.id": self.group_id or NEVER_COMMITTING_GROUP_ID,
                 "enable.auto.commit": False, "enable.auto.offset.store": False, "auto.offset.reset": "error"}
 
     def pool_key(self) -> tuple:
@@ -171,115 +163,3 @@ def pooled(read: Callable[[Consumer | NativeConsumer], Iterator], config: FetchC
         healthy = True
     finally:
         pool.release(config, consumer, healthy)
-
-
-class MessageRows:
-    """A task's records as confluent-kafka Message objects, turned into Arrow batches in Python, one pending
-    batch per range. Per-message work stays in C on the common path: no error events, and only the last
-    chunk reaching past a range's end."""
-
-    def __init__(self, reader: TaskReader):
-        self.reader = reader
-        self.pending = {key: PendingMessages() for key in reader.ranges}
-        # alone on its consumer, a range owns every record consumed
-        self.only: TopicPartition | None = next(iter(reader.ranges)) if len(reader.ranges) == 1 else None
-
-    def consume(self, count: int, timeout_s: float) -> dict[TopicPartition, int]:
-        """Consume a chunk and keep each range's records; per range that kept any, the offset after its last."""
-        with collector_paused():
-            messages = self.reader.consumer.consume(count, timeout=timeout_s)
-            if any(map(Message.error, messages)):
-                by_range = self._routed_with_errors(messages)
-            elif self.only is not None:
-                by_range = {self.only: messages} if messages else {}
-            else:
-                by_range = self._routed(messages)
-        after_last = {}
-        for key, records in by_range.items():
-            until = self.reader.ranges[key].range.until
-            if records and records[-1].offset() >= until:
-                records = [m for m in records if m.offset() < until]
-            if records:
-                self.pending[key].add(records)
-                after_last[key] = records[-1].offset() + 1
-        return after_last
-
-    def _routed(self, messages: list) -> dict[TopicPartition, list]:
-        """The chunk's records by range, for the ranges still being read."""
-        by_range: dict[TopicPartition, list] = {}
-        for key, group in groupby(messages, key=_partition_of):
-            if key in self.reader.active:
-                by_range.setdefault(key, []).extend(group)
-        return by_range
-
-    def _routed_with_errors(self, messages: list) -> dict[TopicPartition, list]:
-        """As _routed, handing each error event to the reader: a range whose position an event moved keeps
-        none of its records after the event (they are read again, or were skipped, from the new position).
-        An error that is only logged (librdkafka retries it) drops nothing."""
-        by_range: dict[TopicPartition, list] = {}
-        for message in messages:
-            error = message.error()
-            if error is not None:
-                self.reader.on_error_event(message.topic(), message.partition(), error)
-                continue
-            key = _partition_of(message)
-            state = self.reader.active.get(key)
-            if state is not None and not state.moved:
-                by_range.setdefault(key, []).append(message)
-        return by_range
-
-    def full_batches(self) -> Iterator:
-        for key, pending in self.pending.items():
-            if pending.full():
-                yield self._take(key)
-
-    def flush(self, key: TopicPartition) -> Iterator:
-        if self.pending[key]:
-            yield self._take(key)
-
-    def _take(self, key: TopicPartition):
-        return self.pending[key].take(key[0], key[1], self.reader.config.include_headers)
-
-
-def _partition_of(message: Message) -> TopicPartition:
-    return message.topic(), message.partition()
-
-
-class PendingMessages:
-    """One range's messages waiting to become an Arrow batch, which ends at as many records or bytes as on the
-    native path (read_settings), so large records never pile up in a worker."""
-
-    def __init__(self) -> None:
-        self.messages: list = []
-        self.value_bytes = 0
-
-    def add(self, messages: list) -> None:
-        self.messages.extend(messages)
-        self.value_bytes += sum(map(len, messages))  # len() of a Message is the size of its value
-
-    def full(self) -> bool:
-        return len(self.messages) >= read_settings.BATCH_ROWS or self.value_bytes >= read_settings.BATCH_BYTES
-
-    def __len__(self) -> int:
-        return len(self.messages)
-
-    def take(self, topic: str, partition: int, include_headers: bool):
-        with collector_paused():
-            batch = to_record_batch(self.messages, topic, partition, include_headers)
-        self.messages, self.value_bytes = [], 0
-        return batch
-
-
-@contextmanager
-def collector_paused():
-    """Python's cycle collector off while Message objects and their timestamp tuples are made by the ten
-    thousand, because each new tracked object counts toward the next collection, which walks the young ones,
-    and none of these objects form cycles (what paused it saved: bench/TUNING.md). Whatever garbage with
-    cycles another part of the worker makes meanwhile is collected once the collector runs again."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()

@@ -5,9 +5,9 @@ accepts such commits only while the group has no active members (a group with su
 answers UNKNOWN_MEMBER_ID). Positions only move forward: an offset below one already sent is never
 sent again.
 
-Every commit carries metadata naming who made it (kafkasource.committer), and every outcome (a success,
+Every commit carries metadata naming who made it (kafkasource.commit.metadata), and every outcome (a success,
 a retry, a failure with Kafka's error name) goes to the metrics exporter when one listens
-(kafkasource.commit_events), by a datagram that never waits.
+(kafkasource.commit.outcomes), by a datagram that never waits.
 """
 
 from __future__ import annotations
@@ -19,12 +19,12 @@ from typing import Callable
 from confluent_kafka import Consumer, KafkaError, KafkaException
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 
-from kafkasource import committer
-from kafkasource.client import COORDINATOR_RETRIABLE
-from kafkasource.commit_events import CommitOutcome, OutcomeSender
+from kafkasource.commit import metadata as committer
+from kafkasource.cluster.client import COORDINATOR_RETRIABLE
+from kafkasource.commit.outcomes import CommitOutcome, OutcomeSender
 from kafkasource.errors import CommitError
-from kafkasource.partitions import Positions, TopicPartition, describe, listing, partition_name
-from kafkasource.shutdown import close_within, signal_deferred
+from kafkasource.planning.partitions import Positions, TopicPartition, describe, listing, partition_name
+from kafkasource.runtime.shutdown import close_within, signal_deferred
 
 log = logging.getLogger(__name__)
 

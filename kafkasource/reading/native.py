@@ -2,62 +2,28 @@
 appends records straight into Arrow buffers, so a range is read without one Python object per record.
 
 setup.py builds the extension when a Rust toolchain is present; without it, or with readPath=python, the
-pure-Python path (confluent-kafka Message objects, fetch.MessageRows) reads instead. Both share everything
-but the hot loop: task_reader.TaskReader decides what an error event means, where the position is and when a
-range is done, for either.
+pure-Python path (confluent-kafka Message objects, python_rows.MessageRows) reads instead. Both share
+everything but the hot loop: task_reader.TaskReader decides what an error event means, where the position is and
+when a range is done, for either.
 """
 
 from __future__ import annotations
 
-import importlib
 import logging
-from typing import Callable, Iterator
+from typing import Iterator
 
 import pyarrow as pa
 from confluent_kafka import KafkaError
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 
-from kafkasource import read_settings
-from kafkasource.arrow import HEADER_TYPE, TIMESTAMP_TYPE, arrow_schema, repeated_int32, repeated_string
-from kafkasource.partitions import TopicPartition
+from kafkasource.reading import settings as read_settings
+from kafkasource.reading.arrow import HEADER_TYPE, TIMESTAMP_TYPE, arrow_schema, repeated_int32, repeated_string
+from kafkasource.planning.partitions import TopicPartition
+from kafkasource.planning.ranges import OffsetRange
+from kafkasource.reading.python_rows import ErrorEvents
+from kafkasource.runtime.native_extension import EXTENSION
 
 log = logging.getLogger(__name__)
-
-
-def load_extension(import_module: Callable = importlib.import_module) -> tuple[object | None, str | None]:
-    """The extension module, or None and why it could not be loaded when it is there but broken (a library it
-    links missing on this node, a glibc too old, built for another Python); (None, None) when not built."""
-    try:
-        return import_module("kafkasource._native"), None
-    except ModuleNotFoundError as exc:
-        if exc.name == "kafkasource._native":
-            return None, None  # not built: no Rust toolchain when it was installed
-        return None, str(exc)
-    except ImportError as exc:
-        return None, str(exc)
-
-
-_native, load_error = load_extension()
-_warned = False
-
-
-def available() -> bool:
-    return _native is not None
-
-
-def why_unavailable() -> str:
-    """The reason, for a message that starts "kafkasource's native extension ..." ."""
-    return f"could not be loaded here: {load_error}" if load_error else "is not built here"
-
-
-def warn_if_broken() -> None:
-    """readPath=auto falls back to the Python path where the extension is missing; where it is there but fails
-    to load, that is a broken install: say so, once per process, naming why."""
-    global _warned
-    if load_error and not _warned:
-        _warned = True
-        log.warning("readPath=auto: kafkasource's native extension could not be loaded (%s); reading with the "
-                    "slower Python path", load_error)
 
 
 _announced = False
@@ -68,11 +34,8 @@ def _announce() -> None:
     global _announced
     if not _announced:
         _announced = True
-        log.info("reading with the native extension %s (librdkafka %s)", _native.__file__, _native.librdkafka_version())
-
-
-def librdkafka_version() -> str | None:
-    return _native.librdkafka_version() if _native else None
+        log.info("reading with the native extension %s (librdkafka %s)", EXTENSION.__file__,
+                 EXTENSION.librdkafka_version())
 
 
 class NativeConsumer:
@@ -80,7 +43,7 @@ class NativeConsumer:
 
     def __init__(self, config: dict[str, object]):
         _announce()
-        self.native = _native.Consumer([(name, _property(value)) for name, value in config.items()])
+        self.native = EXTENSION.Consumer([(name, _property(value)) for name, value in config.items()])
 
     def assign(self, partitions: list[KafkaTopicPartition]) -> None:
         self.native.assign([(tp.topic, tp.partition, tp.offset) for tp in partitions])
@@ -116,21 +79,22 @@ class NativeRows:
     """A range's records as the native consumer appends them (only those below the range's end), handed over
     as Arrow record batches. The native consumer reads one range at a time."""
 
-    def __init__(self, reader):
-        self.reader = reader  # task_reader.TaskReader: error events and positions
-        (self.key, state), = reader.ranges.items()
-        self.range = state.range
-        self.native = reader.consumer.native
-        self.include_headers = reader.config.include_headers
+    def __init__(self, consumer: NativeConsumer, offset_range: OffsetRange, include_headers: bool,
+                 on_error_event: ErrorEvents):
+        self.key = (offset_range.topic, offset_range.partition)
+        self.range = offset_range
+        self.native = consumer.native
+        self.include_headers = include_headers
+        self.on_error_event = on_error_event  # whether an event moved the read position
 
     def consume(self, count: int, timeout_s: float) -> dict[TopicPartition, int]:
-        """As fetch.MessageRows.consume: the offset after the last record appended, unless an error event moved
+        """As python_rows.MessageRows.consume: the offset after the last record appended, unless an error event moved
         the read position, in which case the records appended after that event are dropped."""
         appended, last, events = self.native.consume(count, int(timeout_s * 1000), self.range.until,
                                                      self.include_headers)
         for row, topic, partition, code, text in events:
             error = KafkaError(code, text, fatal=code == KafkaError._FATAL)
-            if self.reader.on_error_event(topic, partition, error):
+            if self.on_error_event(topic, partition, error):
                 self.native.truncate(row)
                 return {}
         return {self.key: last + 1} if appended else {}

@@ -25,8 +25,8 @@ from typing import Mapping, Sequence
 
 import pyarrow as pa
 
-from kafkasource.schema_registry import RegistrySchema
-from kafkasource.wire_format import HEADER_SIZE, Unusable, WriterCache, decode_each, unresolvable_reason
+from kafkasource.formats.registry import RegistrySchema
+from kafkasource.formats.wire_format import HEADER_SIZE, Unusable, WriterCache, decode_each, unresolvable_reason
 
 TIMESTAMP = "google.protobuf.Timestamp"
 MAX_DEPTH = 32

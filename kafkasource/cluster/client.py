@@ -19,9 +19,10 @@ from confluent_kafka import TopicPartition as KafkaTopicPartition
 from confluent_kafka.admin import AdminClient
 
 from kafkasource.errors import BrokerUnavailableError, KafkaSourceError
-from kafkasource.partitions import Positions, TopicPartition, describe
-from kafkasource.refusal import is_refusal, refusal_error
-from kafkasource.shutdown import close_within, signal_deferred
+from kafkasource.planning.partitions import Positions, TopicPartition, describe
+from kafkasource.cluster.refusal import is_refusal, refusal_error
+from kafkasource.cluster.settings import NEVER_COMMITTING_GROUP_ID
+from kafkasource.runtime.shutdown import close_within, signal_deferred
 from kafkasource.options import SourceOptions
 
 log = logging.getLogger(__name__)
@@ -55,7 +56,6 @@ LIST_OFFSETS_CHUNK = 250
 LIST_OFFSETS_LANES = 4
 # ListOffsets asks, per partition, for a timestamp's offset; these two stand for the log end and the log start
 OFFSET_LATEST, OFFSET_EARLIEST = OFFSET_END, OFFSET_BEGINNING
-OFFSETS_GROUP_ID = "kafkasource-executor-never-commits"  # as executors' consumers: looked up, never joined
 
 
 class KafkaClient:
@@ -243,7 +243,7 @@ class KafkaClient:
         consumer = self._offsets_consumers.get((read_committed, lane))
         if consumer is None:
             consumer = Consumer(self.options.client_config(**{
-                "group.id": self.options.group_id or OFFSETS_GROUP_ID, "enable.auto.commit": False,
+                "group.id": self.options.group_id or NEVER_COMMITTING_GROUP_ID, "enable.auto.commit": False,
                 "isolation.level": "read_committed" if read_committed else "read_uncommitted",
                 "error_cb": self._on_client_error}))
             self._offsets_consumers[(read_committed, lane)] = consumer

@@ -15,7 +15,7 @@ from typing import Mapping
 from urllib.parse import urlsplit, urlunsplit
 
 from kafkasource.errors import KafkaSourceError, OptionError
-from kafkasource.kafka_settings import masked
+from kafkasource.cluster.settings import masked
 
 PREFIX = "schema.registry."
 # what the client takes as numbers; options arrive as text

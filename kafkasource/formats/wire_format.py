@@ -10,7 +10,7 @@ from typing import Callable, Generic, Mapping, TypeVar
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from kafkasource.schema_registry import RegistrySchema
+from kafkasource.formats.registry import RegistrySchema
 
 MAGIC = b"\x00"
 HEADER_SIZE = 5

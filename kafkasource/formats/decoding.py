@@ -17,13 +17,13 @@ from typing import Iterator, Literal, Mapping
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from kafkasource import native
-from kafkasource.arrow import arrow_schema
+from kafkasource.runtime import native_extension
+from kafkasource.reading.arrow import arrow_schema
 from kafkasource.errors import DecodeError, OptionError
-from kafkasource.schema_registry import (WRITER_SCHEMAS, RegistrySchema, UnknownSchemaId, reader_schema,
+from kafkasource.formats.registry import (WRITER_SCHEMAS, RegistrySchema, UnknownSchemaId, reader_schema,
                                          registry_config)
-from kafkasource.subscription import Assign, Subscribe, Subscription
-from kafkasource.wire_format import schema_id_of, schema_ids
+from kafkasource.planning.subscription import Assign, Subscribe, Subscription
+from kafkasource.formats.wire_format import schema_id_of, schema_ids
 
 Format = Literal["binary", "avro", "protobuf", "json"]
 FORMATS: tuple[Format, ...] = ("binary", "avro", "protobuf", "json")
@@ -33,9 +33,9 @@ SCHEMA_TYPES = {"avro": "AVRO", "protobuf": "PROTOBUF", "json": "JSON"}
 # each format's decoder: a module with arrow_type(reader schema text, **settings) and a class taking (reader
 # schema text, native, **settings) whose decode(payloads, writer RegistrySchemas by id) gives (values, reasons);
 # settings: ColumnFormat.settings()
-DECODERS = {"avro": ("kafkasource.avro_decode", "AvroDecoder"),
-            "json": ("kafkasource.json_schema_decode", "JsonSchemaDecoder"),
-            "protobuf": ("kafkasource.protobuf_decode", "ProtobufDecoder")}
+DECODERS = {"avro": ("kafkasource.formats.avro", "AvroDecoder"),
+            "json": ("kafkasource.formats.json_schema", "JsonSchemaDecoder"),
+            "protobuf": ("kafkasource.formats.protobuf", "ProtobufDecoder")}
 # the form each format's schemas are asked for: Protobuf's serialized (a descriptor), not .proto text
 SCHEMA_FORMS = {"protobuf": "serialized"}
 COLUMNS = ("key", "value")
@@ -88,7 +88,7 @@ def output_schema(decoding: Decoding | None, include_headers: bool):
     reasons."""
     from pyspark.sql.pandas.types import from_arrow_schema
 
-    from kafkasource.arrow import schema_ddl
+    from kafkasource.reading.arrow import schema_ddl
 
     if decoding is None:
         return schema_ddl(include_headers)
@@ -97,13 +97,8 @@ def output_schema(decoding: Decoding | None, include_headers: bool):
 
 # ---- options, on the driver --------------------------------------------------------------------------------
 
-def _get(options: Mapping[str, str], name: str) -> str | None:
-    value = options.get(name.lower())
-    return None if value is None or not str(value).strip() else str(value).strip()
-
-
 def _format(options: Mapping[str, str], column: str) -> Format:
-    raw = _get(options, f"{column}Format")
+    raw = options.get(f"{column}Format".lower())
     if raw is None:
         return "binary"
     chosen = raw.lower()
@@ -114,7 +109,7 @@ def _format(options: Mapping[str, str], column: str) -> Format:
 
 
 def _number(options: Mapping[str, str], name: str) -> int | None:
-    raw = _get(options, name)
+    raw = options.get(name.lower())
     if raw is None:
         return None
     if not raw.isdigit() or not 0 < int(raw) < 2**31:
@@ -123,10 +118,10 @@ def _number(options: Mapping[str, str], name: str) -> int | None:
 
 
 def _subject(options: Mapping[str, str], column: str, subscription: Subscription) -> str | None:
-    subject = _get(options, f"{column}Subject")
+    subject = options.get(f"{column}Subject".lower())
     if subject is not None:
         return subject
-    if _get(options, f"{column}SchemaId") is not None:
+    if options.get(f"{column}SchemaId".lower()) is not None:
         return None
     topics = (subscription.topics if isinstance(subscription, Subscribe) else
               tuple(dict.fromkeys(t for t, _ in subscription.partitions)) if isinstance(subscription, Assign) else ())
@@ -140,15 +135,16 @@ def _subject(options: Mapping[str, str], column: str, subscription: Subscription
 
 def parse_decoding(options: Mapping[str, str], subscription: Subscription, read_path: str) -> Decoding | None:
     """The decoding the options ask for (None: key and value stay binary), its reader schemas fetched now.
-    `options` has lower-case names."""
+    `options` holds the options given a value: lower-case names, values stripped (as options.parse_options
+    reads them)."""
     formats = {column: _format(options, column) for column in COLUMNS}
-    on_error = _get(options, "onDecodeError") or "fail"
+    on_error = options.get("onDecodeError".lower()) or "fail"
     if on_error.lower() not in ("fail", "keep"):
         raise OptionError(f"option onDecodeError must be fail or keep, got {on_error[:40]!r}")
     decoded = [column for column in COLUMNS if formats[column] != "binary"]
     registry_options = [name for name in options if name.startswith("schema.registry.")]
     if not decoded:
-        named = [name for name in OPTIONS[2:] if _get(options, name) is not None] + registry_options
+        named = [name for name in OPTIONS[2:] if options.get(name.lower()) is not None] + registry_options
         if named:
             raise OptionError(f"option {named[0]} has no effect while valueFormat and keyFormat are binary; set "
                               "valueFormat or keyFormat (avro, protobuf or json), or remove it")
@@ -157,8 +153,8 @@ def parse_decoding(options: Mapping[str, str], subscription: Subscription, read_
     columns = []
     for column in decoded:
         schema_id = _number(options, f"{column}SchemaId")
-        version_raw = _get(options, f"{column}SchemaVersion")
-        if schema_id is not None and (version_raw is not None or _get(options, f"{column}Subject") is not None):
+        version_raw = options.get(f"{column}SchemaVersion".lower())
+        if schema_id is not None and (version_raw is not None or options.get(f"{column}Subject".lower()) is not None):
             raise OptionError(f"option {column}SchemaId names the reader schema by itself; remove {column}Subject "
                               f"and {column}SchemaVersion, or {column}SchemaId")
         version = None if version_raw is None or version_raw.lower() == "latest" else \
@@ -169,7 +165,7 @@ def parse_decoding(options: Mapping[str, str], subscription: Subscription, read_
         if reader.schema_type != expected:
             raise OptionError(f"{column}Format is {formats[column]}, but the reader schema (id {reader.schema_id}) "
                               f"is of type {reader.schema_type}; set {column}Format to match it")
-        message = _get(options, f"{column}Message")
+        message = options.get(f"{column}Message".lower())
         if message is not None and formats[column] != "protobuf":
             raise OptionError(f"option {column}Message names a Protobuf message; it has no effect with "
                               f"{column}Format={formats[column]}; remove it")
@@ -180,12 +176,8 @@ def parse_decoding(options: Mapping[str, str], subscription: Subscription, read_
         except Exception as exc:
             raise OptionError(f"the {column.column} column's reader schema (id {column.reader.schema_id}) cannot be "
                               f"read: {exc}") from None
-    native_avro = read_path != "python" and avro_native_available()
+    native_avro = read_path != "python" and native_extension.avro_decoder_available()
     return Decoding(tuple(columns), on_error.lower(), native_avro, config)
-
-
-def avro_native_available() -> bool:
-    return native.available() and hasattr(native._native, "AvroDecoder")
 
 
 # ---- decoding, on the executors ------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass
 from typing import Mapping, Protocol
 
-from kafkasource.partitions import TopicPartition, partition_name
+from kafkasource.planning.partitions import TopicPartition, partition_name
 
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 

@@ -13,7 +13,7 @@ from enum import Enum
 from typing import Literal, Mapping, Protocol
 
 from kafkasource.errors import NoCommittedOffsetError, OptionError
-from kafkasource.partitions import Positions, TopicPartition, describe, partition_name
+from kafkasource.planning.partitions import Positions, TopicPartition, describe, partition_name
 
 EARLIEST = -2  # Spark's JSON markers in startingOffsets / endingOffsets
 LATEST = -1

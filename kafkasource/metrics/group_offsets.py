@@ -13,11 +13,11 @@ from dataclasses import dataclass, field
 from typing import Mapping
 
 
-from kafkasource.client import KafkaClient
-from kafkasource.committer import Committer, parse
+from kafkasource.cluster.client import KafkaClient
+from kafkasource.commit.metadata import CommitAuthor, parse
 from kafkasource.metrics.text import Family
 from kafkasource.options import SourceOptions, parse_options
-from kafkasource.partitions import TopicPartition
+from kafkasource.planning.partitions import TopicPartition
 
 log = logging.getLogger(__name__)
 
@@ -26,7 +26,7 @@ log = logging.getLogger(__name__)
 class GroupView:
     group: str
     committed: dict[TopicPartition, int] = field(default_factory=dict)  # partitions with a commit only
-    committers: dict[TopicPartition, Committer | None] = field(default_factory=dict)
+    committers: dict[TopicPartition, CommitAuthor | None] = field(default_factory=dict)
     log_ends: dict[TopicPartition, int] = field(default_factory=dict)
     read_at: float | None = None
     read_errors: int = 0

@@ -16,7 +16,7 @@ from typing import Mapping
 from confluent_kafka import KafkaError
 
 from kafkasource.errors import AccessError
-from kafkasource.kafka_settings import masked
+from kafkasource.cluster.settings import masked
 
 REFUSED = {KafkaError._AUTHENTICATION, KafkaError._SSL}
 TLS_ALERT = re.compile(r"SSL alert number (\d+)")  # how OpenSSL words an alert the peer sent

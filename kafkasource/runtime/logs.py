@@ -6,7 +6,7 @@ warnings reach stderr (Python's last-resort handler). Spark copies those process
 driver's and the executors' logs (the console in client mode; the driver's and executors' stderr files, as
 the cluster manager's UI and log tools show them). The levels come from one environment variable,
 KAFKASOURCE_LOG_LEVEL: a level ("INFO"), optionally followed by levels of loggers under kafkasource
-("INFO,kafkasource.fetch=WARNING"). The jobs set it from their own logging configuration; elsewhere set
+("INFO,kafkasource.reading.consumers=WARNING"). The jobs set it from their own logging configuration; elsewhere set
 `spark.executorEnv.KAFKASOURCE_LOG_LEVEL`, which Spark hands to both kinds of process.
 """
 

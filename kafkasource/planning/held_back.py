@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from typing import Callable
 
-from kafkasource.partitions import Positions, TopicPartition, partition_name
+from kafkasource.planning.partitions import Positions, TopicPartition, partition_name
 
 log = logging.getLogger(__name__)
 

@@ -1,7 +1,7 @@
 """Avro schemas: parsing, the Arrow type Spark's `from_avro` gives each, and the resolution of a writer schema
 into a reader schema (Avro's schema resolution rules) as a plan the native decoder executes.
 
-Both decoders (kafkasource.avro_decode) take their verdict on whether a writer schema resolves from `resolve`,
+Both decoders (kafkasource.formats.avro) take their verdict on whether a writer schema resolves from `resolve`,
 so a schema refused is refused with the same reason whichever decodes.
 
 Types map as Spark's SchemaConverters maps them: record -> struct, array -> list, map -> map<string, ..>,

@@ -73,7 +73,7 @@ def _dumps(fields: dict) -> str:
 
 
 @dataclass(frozen=True)
-class Committer:
+class CommitAuthor:
     """What a commit's metadata says about who made it; fields are None where it does not say."""
 
     by: str
@@ -96,7 +96,7 @@ class Committer:
         return who
 
 
-def parse(text: str | None) -> Committer | None:
+def parse(text: str | None) -> CommitAuthor | None:
     """The committer a commit's metadata names: ours (JSON or the older plain "kafkasource"), or another
     client's metadata as it is; None for empty metadata."""
     if not text:
@@ -106,8 +106,8 @@ def parse(text: str | None) -> Committer | None:
     except ValueError:
         fields = None
     if not isinstance(fields, dict) or fields.get("by") != "kafkasource":
-        return Committer(by=text)
+        return CommitAuthor(by=text)
     at, pid = fields.get("at"), fields.get("pid")
-    return Committer(by="kafkasource", app_id=fields.get("app_id"), app=fields.get("app"), host=fields.get("host"),
+    return CommitAuthor(by="kafkasource", app_id=fields.get("app_id"), app=fields.get("app"), host=fields.get("host"),
                      pid=pid if isinstance(pid, int) else None, at_ms=at if isinstance(at, int) else None,
                      version=fields.get("version"))

@@ -1,7 +1,7 @@
 """Avro records in the schema-registry wire format to an Arrow column of the reader schema's type.
 
 A payload is a magic byte 0, the writer schema's id (4 bytes, big-endian) and the record in Avro binary. Each
-record is decoded with its own writer schema and resolved into the one reader schema (kafkasource.avro_schema
+record is decoded with its own writer schema and resolved into the one reader schema (kafkasource.formats.avro_schema
 says by which rules, and which Arrow type each Avro type becomes). A record that cannot be decoded is a null
 value with the reason beside it; nothing is dropped.
 
@@ -25,15 +25,12 @@ from typing import Mapping, Sequence
 
 import pyarrow as pa
 
-from kafkasource import avro_schema
-from kafkasource.avro_schema import Node, SchemaError, Unresolvable
-from kafkasource.schema_registry import RegistrySchema
-from kafkasource.wire_format import HEADER_SIZE, Unusable, as_binary, decode_each, unresolvable_reason
+from kafkasource.formats import avro_schema
+from kafkasource.formats.avro_schema import Node, SchemaError, Unresolvable
+from kafkasource.formats.registry import RegistrySchema
+from kafkasource.runtime import native_extension
+from kafkasource.formats.wire_format import HEADER_SIZE, Unusable, as_binary, decode_each, unresolvable_reason
 
-try:
-    from kafkasource import _native
-except ImportError:  # not built: no Rust toolchain when it was installed
-    _native = None
 
 
 def arrow_type(reader_schema: str, references: Sequence[tuple[str, str]] = ()) -> pa.DataType:
@@ -49,7 +46,7 @@ class AvroDecoder:
     def __init__(self, reader_schema: str, native: bool, references: Sequence[tuple[str, str]] = ()):
         self.reader = avro_schema.parse(reader_schema, references)
         self.arrow_type = avro_schema.arrow_type(self.reader)
-        if native and (_native is None or not hasattr(_native, "AvroDecoder")):
+        if native and not native_extension.avro_decoder_available():
             raise RuntimeError("the native Avro decoder is not available: kafkasource._native is not built "
                                "(no Rust toolchain when kafkasource was installed); decode with native=False")
         self.impl = NativeDecoder(self.arrow_type) if native else PythonDecoder(self.reader, reader_schema, references)
@@ -80,7 +77,7 @@ class NativeDecoder:
 
     def __init__(self, arrow_type: pa.DataType):
         self.arrow_type = arrow_type
-        self.native = _native.AvroDecoder(_column_spec(arrow_type))
+        self.native = native_extension.EXTENSION.AvroDecoder(_column_spec(arrow_type))
 
     def add_writer(self, schema_id: int, schema: RegistrySchema, plan: tuple | str) -> None:
         if isinstance(plan, str):

@@ -3,7 +3,7 @@
 A task reads one range, or several small ones packed together (packRecordsPerTask): the consumer is assigned
 all of them at once, so one fetch round brings records of many partitions instead of a round trip each, and
 a range that reaches its end is paused so the consumer stops fetching past it. Only the hot loop differs
-between the read paths (fetch.MessageRows, native.NativeRows); TaskReader decides for both what an error
+between the read paths (python_rows.MessageRows, native.NativeRows); TaskReader decides for both what an error
 event means, where each range's position is, when a range is done and when the task has stalled.
 
 Executors may meet failures the driver never does (the brokers refuse their credentials or certificates, or are
@@ -21,14 +21,15 @@ from typing import Iterator
 from confluent_kafka import KafkaError
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 
-from kafkasource import read_settings
-from kafkasource.dataloss import report_data_loss
+from kafkasource.reading import settings as read_settings
+from kafkasource.planning.data_loss import report_data_loss
 from kafkasource.errors import AccessError, KafkaSourceError
-from kafkasource.fetch import POOL, ConsumerPool, FetchConfig, MessageRows, ReadConsumer, pooled
-from kafkasource.native import NativeConsumer, NativeRows
-from kafkasource.partitions import TopicPartition, partition_name
-from kafkasource.ranges import OffsetRange
-from kafkasource.refusal import is_refusal, refusal_error
+from kafkasource.reading.consumers import POOL, ConsumerPool, FetchConfig, ReadConsumer, pooled
+from kafkasource.reading.python_rows import MessageRows
+from kafkasource.reading.native import NativeConsumer, NativeRows
+from kafkasource.planning.partitions import TopicPartition, partition_name
+from kafkasource.planning.ranges import OffsetRange
+from kafkasource.cluster.refusal import is_refusal, refusal_error
 
 log = logging.getLogger(__name__)
 
@@ -110,10 +111,25 @@ class TaskReader:
         self.config = config
         self.ranges = {(r.topic, r.partition): RangeState(consumer, r, config) for r in ranges}
         self.active = {key: state for key, state in self.ranges.items() if not state.done}
-        self.rows = NativeRows(self) if isinstance(consumer, NativeConsumer) else MessageRows(self)
+        self.rows = self._rows(consumer, ranges)
         self.paused: list[KafkaTopicPartition] = []
         self.last_error: KafkaError | None = None  # the latest error librdkafka retried since the last progress
         self.logged: set[int] = set()  # error codes warned about: brokers down repeat theirs many times a second
+
+    def _rows(self, consumer: ReadConsumer | NativeConsumer, ranges: tuple[OffsetRange, ...]
+              ) -> NativeRows | MessageRows:
+        include_headers = self.config.include_headers
+        if isinstance(consumer, NativeConsumer):
+            (only,) = ranges
+            return NativeRows(consumer, only, include_headers, self.on_error_event)
+        return MessageRows(consumer, {(r.topic, r.partition): r for r in ranges}, include_headers,
+                           self.is_reading, self.on_error_event)
+
+    def is_reading(self, key: TopicPartition) -> bool:
+        """Does the range of `key` still take records: not done, and not moved by an error event since it was
+        last assigned (the records after such an event are read again from the new position)?"""
+        state = self.active.get(key)
+        return state is not None and not state.moved
 
     def batches(self) -> Iterator:
         # librdkafka keeps a partition paused across unassign and assign: resume what this task paused, or the
