@@ -32,6 +32,7 @@ def native_extensions() -> list:
 
 
 REGISTRY = "confluent-kafka[schemaregistry,avro,json,protobuf]>=2.6"
+METRICS = "prometheus-client>=0.20"  # start_http_server returns its server (to stop it) from 0.20 on
 
 setup(
     name="kafkasource",
@@ -72,10 +73,12 @@ setup(
         "spark": ["pyspark>=4.2"],
         # valueFormat/keyFormat avro, protobuf or json: confluent-kafka's schema-registry client and decoders
         "registry": [REGISTRY],
+        # kafkasource.metrics.serve: the Prometheus exposition (text, OpenMetrics, HTTP, textfile) by prometheus_client
+        "metrics": [METRICS],
         # the tests' pyspark, with the Connect client packages that serve the Connect tests only; pex packs the
         # environment the standalone-cluster test ships to executors (dev/packed_env.py); pytest-rerunfailures
         # runs again a test that Spark's Python worker start failed (pytest.ini says why)
-        "test": ["pytest>=8", "pytest-rerunfailures>=14", "hypothesis>=6", "pandas>=2,<3", "pyspark[connect]>=4.2", REGISTRY, "pex>=2.105"],
+        "test": ["pytest>=8", "pytest-rerunfailures>=14", "hypothesis>=6", "pandas>=2,<3", "pyspark[connect]>=4.2", REGISTRY, METRICS, "pex>=2.105"],
         "bench": ["matplotlib>=3"],  # the benchmark's chart
     },
 )
