@@ -32,6 +32,8 @@ def native_extensions() -> list:
 
 
 REGISTRY = "confluent-kafka[schemaregistry,avro,json,protobuf]>=2.6"
+# the docs site (mkdocs.yml, docs/) and its API page from the docstrings; scripts/test.sh builds it with --strict
+DOCS = ["mkdocs>=1.6", "mkdocs-material>=9.5", "mkdocstrings[python]>=0.29"]
 METRICS = "prometheus-client>=0.20"  # start_http_server returns its server (to stop it) from 0.20 on
 
 setup(
@@ -75,10 +77,11 @@ setup(
         "registry": [REGISTRY],
         # kafkasource.metrics.serve: the Prometheus exposition (text, OpenMetrics, HTTP, textfile) by prometheus_client
         "metrics": [METRICS],
+        "docs": DOCS,
         # the tests' pyspark, with the Connect client packages that serve the Connect tests only; pex packs the
         # environment the standalone-cluster test ships to executors (dev/packed_env.py); pytest-rerunfailures
-        # runs again a test that Spark's Python worker start failed (pytest.ini says why)
-        "test": ["pytest>=8", "pytest-rerunfailures>=14", "hypothesis>=6", "pandas>=2,<3", "pyspark[connect]>=4.2", REGISTRY, METRICS, "pex>=2.105"],
+        # runs again a test that Spark's Python worker start failed (pytest.ini says why); the docs' strict build
+        "test": ["pytest>=8", "pytest-rerunfailures>=14", "hypothesis>=6", "pandas>=2,<3", "pyspark[connect]>=4.2", REGISTRY, METRICS, "pex>=2.105", *DOCS],
         "bench": ["matplotlib>=3"],  # the benchmark's chart
     },
 )

@@ -1,8 +1,8 @@
-"""The README's dashboard picture, from a real run: the ingest job under spark-submit with [metrics] on, a
-producer writing in bursts, the exporter scraped every second; the panels of conf/grafana-dashboard.json
-plotted from those scrapes (matplotlib, the bench extra) into bench/monitoring.png.
+"""The dashboard picture of the docs' Monitoring page, from a real run: the ingest job under spark-submit with
+[metrics] on, a producer writing in bursts, the exporter scraped every second; the panels of
+conf/grafana-dashboard.json plotted from those scrapes (matplotlib, the bench extra) into docs/img/monitoring.png.
 
-    python3 -m bench.monitoring [--seconds 60] [--out bench/monitoring.png]
+    python3 -m bench.monitoring [--seconds 60] [--out docs/img/monitoring.png]
 
 The run: a local broker, a 4-partition topic with 10,000 records waiting; once the job's exporter answers
 (time 0), 100 records a second for `--seconds`, with a burst of 30,000 a third of the way in; scraping goes
@@ -42,7 +42,7 @@ def produce(bootstrap: str, topic: str, count: int, start: int) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seconds", type=float, default=60)
-    parser.add_argument("--out", default=str(Path(__file__).parent / "monitoring.png"))
+    parser.add_argument("--out", default=str(Path(__file__).parent.parent / "docs" / "img" / "monitoring.png"))
     args = parser.parse_args(argv)
     import matplotlib
 

@@ -2,12 +2,18 @@
 # Runs the whole test suite on a fresh machine: installs the package with its test extras,
 # fetches the Kafka broker jars and builds the schema registry (both from Maven Central, cached in
 # .cache/), builds Prometheus for the scrape test (go install, once: the binary is kept in .cache/, Go's
-# caches where Go keeps them), then runs pytest. The tests start their own Kafka broker and registry on
-# 127.0.0.1; nothing needs to run beforehand.
+# caches where Go keeps them), builds the docs site with `mkdocs build --strict` (a broken link, anchor or API
+# name fails the run; the site goes to the git-ignored .cache/site), then runs pytest. The tests start their own
+# Kafka broker and registry on 127.0.0.1; nothing needs to run beforehand.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 python3 -m pip install -q -c constraints.txt -e ".[test]"
 python3 -m dev.broker fetch > /dev/null
 python3 -m dev.prometheus build > /dev/null
 python3 -m dev.registry build > /dev/null
+# quiet unless it fails (mkdocs' own --quiet would hide the warnings that --strict fails on, and pass)
+if ! docs=$(NO_MKDOCS_2_WARNING=1 python3 -m mkdocs build --strict --site-dir .cache/site 2>&1); then
+    echo "$docs" >&2
+    exit 1
+fi
 exec python3 -m pytest "$@"

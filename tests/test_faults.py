@@ -3,7 +3,7 @@ deleted and recreated, leader and coordinator failover, restarts without a check
 
 Each test produces a known sequence per partition and compares what the sink holds, by (partition,
 offset), with what Kafka acknowledged: nothing lost, nothing duplicated. Figures go to the run's output
-(`-s`) and to the README's "What we test".
+(`-s`) and to the docs' "What we test" (docs/testing.md).
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ SHORT_OUTAGE_S = 5  # how long the broker stays down, on top of its own stop and
 
 
 def report(capsys, line: str) -> None:
-    """A figure for the README, shown in the run's output."""
+    """A figure for the docs' "What we test" page, shown in the run's output."""
     log.info(line)
     with capsys.disabled():
         print(f"\n[faults] {line}")
@@ -336,7 +336,7 @@ def test_offsets_are_asked_again_when_a_partition_leader_dies(cluster, capsys):
         client.close()
         cluster.restart(victim)
     assert ends == {(topic, 0): 10, (topic, 1): 10}
-    # three times what README's "What we test" reports, and far below the 120 s a request left to its whole
+    # three times what docs/testing.md reports, and far below the 120 s a request left to its whole
     # timeout takes: the short attempts (1, 2, 4 s ...) reach the new leader within a few of them
     assert took < 23, f"the log ends took {took:.1f} s after the leader was killed"
     report(capsys, f"latest offsets listed right after the partition leader (node {victim}) was killed: the exact "

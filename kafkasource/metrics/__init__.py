@@ -10,7 +10,7 @@ Three sources feed it, each on its own thread, none on a query's path:
 - the brokers, read at most every `broker_interval_s`: the committed offsets of the groups named in
   `source_options` (kafkasource.metrics.group_offsets).
 With `textfile`, the same text is also written to that file (atomically) after each batch and on close(), for
-node_exporter's textfile collector. The README's Monitoring section lists every metric.
+node_exporter's textfile collector. docs/monitoring.md lists every metric.
 """
 
 from kafkasource.metrics.exporter import DEFAULT_PORT, CommitCounts, Exporter, serve
