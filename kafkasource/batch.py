@@ -23,8 +23,8 @@ class KafkaBatchReader(DataSourceReader):
         client = KafkaClient(self.options)
         try:
             partitions = self.options.subscription.partitions(client.topics())
-            start = self.options.starting.resolve(partitions, client)
-            end = self.options.ending.resolve(partitions, client)
+            start = self.options.start().resolve(partitions, client)
+            end = self.options.end().resolve(partitions, client)
         finally:
             client.close()
         backwards = [f"{partition_name(t, p)} ({start[(t, p)]} > {end[(t, p)]})" for t, p in partitions if end[(t, p)] < start[(t, p)]]

@@ -84,6 +84,18 @@ class SourceOptions:
         """librdkafka configuration for a client of ours: the user's kafka.* settings plus `overrides`."""
         return {**self.kafka_config, "bootstrap.servers": self.bootstrap_servers, **overrides}
 
+    def start(self) -> OffsetSpec:
+        """Where the read starts: for_stream() and for_batch() put in that read's default where none was given."""
+        if self.starting is None:
+            raise ValueError("the starting offsets of options not yet made a stream's or a batch read's")
+        return self.starting
+
+    def end(self) -> OffsetSpec:
+        """Where a batch read ends: for_batch() puts in latest where none was given."""
+        if self.ending is None:
+            raise ValueError("the ending offsets of options not yet made a batch read's")
+        return self.ending
+
     def for_stream(self) -> SourceOptions:
         """These options for a stream, which has no end; it starts, as the built-in source, at the group's commits
         if there is a group, else at latest."""
@@ -134,9 +146,14 @@ def _whole_number(name: str, raw: str, low: int, high: int, meaning: str = "a wh
     return value
 
 
-def _positive_int(options: Mapping[str, str], name: str, default: int | None = None, high: int = MAX_LONG) -> int | None:
+def _positive_int(options: Mapping[str, str], name: str, high: int = MAX_LONG) -> int | None:
     raw = _get(options, name)
-    return default if raw is None else _whole_number(name, raw, 1, high)
+    return None if raw is None else _whole_number(name, raw, 1, high)
+
+
+def _positive_int_or(options: Mapping[str, str], name: str, default: int, high: int = MAX_LONG) -> int:
+    found = _positive_int(options, name, high)
+    return default if found is None else found
 
 
 def _whole_number_option(options: Mapping[str, str], name: str, default: int) -> int:
@@ -165,7 +182,7 @@ def _choice(options: Mapping[str, str], name: str, choices: tuple[Choice, ...], 
     return next(choice for choice in choices if choice == raw.lower())
 
 
-def _read_path(options: Mapping[str, str]) -> str:
+def _read_path(options: Mapping[str, str]) -> ReadPath:
     path = _choice(options, "readPath", READ_PATHS, "auto")
     if path == "native" and not native_extension.available():
         raise OptionError(f"option readPath is native, but kafkasource's native extension {native_extension.why_unavailable()}: "
@@ -183,7 +200,7 @@ def parse_duration_ms(name: str, raw: str) -> int:
     match = re.fullmatch(r"\s*(\d{1,15})\s*([a-zA-Z]*)\s*", raw)
     if match is None or (match.group(2) and match.group(2).lower() not in _DURATION_UNITS):
         raise OptionError(f"option {name} must be a duration such as 500ms, 30s, 15m or 1h, got {_shown(raw)}")
-    return int(match.group(1)) * _DURATION_UNITS.get(match.group(2).lower() or "ms")
+    return int(match.group(1)) * _DURATION_UNITS[match.group(2).lower() or "ms"]
 
 
 def _json_object(name: str, raw: str) -> dict:
@@ -225,8 +242,8 @@ def _per_partition(name: str, raw: str, example: str) -> tuple[tuple[TopicPartit
 
 
 def _subscription(options: Mapping[str, str]) -> Subscription:
-    given = {name: _get(options, name) for name in ("subscribe", "subscribePattern", "assign")}
-    chosen = [name for name, value in given.items() if value is not None]
+    given = {name: raw for name in ("subscribe", "subscribePattern", "assign") if (raw := _get(options, name)) is not None}
+    chosen = list(given)
     if len(chosen) != 1:
         raise OptionError("exactly one of the options subscribe, subscribePattern or assign must be set to say what "
                           f"to read; {'none was' if not chosen else ' and '.join(chosen) + ' were'} given")
@@ -246,7 +263,7 @@ def _subscription(options: Mapping[str, str]) -> Subscription:
             raise OptionError(f"option subscribePattern is not a valid regular expression ({exc}): {_shown(raw)}") \
                 from None
         return SubscribePattern(raw)
-    parts = []
+    parts: list[TopicPartition] = []
     example = '{"orders": [0, 1]}'
     for topic, partitions in _json_object("assign", raw).items():
         if not isinstance(partitions, list) or not all(type(p) is int and 0 <= p <= MAX_PARTITION for p in partitions):
@@ -394,7 +411,7 @@ def parse_options(raw_options: Mapping[str, str], streaming: bool | None = None)
         ending=ending,
         auto_offset_reset=reset,
         commit_mode=commit_mode,
-        commit_timeout_ms=_positive_int(options, "commitTimeoutMs", 60_000, high=MAX_TIMEOUT_MS),
+        commit_timeout_ms=_positive_int_or(options, "commitTimeoutMs", 60_000, high=MAX_TIMEOUT_MS),
         fail_on_data_loss=_bool(options, "failOnDataLoss", True),
         max_offsets_per_trigger=max_per_trigger,
         min_offsets_per_trigger=min_per_trigger,
@@ -403,7 +420,7 @@ def parse_options(raw_options: Mapping[str, str], streaming: bool | None = None)
         pack_records_per_task=_positive_int(options, "packRecordsPerTask"),
         include_headers=_bool(options, "includeHeaders", False),
         read_path=read_path,
-        poll_timeout_ms=_positive_int(options, "kafkaConsumer.pollTimeoutMs", 120_000, high=MAX_TIMEOUT_MS),
+        poll_timeout_ms=_positive_int_or(options, "kafkaConsumer.pollTimeoutMs", 120_000, high=MAX_TIMEOUT_MS),
         read_committed=isolation == "read_committed",
         metadata_refresh_interval_ms=_whole_number_option(options, "metadataRefreshIntervalMs",
                                                           DEFAULT_METADATA_REFRESH_INTERVAL_MS),

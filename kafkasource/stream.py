@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Callable, Protocol
+from typing import TYPE_CHECKING, Callable, Protocol
 
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import (ReadAllAvailable, ReadLimit, ReadMaxRows, ReadMinRows,
@@ -42,6 +42,9 @@ from kafkasource.planning.held_back import HeldBackWatch
 from kafkasource.planning.tasks import KafkaInputPartition, fetch_config, plan_partitions
 from kafkasource.planning.ranges import batch_ranges, rate_limit
 from kafkasource.runtime import shutdown
+if TYPE_CHECKING:
+    from confluent_kafka import Consumer
+
 log = logging.getLogger(__name__)
 
 
@@ -52,6 +55,8 @@ class Cluster(OffsetLookup, Protocol):
     def topics(self) -> dict[str, int]: ...
 
     def topic_ids(self, topics: list[str]) -> dict[str, str]: ...
+
+    def new_group_consumer(self, **extra: object) -> Consumer: ...
 
 
     def high_watermarks(self, partitions: list[TopicPartition]) -> Positions: ...
@@ -115,6 +120,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     @property
     def committer(self) -> Committer | None:
         if self._committer is None and self.options.commit_mode != "none":
+            assert self.options.group_id is not None  # the options refuse a commitMode other than none without one
             self._committer = OffsetCommitter(
                 self.options.group_id, self.options.commit_mode, self.options.commit_timeout_ms,
                 lambda on_commit: self.client.new_group_consumer(on_commit=on_commit), OutcomeSender())
@@ -124,7 +130,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def initialOffset(self) -> dict:
         current = self._current_partitions(refresh=True)
         self._topic_ids.update(self.client.topic_ids(sorted({t for t, _ in current})))
-        positions = self.options.starting.resolve(current, self.client)
+        positions = self.options.start().resolve(current, self.client)
         self._initial = positions
         log.info("new query over %s starts at %s (%s)", self.options.subscription.describe(),
                  to_json_dict(positions), self.options.starting)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from functools import partial
 from typing import Callable, Mapping, TypeVar
 
 from confluent_kafka import (OFFSET_BEGINNING, OFFSET_END, OFFSET_INVALID, Consumer, KafkaError, KafkaException,
@@ -230,7 +231,7 @@ class KafkaClient:
         shares = [calls[len(calls) * k // lanes:len(calls) * (k + 1) // lanes] for k in range(lanes)]
         consumers = [self._offsets_consumer(read_committed, lane) for lane in range(lanes)]
         with signal_deferred():  # the exit a SIGTERM starts closes these clients: only once no lane is using them
-            answers = in_parallel([lambda c=c, s=s: _answer(c, s, until) for c, s in zip(consumers, shares)])
+            answers = in_parallel([partial(_answer, c, s, until) for c, s in zip(consumers, shares)])
         found: Positions = {}
         for answered in answers:
             found.update(answered)

@@ -226,13 +226,14 @@ class OffsetCommitter:
         if self._sync_answer is _PENDING:  # a sync commit waits for this answer; no async one is in flight then
             self._sync_answer = error
             return
-        if self._in_flight is None:
+        in_flight = self._in_flight
+        if in_flight is None:
             return
         with signal_deferred():  # an answer is taken whole: a failed commit's positions become sendable again
-            self._record_answer(error)
+            self._record_answer(in_flight, error)
 
-    def _record_answer(self, error: KafkaError | None) -> None:
-        positions, self._in_flight = self._in_flight, None
+    def _record_answer(self, positions: Positions, error: KafkaError | None) -> None:
+        self._in_flight = None
         if error is None:
             self._confirmed.update(positions)
             self._report("success", None, positions)

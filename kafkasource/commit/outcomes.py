@@ -67,7 +67,7 @@ class OutcomeSender:
                 self._target = None
 
     def send(self, outcome: CommitOutcome) -> None:
-        if self._socket is None:
+        if self._socket is None or self._target is None:
             return
         try:
             self._socket.sendto(outcome.encode(), socket.MSG_DONTWAIT, self._target)

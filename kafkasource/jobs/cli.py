@@ -13,12 +13,15 @@ import logging.config
 import re
 import sys
 import tomllib
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 import kafkasource
 from kafkasource.errors import KafkaSourceError
 from kafkasource.jobs import files
 from kafkasource.jobs.config import ConfigError, JobConfig, load
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 log = logging.getLogger("kafkasource.jobs")
 
@@ -35,7 +38,7 @@ def add_common_arguments(parser: argparse.ArgumentParser, example: str) -> None:
     parser.add_argument("--log-config", help="Python logging settings as TOML for dictConfig (see conf/logging.toml)")
 
 
-def session(app_name: str | None, remote: str | None):
+def session(app_name: str | None, remote: str | None) -> SparkSession:
     """The job's Spark session: classic, or on the Spark Connect server at `remote`. Without `app_name`, the
     one spark-submit gave (--name, else the script's name)."""
     from pyspark.sql import SparkSession
@@ -48,7 +51,7 @@ def session(app_name: str | None, remote: str | None):
     return spark
 
 
-def load_config(location: str, remote: str | None, **checks) -> tuple[JobConfig, object | None]:
+def load_config(location: str, remote: str | None, **checks) -> tuple[JobConfig, SparkSession | None]:
     """The job's checked configuration, and the Spark session started to read it if one was needed.
 
     A local file is read before Spark starts, so a bad one stops the job before any session. A file shipped

@@ -13,7 +13,7 @@ import re
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Any, Mapping
+from typing import Any, Mapping, overload
 
 from kafkasource.errors import OptionError
 from kafkasource.options import SourceOptions, parse_duration_ms, parse_options
@@ -92,7 +92,7 @@ def parse_trigger(text: str, where: str) -> Trigger:
 class _Section:
     """One [table] of the file: typed reads that name the key on error, unknown keys refused."""
 
-    def __init__(self, path: Path, name: str, data: Any, known: tuple[str, ...] | None):
+    def __init__(self, path: str, name: str, data: Any, known: tuple[str, ...] | None):
         if not isinstance(data, dict):
             raise ConfigError(f"{path}: [{name}] must be a table of keys, got {type(data).__name__}")
         self.path, self.name, self.data = path, name, data
@@ -104,6 +104,12 @@ class _Section:
 
     def where(self, key: str) -> str:
         return f"{self.path}: [{self.name}] {key}"
+
+    @overload
+    def text(self, key: str, default: str, required: bool = False) -> str: ...
+
+    @overload
+    def text(self, key: str, default: None = None, required: bool = False) -> str | None: ...
 
     def text(self, key: str, default: str | None = None, required: bool = False) -> str | None:
         if key not in self.data:
@@ -161,7 +167,7 @@ def _read_toml(path: str, data: bytes | None) -> dict:
         if data is None:
             with open(path, "rb") as f:
                 data = f.read()
-        return tomllib.loads(data.decode("utf-8"))
+        return tomllib.loads(data.decode("utf-8"))  # a dict of tables
     except FileNotFoundError:
         raise ConfigError(f"config file {path} does not exist") from None
     except UnicodeDecodeError as exc:
@@ -207,12 +213,12 @@ def load(path: str | Path, required: tuple[str, ...] = (), trigger_override: str
     """Read and check a job's config file (see conf/*.example.toml); `required` names [sink] keys the job needs.
     `data` is the file's content when the caller read it already (from a cluster's file system)."""
     path = str(path)
-    data = _read_toml(path, data)
-    for name in data:
+    tables = _read_toml(path, data)
+    for name in tables:
         if name not in SECTIONS:
             raise ConfigError(f"{path}: unknown section [{name}]{_did_you_mean(name, tuple(SECTIONS))}; "
                               f"known sections: {', '.join(f'[{s}]' for s in SECTIONS)}")
-    section = {name: _Section(path, name, data.get(name, {}), known) for name, known in SECTIONS.items()}
+    section = {name: _Section(path, name, tables.get(name, {}), known) for name, known in SECTIONS.items()}
 
     kafka = section["kafka"].options()
     if "bootstrap.servers" not in kafka:

@@ -53,6 +53,7 @@ def decode(kafka_rows: DataFrame, decoding: ValueDecoding, partition_by_date: bo
             {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": _CORRUPT_FIELD}))
         parsed = F.col("_parsed")
         failed = value.isNotNull() & (parsed.isNull() | parsed[_CORRUPT_FIELD].isNotNull())
+        assert decoding.schema is not None  # the config requires a schema with value = "json"
         values = [F.when(~failed, parsed[name]).alias(name) for name in schema_fields(kafka_rows, decoding.schema)]
         corrupt = F.when(failed, value)
     return kafka_rows.select(F.col("key"), *values, corrupt.alias("_corrupt"), *_ingestion_columns(partition_by_date))

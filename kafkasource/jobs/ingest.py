@@ -39,9 +39,10 @@ def dry_run(config: JobConfig, spark) -> int:
     """The plan; `spark` resolves the checkpoint's location as the query would (hdfs:, s3a:, the cluster's
     default file system for a path without a scheme)."""
     options = config.parsed_options(streaming=True)
+    assert config.checkpoint is not None  # the ingest job's config requires it
     resumes = files.exists(spark, config.checkpoint.rstrip("/") + "/offsets")
     rows = [[partition_name(t, p), s.committed, s.start if not resumes else None, s.log_end,
-             max(0, s.log_end - s.start) if not resumes else None]
+             s.to_read() if not resumes else None]
             for s in plan.positions(options, resolve=True) for t, p in [s.partition]]
     print(f"ingest plan for {config.path} (dry run: nothing read, nothing written)")
     print(f"  source:     {plan.describe_source(options)}")

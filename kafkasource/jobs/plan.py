@@ -6,6 +6,7 @@ OffsetFetch), so `--dry-run` and the lag job work before any session starts.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from kafkasource.cluster.client import KafkaClient
@@ -26,6 +27,12 @@ class PartitionPositions:
     committer: CommitAuthor | None = None  # who made the commit, as its metadata says
 
 
+    def to_read(self) -> int:
+        """Records from where a read starts to where it ends (the log end for a stream); the start was asked."""
+        if self.start is None:
+            raise ValueError(f"the start of {self.partition} was not asked")
+        return max(0, (self.end if self.end is not None else self.log_end) - self.start)
+
     @property
     def lag(self) -> int:
         """Records the group has not consumed: from its commit, or the whole log without one."""
@@ -40,8 +47,8 @@ def positions(options: SourceOptions, resolve: bool = False) -> list[PartitionPo
         if not partitions:
             return []
         committed = client.committed_with_metadata(partitions) if options.group_id else {}
-        starts = options.starting.resolve(partitions, client) if resolve else {}
-        ends = options.ending.resolve(partitions, client) if resolve and options.ending else {}
+        starts = options.start().resolve(partitions, client) if resolve else {}
+        ends = options.end().resolve(partitions, client) if resolve and options.ending else {}
         log_start, log_end = client.beginning(partitions), client.end(partitions)
     finally:
         client.close()
@@ -50,7 +57,7 @@ def positions(options: SourceOptions, resolve: bool = False) -> list[PartitionPo
             for tp in partitions]
 
 
-def table(headers: list[str], rows: list[list[object]]) -> str:
+def table(headers: list[str], rows: Sequence[Sequence[object]]) -> str:
     """A plain text table, numbers right-aligned, like Kafka's own tools print."""
     cells = [headers] + [["-" if v is None else (f"{v}" if not isinstance(v, int) else str(v)) for v in row]
                          for row in rows]

@@ -77,7 +77,7 @@ def _replay(args, config: JobConfig, spark) -> int:
     options = config.parsed_options(streaming=False)  # checked before Spark starts
     output = args.output or config.sink_path
     ranges = plan.positions(options, resolve=True)
-    planned = sum(max(0, s.end - s.start) for s in ranges)
+    planned = sum(s.to_read() for s in ranges)
     described = f"{options.subscription.describe()} from {options.starting} to {options.ending}"
     if args.dry_run:
         print(f"replay plan for {config.path} (dry run: nothing read, nothing written)")
@@ -85,7 +85,7 @@ def _replay(args, config: JobConfig, spark) -> int:
         print(f"  range:  {described}; never commits")
         print(f"  sink:   Parquet at {output} (mode {args.mode})")
         print(plan.table(["PARTITION", "FROM", "TO", "RECORDS"],
-                         [[partition_name(t, p), s.start, s.end, max(0, s.end - s.start)] for s in ranges for t, p in [s.partition]]))
+                         [[partition_name(t, p), s.start, s.end, s.to_read()] for s in ranges for t, p in [s.partition]]))
         if spark is not None:
             spark.stop()
         return 0

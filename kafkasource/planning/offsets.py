@@ -139,9 +139,9 @@ class Committed:
                 f"the consumer group has no committed offset for {describe(missing)} and "
                 "kafka.auto.offset.reset=none; commit offsets for them first, or set "
                 "kafka.auto.offset.reset to earliest or latest")
-        fallback = {"earliest": Earliest(), "latest": Latest(), "none": Latest()}[self.reset]
+        fallback: Earliest | Latest = Earliest() if self.reset == "earliest" else Latest()
         out = fallback.resolve(missing, lookup)
-        found = {tp: committed[tp] for tp in partitions if committed.get(tp) is not None}
+        found = {tp: offset for tp in partitions if (offset := committed.get(tp)) is not None}
         out.update(within_log(found, lookup, self.reset, "committed offset"))
         return out
 
@@ -192,12 +192,13 @@ class Timestamps:
 
     def resolve(self, partitions: list[TopicPartition], lookup: OffsetLookup) -> Positions:
         given = dict(self.per_partition)
-        wanted = {tp: (self.everywhere if self.everywhere is not None else given.get(tp)) for tp in partitions}
-        unnamed = [tp for tp, ts in wanted.items() if ts is None]
+        named = {tp: (self.everywhere if self.everywhere is not None else given.get(tp)) for tp in partitions}
+        unnamed = [tp for tp, ts in named.items() if ts is None]
         if unnamed:
             raise OptionError(
                 f"startingOffsetsByTimestamp/endingOffsetsByTimestamp names no timestamp for {describe(unnamed)}; "
                 "give one for every partition the query reads")
+        wanted = {tp: ts for tp, ts in named.items() if ts is not None}
         found = lookup.for_times(wanted) if wanted else {}
         none_found = [tp for tp in partitions if found.get(tp) is None]
         out = Latest().resolve(none_found, lookup)

@@ -39,7 +39,7 @@ FETCH_DEFAULTS = {
 class FetchConfig:
     """What an executor needs to read, small and picklable (no clients)."""
 
-    kafka_config: dict[str, str] = field(repr=False)  # may hold secrets: never print
+    kafka_config: dict[str, object] = field(repr=False)  # may hold secrets: never print
     include_headers: bool
     fail_on_data_loss: bool
     poll_timeout_ms: int

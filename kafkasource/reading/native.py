@@ -10,6 +10,7 @@ when a range is done, for either.
 from __future__ import annotations
 
 import logging
+from types import ModuleType
 from typing import Iterator
 
 import pyarrow as pa
@@ -21,7 +22,7 @@ from kafkasource.reading.arrow import HEADER_TYPE, TIMESTAMP_TYPE, arrow_schema,
 from kafkasource.planning.partitions import TopicPartition
 from kafkasource.planning.ranges import OffsetRange
 from kafkasource.reading.python_rows import ErrorEvents
-from kafkasource.runtime.native_extension import EXTENSION
+from kafkasource.runtime.native_extension import EXTENSION, why_unavailable
 
 log = logging.getLogger(__name__)
 
@@ -34,8 +35,15 @@ def _announce() -> None:
     global _announced
     if not _announced:
         _announced = True
-        log.info("reading with the native extension %s (librdkafka %s)", EXTENSION.__file__,
-                 EXTENSION.librdkafka_version())
+        log.info("reading with the native extension %s (librdkafka %s)", _extension().__file__,
+                 _extension().librdkafka_version())
+
+
+def _extension() -> ModuleType:
+    """The loaded extension: the pool asks for a native consumer only where native_extension.available()."""
+    if EXTENSION is None:
+        raise RuntimeError(f"kafkasource's native extension {why_unavailable()}")
+    return EXTENSION
 
 
 class NativeConsumer:
@@ -43,7 +51,7 @@ class NativeConsumer:
 
     def __init__(self, config: dict[str, object]):
         _announce()
-        self.native = EXTENSION.Consumer([(name, _property(value)) for name, value in config.items()])
+        self.native = _extension().Consumer([(name, _property(value)) for name, value in config.items()])
 
     def assign(self, partitions: list[KafkaTopicPartition]) -> None:
         self.native.assign([(tp.topic, tp.partition, tp.offset) for tp in partitions])

@@ -138,6 +138,7 @@ class TaskReader:
             yield from self._read()
         finally:
             if self.paused:
+                assert isinstance(self.consumer, ReadConsumer)  # only a task of several ranges pauses
                 self.consumer.resume(self.paused)
 
     def _read(self) -> Iterator:
@@ -242,6 +243,7 @@ class TaskReader:
 
     def _pause(self, done: list[TopicPartition]) -> None:
         finished = [KafkaTopicPartition(t, p) for t, p in done]
+        assert isinstance(self.consumer, ReadConsumer)  # several ranges: read by confluent-kafka's consumer
         self.consumer.pause(finished)
         self.paused.extend(finished)
 
