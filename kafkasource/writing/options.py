@@ -1,0 +1,179 @@
+"""The sink's options: one frozen view of what a write was given, every bad value refused before any data moves.
+
+The names follow Spark's built-in Kafka sink (kafka.bootstrap.servers, topic, kafka.*); deliveryGuarantee and
+transactionalIdPrefix are named after Flink's KafkaSink. The kafka.* settings go through the reader's own handling
+(cluster/settings.py: refused Java-only settings, librdkafka's check of names and values, secrets masked), then
+librdkafka checks them once more as a producer would take them, since some settings only conflict in a producer
+(enable.idempotence with acks, a transactional.id without idempotence).
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass, field
+from typing import Literal, Mapping, get_args
+
+from kafkasource.cluster import settings as kafka_settings
+from kafkasource.errors import OptionError
+from kafkasource.options import _check_topic_name, _choice, _get, _shown
+
+DeliveryGuarantee = Literal["at-least-once", "exactly-once", "none"]
+SINK_OPTIONS = ("topic", "deliveryGuarantee", "transactionalIdPrefix", "markerTopic")
+# options Spark itself puts into a stream writer's map: accepted, they mean nothing to the sink
+SPARK_WRITE_OPTIONS = ("checkpointLocation",)
+# kafka.* settings the sink sets itself or that only mean something to Spark's Java producer, with what to do
+REFUSED_PRODUCER_SETTINGS = {
+    "key.serializer": "keys are written as the bytes of the key column (a string as its UTF-8 bytes); serialize "
+                      "them in Spark (CAST, to_json, to_avro) into a string or binary key column",
+    "value.serializer": "values are written as the bytes of the value column (a string as its UTF-8 bytes); "
+                        "serialize them in Spark (CAST, to_json, to_avro) into a string or binary value column",
+    "transactional.id": "each Spark task's transactional.id is derived from the option transactionalIdPrefix (with "
+                        "deliveryGuarantee=exactly-once); set that instead",
+}
+# librdkafka's defaults where Spark's built-in sink (the Java producer) behaves otherwise: keyed records land in the
+# partition the Java producer picks (murmur2 of the key), so both sinks place a key alike; at-least-once writes are
+# idempotent, as the Java producer's are by default since Kafka 3.0 (its own retries neither duplicate nor reorder)
+PRODUCER_DEFAULTS: dict[str, object] = {"partitioner": "murmur2_random"}
+AT_LEAST_ONCE_DEFAULTS: dict[str, object] = {"enable.idempotence": True}
+# librdkafka's defaults: message.timeout.ms (alias delivery.timeout.ms) and transaction.timeout.ms; a transactional
+# producer without message.timeout.ms takes transaction.timeout.ms for it
+DEFAULT_DELIVERY_TIMEOUT_MS = 300_000
+DEFAULT_TRANSACTION_TIMEOUT_MS = 60_000
+
+
+@dataclass(frozen=True)
+class SinkOptions:
+    """A write's options, small and picklable: Spark ships them to every task."""
+
+    bootstrap_servers: str
+    topic: str | None  # the topic option: when set, every record goes there whatever a topic column says
+    guarantee: DeliveryGuarantee
+    transactional_id_prefix: str | None  # exactly-once only
+    marker_topic: str | None  # exactly-once streams: partition 0 of it holds each task's batch marker
+    # librdkafka settings (prefix stripped), secrets included: never print this field
+    kafka_config: dict[str, str] = field(repr=False)
+
+    def producer_config(self, **overrides: object) -> dict[str, object]:
+        """librdkafka configuration of the sink's producers: its defaults, the user's kafka.*, then `overrides`."""
+        defaults = {**PRODUCER_DEFAULTS, **(AT_LEAST_ONCE_DEFAULTS if self.guarantee == "at-least-once" else {})}
+        return {**defaults, **self.kafka_config, "bootstrap.servers": self.bootstrap_servers, **overrides}
+
+    def client_config(self, **overrides: object) -> dict[str, object]:
+        """The user's kafka.* settings for a client that is not a producer (the marker's consumer), plus
+        `overrides`: producer-only settings left out, which librdkafka would log a warning about."""
+        shared = {k: v for k, v in self.kafka_config.items() if k not in PRODUCER_ONLY_SETTINGS}
+        return {**shared, "bootstrap.servers": self.bootstrap_servers, **overrides}
+
+    def delivery_timeout_ms(self) -> int:
+        """How long librdkafka tries to deliver a record before it reports the record failed."""
+        for name in ("delivery.timeout.ms", "message.timeout.ms"):
+            if name in self.kafka_config:
+                return int(self.kafka_config[name])
+        if self.guarantee == "exactly-once":
+            return self.transaction_timeout_ms()
+        return DEFAULT_DELIVERY_TIMEOUT_MS
+
+    def transaction_timeout_ms(self) -> int:
+        return int(self.kafka_config.get("transaction.timeout.ms", DEFAULT_TRANSACTION_TIMEOUT_MS))
+
+
+# settings only a producer takes: kept from the marker's consumer (see SinkOptions.client_config)
+PRODUCER_ONLY_SETTINGS = frozenset({
+    "acks", "request.required.acks", "linger.ms", "queue.buffering.max.ms", "batch.size", "batch.num.messages",
+    "compression.type", "compression.codec", "compression.level", "enable.idempotence", "enable.gapless.guarantee",
+    "partitioner", "message.timeout.ms", "delivery.timeout.ms", "transaction.timeout.ms",
+    "queue.buffering.max.messages", "queue.buffering.max.kbytes", "retries", "message.send.max.retries",
+    "delivery.report.only.error", "sticky.partitioning.linger.ms", "queue.buffering.backpressure.threshold",
+    "request.timeout.ms", "produce.offset.report",
+})
+
+
+def parse_sink_options(raw_options: Mapping[str, str], streaming: bool) -> SinkOptions:
+    """Validate a write's option map; raise OptionError naming the first bad option and what to change."""
+    options = {str(k).lower(): v for k, v in raw_options.items()}
+    _check_names(options)
+    bootstrap = _get(options, "kafka.bootstrap.servers")
+    if bootstrap is None:
+        raise OptionError("option kafka.bootstrap.servers is required: the brokers to connect to, "
+                          "like host1:9092,host2:9092")
+    if "\x00" in bootstrap:  # librdkafka's C strings would silently end there
+        raise OptionError("option kafka.bootstrap.servers holds a NUL character (\\x00); remove it")
+    topic = _get(options, "topic")
+    if topic is not None:
+        _check_topic_name("topic", topic)
+    guarantee = _choice(options, "deliveryGuarantee", get_args(DeliveryGuarantee), "at-least-once")
+    prefix = _transactional_id_prefix(options, guarantee)
+    marker_topic = _marker_topic(options, guarantee, topic, streaming)
+    for name in options:
+        setting = name[len("kafka."):]
+        if name.startswith("kafka.") and setting in REFUSED_PRODUCER_SETTINGS:
+            raise OptionError(f"option kafka.{setting} is not supported by the sink: "
+                              f"{REFUSED_PRODUCER_SETTINGS[setting]}")
+    parsed = SinkOptions(bootstrap_servers=bootstrap, topic=topic, guarantee=guarantee,
+                         transactional_id_prefix=prefix, marker_topic=marker_topic,
+                         kafka_config=kafka_settings.kafka_config(options))
+    _check_producer_accepts(parsed)
+    return parsed
+
+
+def _check_names(options: Mapping[str, str]) -> None:
+    """Refuse option names the sink does not know, suggesting the closest: a typo never falls back to a default."""
+    known = {name.lower(): name for name in SINK_OPTIONS}
+    spark_added = {name.lower() for name in SPARK_WRITE_OPTIONS}
+    for name in options:
+        if name.startswith("kafka.") or name in known or name in spark_added:
+            continue
+        close = difflib.get_close_matches(name, list(known), n=1, cutoff=0.75)
+        hint = f"did you mean {known[close[0]]}? " if close else ""
+        raise OptionError(f"unknown option {_shown(name)} for the kafkasource sink: {hint}its options are "
+                          f"{', '.join(SINK_OPTIONS)} and kafka.<setting> for librdkafka's producer")
+
+
+def _transactional_id_prefix(options: Mapping[str, str], guarantee: DeliveryGuarantee) -> str | None:
+    prefix = _get(options, "transactionalIdPrefix")
+    if guarantee == "exactly-once" and prefix is None:
+        raise OptionError("deliveryGuarantee=exactly-once needs the option transactionalIdPrefix: each Spark task "
+                          "writes in a Kafka transaction whose transactional.id is derived from it (the prefix, a dash "
+                          "and the task's partition number), so a retried task fences its older attempt; give every "
+                          "sink its own prefix, since two sinks sharing one would fence each other")
+    if guarantee != "exactly-once" and prefix is not None:
+        raise OptionError(f"option transactionalIdPrefix only applies to deliveryGuarantee=exactly-once, but "
+                          f"deliveryGuarantee is {guarantee}; set deliveryGuarantee=exactly-once or remove the prefix")
+    if prefix is not None and "\x00" in prefix:
+        raise OptionError("option transactionalIdPrefix holds a NUL character (\\x00); remove it")
+    return prefix
+
+
+def _marker_topic(options: Mapping[str, str], guarantee: DeliveryGuarantee, topic: str | None,
+                  streaming: bool) -> str | None:
+    """Where exactly-once stream writes keep their batch markers: partition 0 of markerTopic, else of topic."""
+    given = _get(options, "markerTopic")
+    if given is not None and guarantee != "exactly-once":
+        raise OptionError(f"option markerTopic only applies to deliveryGuarantee=exactly-once, but "
+                          f"deliveryGuarantee is {guarantee}; remove it")
+    if given is not None:
+        _check_topic_name("markerTopic", given)
+        return given
+    if guarantee == "exactly-once" and streaming and topic is None:
+        raise OptionError("deliveryGuarantee=exactly-once on a stream needs a topic for its batch markers (committed "
+                          "offsets of the sink's groups, no records): set the topic option, or markerTopic to an "
+                          "existing topic when a topic column chooses where records go")
+    return topic if guarantee == "exactly-once" else None
+
+
+def _check_producer_accepts(options: SinkOptions) -> None:
+    """librdkafka's producer checks the settings together: a conflict only a producer has becomes an error that
+    names the sink's options, with secret values masked."""
+    from confluent_kafka import KafkaException, Producer
+
+    overrides: dict[str, object] = {"log_level": 0}
+    if options.guarantee == "exactly-once":
+        overrides["transactional.id"] = f"{options.transactional_id_prefix}-0"
+    config = options.producer_config(**overrides)
+    try:
+        # never produces, and a transactional producer talks to no broker before init_transactions()
+        Producer(config).close()
+    except (KafkaException, ValueError, TypeError) as exc:
+        message = str(exc.args[0].str() if exc.args and hasattr(exc.args[0], "str") else exc)
+        raise OptionError(f"librdkafka refused the sink's producer settings (deliveryGuarantee={options.guarantee}): "
+                          f"{kafka_settings.masked(message, config)}. Change the kafka.* option it names") from None

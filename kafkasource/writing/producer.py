@@ -1,0 +1,206 @@
+"""The sink's producers on executors: the loop that hands a task's records to librdkafka, the delivery reports it
+keeps, waiting (bounded) until every record is delivered or failed, and a pool of producers per Python worker for
+at-least-once and none writes.
+
+Spark reuses Python workers across batches and jobs, so a producer outlives a task: the pool keeps it per
+configuration (as the reading side keeps its consumers), and a producer that saw any failure is closed rather than
+handed to the next task, which must not meet the reports of records it never wrote. Transactional producers are
+never pooled (writing/transactions.py makes one per task).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Iterable
+
+from confluent_kafka import KafkaError, KafkaException, Producer
+
+from kafkasource.cluster.refusal import is_refusal, refusal_error
+from kafkasource.writing.failures import DeliveryError, delivery_error, where
+from kafkasource.writing.options import SinkOptions
+from kafkasource.writing.rows import Message, size_of
+
+log = logging.getLogger(__name__)
+
+POLL_EVERY = 1_000  # records between two polls that serve delivery reports (and notice a failure early)
+# a drain waits for librdkafka's own delivery timeout, after which every record has its report, plus this margin
+DRAIN_MARGIN_S = 15
+IDLE_CLOSE_SECONDS = 300
+
+
+@dataclass
+class Deliveries:
+    """The delivery reports of the records one task handed to a producer: how many failed, and the first failure
+    (what its message tells); and a refusal by the brokers (authentication, TLS), which no record report carries."""
+
+    failed: int = 0
+    first: tuple[KafkaError, str | None, int | None, int | None] | None = None  # error, topic, partition, size
+    refusal: KafkaError | None = None
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def report(self, error: KafkaError | None, message) -> None:
+        """librdkafka's delivery report callback (run by poll() and flush() in this thread)."""
+        if error is None:
+            return
+        with self._lock:
+            self.failed += 1
+            if self.first is None:
+                size = len(message.value() or b"") + len(message.key() or b"")
+                self.first = (error, message.topic(), message.partition(), size)
+
+    def on_error(self, error: KafkaError) -> None:
+        """librdkafka's error callback: client-wide errors. Only a refusal fails a write at once; brokers that are
+        down are retried until the delivery timeout, whose reports then tell."""
+        if is_refusal(error):
+            self.refusal = error
+
+    def reset(self) -> None:
+        self.failed, self.first, self.refusal = 0, None, None
+
+    def error(self, options: SinkOptions, transactional_id: str | None = None) -> Exception | None:
+        """The error these reports mean, or None when none failed."""
+        if self.refusal is not None:
+            return refusal_error(f"write to {where(options.topic, None)}", self.refusal, options.producer_config())
+        if self.first is None:
+            return None
+        error, topic, partition, size = self.first
+        return delivery_error(error, options, topic, partition, size=size, failed=self.failed,
+                              transactional_id=transactional_id)
+
+
+def new_producer(options: SinkOptions, deliveries: Deliveries, **overrides: object) -> Producer:
+    return Producer(options.producer_config(error_cb=deliveries.on_error, **overrides))
+
+
+def send(producer: Producer, deliveries: Deliveries, messages: Iterable[Message], options: SinkOptions,
+         transactional_id: str | None = None) -> int:
+    """Hand every message to the producer; how many it took. Under at-least-once and exactly-once the first
+    failure (a record refused at once, or a failed delivery noticed on the way) stops the loop with its error;
+    under none, records refused at once are counted as failed and skipped."""
+    strict = options.guarantee != "none"
+    count = 0
+    produce = producer.produce
+    report = deliveries.report
+    for message in messages:
+        topic, key, value, headers, partition = message
+        while True:
+            try:
+                produce(topic, value=value, key=key, partition=partition, on_delivery=report, headers=headers)
+                count += 1
+                break
+            except BufferError:  # librdkafka's queue is full (queue.buffering.max.*): let it deliver some first
+                producer.poll(0.1)
+                _raise_on_failure(deliveries, options, strict, transactional_id)
+            except KafkaException as exc:  # refused before it was sent: too large, or an unknown partition
+                if strict:
+                    raise delivery_error(exc.args[0], options, topic, partition, size=size_of(message),
+                                         transactional_id=transactional_id) from None
+                deliveries.failed += 1
+                break
+        if count % POLL_EVERY == 0:
+            producer.poll(0)
+            _raise_on_failure(deliveries, options, strict, transactional_id)
+    return count
+
+
+def _raise_on_failure(deliveries: Deliveries, options: SinkOptions, strict: bool,
+                      transactional_id: str | None) -> None:
+    if deliveries.refusal is not None or (strict and deliveries.failed):
+        error = deliveries.error(options, transactional_id)
+        if error is not None:
+            raise error
+
+
+def drain(producer: Producer, deliveries: Deliveries, options: SinkOptions) -> None:
+    """Wait until every record handed to `producer` is delivered or failed (librdkafka reports each within its
+    delivery timeout), then raise the first failure, except under deliveryGuarantee=none, which only logs them."""
+    strict = options.guarantee != "none"
+    deadline = time.monotonic() + options.delivery_timeout_ms() / 1000 + DRAIN_MARGIN_S
+    while producer.flush(1.0) > 0:
+        if deliveries.refusal is not None or (strict and deliveries.failed):
+            producer.purge()  # the task fails anyway: records still queued are not worth waiting for
+            producer.flush(1.0)
+            break
+        if time.monotonic() > deadline:
+            raise DeliveryError(f"{len(producer):,} records for {where(options.topic, None)} still had no delivery "
+                                f"report {options.delivery_timeout_ms() / 1000 + DRAIN_MARGIN_S:.0f} s after the task "
+                                f"handed them over; check that the brokers at {options.bootstrap_servers} are up, or "
+                                "lower kafka.delivery.timeout.ms so librdkafka gives up on them sooner")
+    _raise_on_failure(deliveries, options, strict, None)
+    if deliveries.failed:
+        log.warning("deliveryGuarantee=none: %d records for %s were not written (the first: %s)", deliveries.failed,
+                    where(options.topic, None), deliveries.error(options))
+
+
+@dataclass
+class Pooled:
+    producer: Producer
+    deliveries: Deliveries
+    key: tuple
+    last_used: float = 0.0
+
+
+class ProducerPool:
+    """Idle non-transactional producers of this worker process, by configuration."""
+
+    def __init__(self) -> None:
+        self._idle: dict[tuple, Pooled] = {}
+        self._lock = threading.Lock()
+
+    def acquire(self, options: SinkOptions) -> Pooled:
+        key = tuple(sorted((k, str(v)) for k, v in options.producer_config().items()))
+        with self._lock:
+            self._close_idle()
+            pooled = self._idle.pop(key, None)
+        if pooled is None:
+            deliveries = Deliveries()
+            pooled = Pooled(new_producer(options, deliveries), deliveries, key)
+        pooled.deliveries.reset()
+        return pooled
+
+    def release(self, pooled: Pooled, healthy: bool) -> None:
+        """Back into the pool after a task that delivered everything; closed after any failure."""
+        if not healthy:
+            close(pooled.producer)
+            return
+        pooled.last_used = time.monotonic()
+        with self._lock:
+            replaced = self._idle.pop(pooled.key, None)
+            self._idle[pooled.key] = pooled
+        if replaced is not None:  # two tasks of one worker at once (never with Spark's one task per worker)
+            close(replaced.producer)
+
+    def _close_idle(self) -> None:
+        now = time.monotonic()
+        for key in [k for k, p in self._idle.items() if now - p.last_used > IDLE_CLOSE_SECONDS]:
+            close(self._idle.pop(key).producer)
+
+
+def close(producer: Producer) -> None:
+    """Drop whatever the producer still holds (it failed, or its task is over) and close it without waiting on
+    brokers that may be gone."""
+    try:
+        producer.purge()
+        producer.flush(0)
+        producer.close()
+    except Exception as exc:  # closing is cleanup: the task's own error, if any, is the one to tell
+        log.debug("closing a producer: %s", exc)
+
+
+POOL = ProducerPool()
+
+
+def write_plain(options: SinkOptions, messages: Iterable[Message]) -> int:
+    """One task's records under at-least-once or none, with a pooled producer; how many were handed over."""
+    pooled = POOL.acquire(options)
+    healthy = False
+    try:
+        count = send(pooled.producer, pooled.deliveries, messages, options)
+        drain(pooled.producer, pooled.deliveries, options)
+        healthy = pooled.deliveries.failed == 0
+        return count
+    finally:
+        POOL.release(pooled, healthy)

@@ -1,0 +1,82 @@
+"""The writers Spark calls: a batch write's (df.write) and a stream's (df.writeStream), both fed Arrow record
+batches. Spark builds them on the driver, where the options and the DataFrame's columns are checked before any
+data moves, and ships them to every task.
+
+Spark refuses a Python data source's batch write in its default save mode, ErrorIfExists (and in Ignore), before
+any of this code runs: UNSUPPORTED_DATA_SOURCE_SAVE_MODE. Append is the mode that means what the built-in Kafka
+sink does; Overwrite reaches the writer and is refused here, as the built-in refuses it: a topic is only ever
+appended to. A stream in complete output mode asks to overwrite as well; like the built-in, the sink then writes
+every row of each result.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Iterator, Mapping
+
+from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowWriter, WriterCommitMessage
+
+from kafkasource.errors import OptionError
+from kafkasource.writing.options import SinkOptions, parse_sink_options
+from kafkasource.writing.rows import Columns, check_columns
+from kafkasource.writing.task import SinkCommitMessage, task_info, write_task
+
+log = logging.getLogger(__name__)
+
+OVERWRITE_REFUSED = ("Save mode Overwrite not allowed for kafkasource: records are only ever appended to a Kafka "
+                     "topic. Use .mode(\"append\"), which writes what the built-in Kafka sink writes in its default "
+                     "mode (Spark refuses ErrorIfExists, its default, for every Python data source)")
+
+
+def batch_writer(raw_options: Mapping[str, str], schema, overwrite: bool) -> KafkaBatchWriter:
+    if overwrite:
+        raise OptionError(OVERWRITE_REFUSED)
+    options = parse_sink_options(raw_options, streaming=False)
+    return KafkaBatchWriter(options, check_columns(schema, options.topic))
+
+
+def stream_writer(raw_options: Mapping[str, str], schema) -> KafkaStreamWriter:
+    options = parse_sink_options(raw_options, streaming=True)
+    return KafkaStreamWriter(options, check_columns(schema, options.topic))
+
+
+def _summary(messages: list[WriterCommitMessage | None]) -> str:
+    ours = [m for m in messages if isinstance(m, SinkCommitMessage)]
+    replayed = sum(1 for m in ours if m.replayed)
+    return (f"{sum(m.records for m in ours):,} records from {len(ours)} tasks"
+            + (f" ({replayed} found their part already written)" if replayed else ""))
+
+
+class KafkaBatchWriter(DataSourceArrowWriter):
+    """df.write.format("kafkasource"): each task writes its rows; nothing is left for the driver to commit."""
+
+    def __init__(self, options: SinkOptions, columns: Columns):
+        self._options = options
+        self._columns = columns
+
+    def write(self, iterator: Iterator) -> SinkCommitMessage:
+        return write_task(self._options, self._columns, iterator, task_info(streaming=False))
+
+    def commit(self, messages: list[WriterCommitMessage | None]) -> None:
+        log.info("batch write: %s", _summary(messages))
+
+    def abort(self, messages: list[WriterCommitMessage | None]) -> None:
+        # every task ended its own write: what finished tasks wrote stays (committed, under exactly-once)
+        log.warning("batch write failed; tasks that finished wrote %s, which stay in Kafka", _summary(messages))
+
+
+class KafkaStreamWriter(DataSourceStreamArrowWriter):
+    """df.writeStream.format("kafkasource"): each task writes its part of a micro-batch."""
+
+    def __init__(self, options: SinkOptions, columns: Columns):
+        self._options = options
+        self._columns = columns
+
+    def write(self, iterator: Iterator) -> SinkCommitMessage:
+        return write_task(self._options, self._columns, iterator, task_info(streaming=True))
+
+    def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
+        log.info("batch %d: %s", batchId, _summary(messages))
+
+    def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
+        log.warning("batch %d failed; tasks that finished wrote %s, which stay in Kafka", batchId, _summary(messages))

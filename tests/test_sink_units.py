@@ -1,0 +1,302 @@
+"""The sink's pure parts: option parsing, the column checks, Arrow record batches to producer arguments, the batch
+marker, and the words of its errors. No broker, no Spark session."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pytest
+from confluent_kafka import KafkaError
+from pyspark.sql.types import (ArrayType, BinaryType, IntegerType, LongType, StringType, StructField, StructType)
+
+from kafkasource.errors import OptionError
+from kafkasource.writing.failures import delivery_error
+from kafkasource.writing.options import parse_sink_options
+from kafkasource.writing.rows import HEADERS_TYPE, NULL_TOPIC, ColumnError, Columns, check_columns, messages
+from kafkasource.writing.transactions import (Marker, already_written, marker_group, marker_metadata, parse_marker,
+                                              transactional_id)
+from kafkasource.writing.writer import OVERWRITE_REFUSED, batch_writer
+
+BASE = {"kafka.bootstrap.servers": "broker:9092", "topic": "out"}
+HEADERS = ArrayType(StructType([StructField("key", StringType()), StructField("value", BinaryType())]))
+
+
+def parse(streaming: bool = False, base: dict[str, str] | None = None, **options: str):
+    return parse_sink_options({**(BASE if base is None else base), **options}, streaming=streaming)
+
+
+def error_of(streaming: bool = False, base: dict[str, str] | None = None, **options: str) -> str:
+    with pytest.raises(OptionError) as info:
+        parse(streaming, base, **options)
+    return str(info.value)
+
+
+# --- options ---------------------------------------------------------------------------------------------
+
+def test_defaults_are_at_least_once_with_the_java_producers_partitioner_and_idempotence():
+    options = parse(**{"kafka.linger.ms": "20"})
+    assert (options.bootstrap_servers, options.topic, options.guarantee) == ("broker:9092", "out", "at-least-once")
+    assert (options.transactional_id_prefix, options.marker_topic) == (None, None)
+    assert options.producer_config() == {"partitioner": "murmur2_random", "enable.idempotence": True,
+                                         "linger.ms": "20", "bootstrap.servers": "broker:9092"}
+    assert options.delivery_timeout_ms() == 300_000
+
+
+def test_users_settings_win_over_the_sinks_defaults_and_none_adds_no_idempotence():
+    options = parse(deliveryGuarantee="none", **{"kafka.partitioner": "consistent_random"})
+    assert options.producer_config() == {"partitioner": "consistent_random", "bootstrap.servers": "broker:9092"}
+    assert parse(**{"kafka.enable.idempotence": "false"}).producer_config()["enable.idempotence"] == "false"
+
+
+def test_option_names_are_case_insensitive_and_spark_s_checkpoint_location_is_accepted():
+    options = parse_sink_options({"KAFKA.BOOTSTRAP.SERVERS": "b:1", "Topic": "t", "DELIVERYGUARANTEE": "NONE",
+                                  "checkpointLocation": "/tmp/x"}, streaming=True)
+    assert (options.bootstrap_servers, options.topic, options.guarantee) == ("b:1", "t", "none")
+
+
+def test_exactly_once_takes_its_prefix_and_keeps_markers_on_the_topic():
+    options = parse(streaming=True, deliveryGuarantee="exactly-once", transactionalIdPrefix="orders-sink",
+                    **{"kafka.transaction.timeout.ms": "90000"})
+    assert (options.guarantee, options.transactional_id_prefix, options.marker_topic) == \
+        ("exactly-once", "orders-sink", "out")
+    assert options.delivery_timeout_ms() == 90_000  # a transactional producer's default message timeout
+    assert "enable.idempotence" not in options.producer_config()  # a transactional.id implies it
+    with_marker = parse(streaming=True, base={"kafka.bootstrap.servers": "b:1"}, deliveryGuarantee="exactly-once",
+                        transactionalIdPrefix="p", markerTopic="markers")
+    assert (with_marker.topic, with_marker.marker_topic) == (None, "markers")
+
+
+def test_missing_bootstrap_servers():
+    assert error_of(base={"topic": "t"}) == ("option kafka.bootstrap.servers is required: the brokers to connect "
+                                             "to, like host1:9092,host2:9092")
+
+
+def test_an_unknown_option_is_refused_with_the_closest_name():
+    assert error_of(deliveryGuarantees="none") == (
+        "unknown option 'deliveryguarantees' for the kafkasource sink: did you mean deliveryGuarantee? its options "
+        "are topic, deliveryGuarantee, transactionalIdPrefix, markerTopic and kafka.<setting> for librdkafka's "
+        "producer")
+    assert error_of(subscribe="in") == (
+        "unknown option 'subscribe' for the kafkasource sink: its options are topic, deliveryGuarantee, "
+        "transactionalIdPrefix, markerTopic and kafka.<setting> for librdkafka's producer")
+
+
+def test_a_bad_delivery_guarantee_names_the_choices():
+    assert error_of(deliveryGuarantee="exactly_once") == (
+        "option deliveryGuarantee must be one of at-least-once, exactly-once, none, got 'exactly_once'")
+
+
+def test_exactly_once_without_a_prefix_says_why_it_needs_one():
+    assert error_of(deliveryGuarantee="exactly-once") == (
+        "deliveryGuarantee=exactly-once needs the option transactionalIdPrefix: each Spark task writes in a Kafka "
+        "transaction whose transactional.id is derived from it (the prefix, a dash and the task's partition "
+        "number), so a retried task fences its older attempt; give every sink its own prefix, since two sinks "
+        "sharing one would fence each other")
+
+
+def test_a_prefix_or_marker_topic_without_exactly_once_is_refused():
+    assert error_of(transactionalIdPrefix="p") == (
+        "option transactionalIdPrefix only applies to deliveryGuarantee=exactly-once, but deliveryGuarantee is "
+        "at-least-once; set deliveryGuarantee=exactly-once or remove the prefix")
+    assert error_of(markerTopic="m") == ("option markerTopic only applies to deliveryGuarantee=exactly-once, but "
+                                         "deliveryGuarantee is at-least-once; remove it")
+
+
+def test_an_exactly_once_stream_with_a_topic_column_needs_a_marker_topic():
+    message = error_of(streaming=True, base={"kafka.bootstrap.servers": "b:1"}, deliveryGuarantee="exactly-once",
+                       transactionalIdPrefix="p")
+    assert message.startswith("deliveryGuarantee=exactly-once on a stream needs a topic for its batch markers")
+    assert "set the topic option, or markerTopic to an existing topic" in message
+    # a batch write keeps no markers
+    assert parse(base={"kafka.bootstrap.servers": "b:1"}, deliveryGuarantee="exactly-once",
+                 transactionalIdPrefix="p").marker_topic is None
+
+
+def test_a_transactional_id_by_hand_points_at_the_prefix():
+    assert error_of(**{"kafka.transactional.id": "mine"}) == (
+        "option kafka.transactional.id is not supported by the sink: each Spark task's transactional.id is derived "
+        "from the option transactionalIdPrefix (with deliveryGuarantee=exactly-once); set that instead")
+
+
+def test_java_serializers_are_refused_as_the_built_in_refuses_them():
+    assert error_of(**{"kafka.value.serializer": "x"}).startswith(
+        "option kafka.value.serializer is not supported by the sink: values are written as the bytes of the value "
+        "column")
+
+
+def test_a_setting_librdkafka_does_not_know_gets_the_readers_suggestion_and_no_value_shown():
+    message = error_of(**{"kafka.lingr.ms": "5"})
+    assert message.startswith("librdkafka rejected kafka.lingr.ms: ")
+    assert "Did you mean kafka.linger.ms?" in message
+
+
+def test_a_conflict_only_a_producer_has_is_told_with_secrets_masked():
+    message = error_of(**{"kafka.enable.idempotence": "true", "kafka.acks": "1",
+                          "kafka.sasl.password": "hunter2-secret"})
+    assert message.startswith("librdkafka refused the sink's producer settings (deliveryGuarantee=at-least-once): ")
+    assert "acks" in message and "hunter2-secret" not in message
+
+
+def test_a_bad_topic_name_is_refused():
+    assert error_of(topic="no spaces") == ("option topic: 'no spaces' is not a Kafka topic name (1 to 249 of the "
+                                           "characters a-z A-Z 0-9 . _ -)")
+
+
+def test_overwrite_is_refused_like_the_built_in_refuses_it():
+    with pytest.raises(OptionError) as info:
+        batch_writer(BASE, StructType([StructField("value", StringType())]), overwrite=True)
+    assert str(info.value) == OVERWRITE_REFUSED
+    assert OVERWRITE_REFUSED.startswith("Save mode Overwrite not allowed for kafkasource")
+
+
+# --- columns ---------------------------------------------------------------------------------------------
+
+def schema(**columns) -> StructType:
+    return StructType([StructField(name, data_type) for name, data_type in columns.items()])
+
+
+def column_error(columns: StructType, topic: str | None = "out") -> str:
+    with pytest.raises(ColumnError) as info:
+        check_columns(columns, topic)
+    return str(info.value)
+
+
+def test_which_columns_a_write_has():
+    assert check_columns(schema(value=StringType()), "t") == Columns("t", key=False, headers=False, partition=False)
+    assert check_columns(schema(topic=StringType(), key=BinaryType(), value=BinaryType(), headers=HEADERS,
+                                partition=IntegerType(), other=LongType()), None) == \
+        Columns(None, key=True, headers=True, partition=True)
+
+
+def test_the_topic_option_wins_and_then_the_topic_column_is_never_checked():
+    assert check_columns(schema(topic=IntegerType(), value=StringType()), "t").topic == "t"
+
+
+def test_missing_topic_and_value_in_the_built_ins_words():
+    assert column_error(schema(value=StringType()), topic=None) == (
+        "topic option required when no 'topic' attribute is present. Use the topic option for setting a topic.")
+    assert column_error(schema(key=StringType())) == (
+        "Required attribute 'value' not found: the DataFrame needs a value column (string or binary); its columns "
+        "are key")
+
+
+@pytest.mark.parametrize(("columns", "expected"), [
+    (schema(value=IntegerType()), "value attribute unsupported type int. value must be a(n) string or binary: "
+                                  "CAST it, or serialize it (to_json, to_avro)"),
+    (schema(key=LongType(), value=StringType()), "key attribute unsupported type bigint. key must be a(n) string or "
+                                                 "binary: CAST it, or serialize it (to_json, to_avro)"),
+    (schema(value=StringType(), partition=LongType()), "partition attribute unsupported type bigint. partition must "
+                                                       "be a(n) int: CAST it to int"),
+    (schema(value=StringType(), headers=ArrayType(StringType())),
+     f"headers attribute unsupported type array<string>. headers must be a(n) {HEADERS_TYPE}: build it as "
+     "array(struct(name AS key, CAST(v AS binary) AS value), ...)"),
+])
+def test_column_types_in_the_built_ins_words(columns, expected):
+    assert column_error(columns) == expected
+
+
+def test_a_topic_column_of_the_wrong_type():
+    assert column_error(schema(topic=BinaryType(), value=StringType()), topic=None) == (
+        "topic attribute unsupported type binary. topic must be a(n) string: CAST it to string")
+
+
+# --- Arrow record batches to records -----------------------------------------------------------------------
+
+ARROW_HEADERS = pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))
+
+
+def test_every_column_converted_row_by_row():
+    batch = pa.record_batch({
+        "topic": pa.array(["a", "b", "c"]),
+        "key": pa.array(["k0", None, "k2"]),
+        "value": pa.array([b"v0", b"", None], pa.binary()),
+        "headers": pa.array([[{"key": "h", "value": b"1"}, {"key": "n", "value": None}], None, []], ARROW_HEADERS),
+        "partition": pa.array([2, None, 0], pa.int32()),
+    })
+    assert list(messages(batch, Columns(None, key=True, headers=True, partition=True))) == [
+        ("a", "k0", b"v0", [("h", b"1"), ("n", None)], 2),
+        ("b", None, b"", None, -1),
+        ("c", "k2", None, None, 0),
+    ]
+
+
+def test_the_topic_option_overrides_the_topic_column_and_absent_columns_are_nulls():
+    batch = pa.record_batch({"topic": pa.array(["ignored", None]), "value": pa.array(["x", "y"])})
+    assert list(messages(batch, Columns("out", key=False, headers=False, partition=False))) == [
+        ("out", None, "x", None, -1), ("out", None, "y", None, -1)]
+
+
+def test_a_null_topic_fails_in_the_built_ins_words():
+    batch = pa.record_batch({"topic": pa.array(["a", None]), "value": pa.array(["x", "y"])})
+    with pytest.raises(ColumnError) as info:
+        list(messages(batch, Columns(None, key=False, headers=False, partition=False)))
+    assert str(info.value) == NULL_TOPIC == ("The Kafka message data sent to the producer contains a null topic. Use "
+                                             "the `topic` option for setting a default topic.")
+
+
+def test_a_negative_partition_is_refused_rather_than_read_as_the_partitioners_choice():
+    batch = pa.record_batch({"value": pa.array(["x", "y"]), "partition": pa.array([1, -1], pa.int32())})
+    with pytest.raises(ColumnError) as info:
+        list(messages(batch, Columns("t", key=False, headers=False, partition=True)))
+    assert str(info.value) == ("the partition column holds -1: a partition is a number from 0, or null to let the "
+                               "partitioner choose")
+
+
+def test_a_header_without_a_key_is_refused():
+    batch = pa.record_batch({"value": pa.array(["x"]),
+                             "headers": pa.array([[{"key": None, "value": b"1"}]], ARROW_HEADERS)})
+    with pytest.raises(ColumnError) as info:
+        list(messages(batch, Columns("t", key=False, headers=True, partition=False)))
+    assert str(info.value).startswith("the headers column holds a header with a null key")
+
+
+# --- transactions: ids and markers -------------------------------------------------------------------------
+
+def test_ids_derive_from_the_prefix_and_the_spark_partition():
+    assert transactional_id("sink-a", 3) == "sink-a-3"
+    assert marker_group("sink-a", 3) == "sink-a-3"
+
+
+def test_a_marker_round_trips_through_its_metadata_and_offset():
+    metadata = marker_metadata("q-1", 7, 2)
+    assert metadata == '{"kind":"kafkasource-sink-marker","queryId":"q-1","batchId":7,"partition":2}'
+    assert parse_marker(8, metadata) == Marker("q-1", 7)
+
+
+@pytest.mark.parametrize(("offset", "metadata"), [
+    (-1001, None), (8, ""), (8, "not json"), (8, '{"kind":"other","queryId":"q","batchId":7}'),
+    (9, '{"kind":"kafkasource-sink-marker","queryId":"q","batchId":7}'),  # offset and batch disagree
+    (8, '{"kind":"kafkasource-sink-marker","queryId":"q","batchId":"7"}'),
+])
+def test_anything_else_is_no_marker(offset, metadata):
+    assert parse_marker(offset, metadata) is None
+
+
+def test_a_marker_means_written_for_its_query_at_or_after_its_batch():
+    marker = Marker("q", 7)
+    assert already_written(marker, "q", 7) and already_written(marker, "q", 3)
+    assert not already_written(marker, "q", 8)
+    assert not already_written(marker, "another query", 7)
+    assert not already_written(None, "q", 0)
+
+
+# --- the words of delivery errors -------------------------------------------------------------------------
+
+def test_delivery_errors_name_the_topic_partition_and_what_to_change_never_a_secret():
+    options = parse(**{"kafka.sasl.password": "s3cret-pw", "kafka.security.protocol": "SASL_PLAINTEXT",
+                       "kafka.sasl.mechanism": "PLAIN", "kafka.sasl.username": "alice"})
+    too_large = str(delivery_error(KafkaError(KafkaError.MSG_SIZE_TOO_LARGE, "too big s3cret-pw"), options, "out", 2,
+                                   size=2_000_000))
+    assert too_large == ("a record of 2,000,000 bytes for topic out partition 2 is too large: too big *****. The "
+                         "producer takes records up to kafka.message.max.bytes (1000000 bytes now) and the brokers up "
+                         "to the topic's max.message.bytes: raise both (kafka.message.max.bytes for the sink; "
+                         "max.message.bytes with kafka-configs on the topic), or write smaller records")
+    denied = str(delivery_error(KafkaError(KafkaError.TOPIC_AUTHORIZATION_FAILED, "denied"), options, "out", -1,
+                                failed=3))
+    assert denied == ("the brokers at broker:9092 refused to let this client as user alice write to topic out "
+                      "(TOPIC_AUTHORIZATION_FAILED) (3 records failed). Grant the principal WRITE (and DESCRIBE) on "
+                      "topic out, or use credentials (kafka.sasl.username) that have them")
+    timed_out = str(delivery_error(KafkaError(KafkaError._MSG_TIMED_OUT, "Local: Message timed out"), options, "out",
+                                   1))
+    assert timed_out == ("records for topic out partition 1 were not delivered within kafka.delivery.timeout.ms "
+                         "(300,000 ms): Local: Message timed out. Check that the brokers at broker:9092 are up and "
+                         "reachable from the executors, or raise kafka.delivery.timeout.ms to wait longer")
