@@ -1,18 +1,20 @@
 """The metrics exporter against the broker's truth, with real Spark: while a processing-time query runs and
 after it has caught up; metric names stable and documented; the ingest job's textfile after an AvailableNow run;
-the Grafana dashboard's queries against the names exported."""
+the Grafana dashboard's queries against the names exported. `parse` reads what a scrape or the textfile gives."""
 
 from __future__ import annotations
 
 import json
 import re
+import threading
 import time
 import urllib.request
 
+from prometheus_client.parser import text_string_to_metric_families
+
 from kafkasource import metrics
-from kafkasource.metrics import CommitCounts, group_offsets
+from kafkasource.metrics import CommitCounts, collector
 from kafkasource.metrics.queries import Queries
-from kafkasource.metrics.text import parse
 from tests.job_helpers import REPO_ROOT, run_job, write_config
 from tests.kafka_helpers import await_condition
 from tests.query_helpers import base_options, stream
@@ -40,6 +42,16 @@ METRIC_NAMES = [  # what dashboards and alerts rely on: a change here breaks the
 DASHBOARD = REPO_ROOT / "conf" / "grafana-dashboard.json"
 
 
+def parse(text: str) -> dict[str, dict[tuple, float]]:
+    """Exposition text read back by prometheus_client's parser: {sample name: {sorted (label, value) pairs: value}}
+    (a counter's samples are named with their _total, as Prometheus stores them)."""
+    found: dict[str, dict[tuple, float]] = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            found.setdefault(sample.name, {})[tuple(sorted(sample.labels.items()))] = sample.value
+    return found
+
+
 def by_partition(samples: dict[tuple, float]) -> dict[int, float]:
     return {int(dict(labels)["partition"]): value for labels, value in samples.items()}
 
@@ -51,7 +63,9 @@ def scrape(url: str) -> dict[str, dict[tuple, float]]:
 
 
 def test_metric_names_are_stable_and_documented():
-    exported = [f.name for f in Queries().families(0.0) + group_offsets.families([]) + CommitCounts().families()]
+    exposition = collector.Exposition(collector.ExporterCollector(threading.Lock(), Queries(), {}, CommitCounts()),
+                                      "127.0.0.1", None, None)
+    exported = re.findall(r"^# TYPE (\S+) ", exposition.text(), re.MULTILINE)  # the names as scrapes show them
     assert exported == METRIC_NAMES
     page = (REPO_ROOT / "docs" / "monitoring.md").read_text()
     assert [name for name in METRIC_NAMES if f"`{name}`" not in page] == []
@@ -144,6 +158,7 @@ def test_ingest_job_writes_the_textfile_of_an_available_now_run(kafka, tmp_path)
     assert list(found["kafkasource_query_batches_total"].values()) == [3]
     assert list(found["kafkasource_query_active"].values()) == [0]
     assert list(found["kafkasource_commits_total"].values())[0] >= 3
-    assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")] == []  # written whole, by a rename
+    # written whole, by a rename (prometheus_client's temporary file: the textfile's name and .pid.thread)
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith("kafkasource.prom.")] == []
     rates = [float(m.group(1).replace(",", "")) for m in re.finditer(r"rows, ([\d.,]+) rows/s", done.stdout)]
     assert len(rates) == 3 and all(r > 0 for r in rates), done.stdout[-2000:]

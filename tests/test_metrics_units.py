@@ -1,21 +1,30 @@
-"""The exporter's pure parts: the text format, lag in seconds, query state from both progress shapes, commit
-metadata within its size limit, and the commit outcome datagrams."""
+"""The exporter's pure parts: the exposition (prometheus_client's text format and OpenMetrics, the textfile, every
+metric as docs/monitoring.md lists it), lag in seconds, query state from both progress shapes, commit metadata
+within its size limit, the commit outcome datagrams, and the package without prometheus_client."""
 
 from __future__ import annotations
 
 import json
+import re
 import socket
+import subprocess
+import sys
+import threading
 import time
+import urllib.request
 
 import pytest
 
 from kafkasource.commit import metadata as committer
 from kafkasource.commit.outcomes import ENV_ADDRESS, CommitOutcome, OutcomeReceiver, OutcomeSender
-from kafkasource.metrics import CommitCounts
+from kafkasource.commit.metadata import CommitAuthor
+from kafkasource.metrics import CommitCounts, collector
+from kafkasource.metrics.group_offsets import GroupView
 from kafkasource.metrics.lag_seconds import LogEndHistory
 from kafkasource.metrics.queries import Queries
-from kafkasource.metrics.text import Family, parse, render
 from kafkasource.metrics.progress import rows_per_second
+from tests.job_helpers import REPO_ROOT
+from tests.test_metrics import parse
 
 QID = "5b1c0f3e-0000-4000-8000-000000000001"
 
@@ -34,20 +43,89 @@ def progress(batch: int, rows: int, start: dict, end: dict, latest: dict, durati
     return data
 
 
-def samples(families: list[Family], name: str) -> dict[tuple, float]:
-    family = next(f for f in families if f.name == name)
-    return {tuple(sorted(labels.items())): value for labels, value in family.samples}
+def samples(families: list, name: str) -> dict[tuple, float]:
+    """The samples named `name` (a counter's end in _total) of prometheus_client families, by sorted labels."""
+    return {tuple(sorted(s.labels.items())): s.value for family in families for s in family.samples if s.name == name}
 
 
-def test_text_format_escapes_labels_and_lists_empty_families():
-    counter = Family("kafkasource_x_total", "counter", "X")
-    counter.add(3, query='a"b\\c\nd', partition=0)
-    gauge = Family("kafkasource_y", "gauge", "Y")
-    assert render([counter, gauge]) == (
-        '# HELP kafkasource_x_total X\n# TYPE kafkasource_x_total counter\n'
-        'kafkasource_x_total{query="a\\"b\\\\c\\nd",partition="0"} 3\n'
-        '# HELP kafkasource_y Y\n# TYPE kafkasource_y gauge\n')
-    assert parse(render([counter])) == {"kafkasource_x_total": {(("partition", "0"), ("query", 'a"b\\c\nd')): 3.0}}
+def exposition(queries: Queries | None = None, views: tuple[GroupView, ...] = (), commits: CommitCounts | None = None,
+               port: int | None = None, textfile: str | None = None) -> collector.Exposition:
+    """What an Exporter serves, without Spark: its collector over these in a registry of its own."""
+    return collector.Exposition(collector.ExporterCollector(threading.Lock(), queries or Queries(),
+                                                            {v.group: v for v in views}, commits or CommitCounts()),
+                                "127.0.0.1", port, textfile)
+
+
+def every_metric() -> collector.Exposition:
+    """An exposition in which every family has samples: a query, a group read with a commit's time, every outcome."""
+    queries = Queries()
+    queries.progress(progress(0, 30, {"t": {"0": 0}}, {"t": {"0": 30}}, {"t": {"0": 50}}))
+    view = GroupView("g", committed={("t", 0): 30}, committers={("t", 0): CommitAuthor(by="kafkasource", at_ms=1)},
+                     log_ends={("t", 0): 50}, read_at=2.0)
+    commits = CommitCounts()
+    for outcome in ("success", "failure", "retry"):
+        commits.add(CommitOutcome("g", outcome, "" if outcome == "success" else "_TRANSPORT", 3, "sync"))
+    return exposition(queries, (view,), commits)
+
+
+def test_exposition_escapes_labels_and_lists_empty_families():
+    queries = Queries()
+    queries.started(QID, 'a"b\\c\nd')
+    text = exposition(queries).text()
+    # prometheus_client's text format: labels sorted by name, values as floats ("0.0", not "0")
+    assert (f'kafkasource_query_batches_total{{query="a\\"b\\\\c\\nd",query_id="{QID}"}} 0.0\n') in text
+    assert parse(text)["kafkasource_query_active"] == {(("query", 'a"b\\c\nd'), ("query_id", QID)): 1.0}
+    assert text.startswith("# HELP kafkasource_partition_offset Offset the query's last batch reached in the "
+                           "partition (the next one it reads)\n# TYPE kafkasource_partition_offset gauge\n")
+    assert ("# HELP kafkasource_commits_total Commits the brokers accepted, per group and mode\n"
+            "# TYPE kafkasource_commits_total counter\n") in text  # listed before any commit, named as ever
+    assert 'kafkasource_partition_offset{' not in text
+
+
+def test_every_metric_is_exported_with_the_documented_name_type_and_labels():
+    page = (REPO_ROOT / "docs" / "monitoring.md").read_text()
+    documented = {name: (kind, set(labels.split(", "))) for name, kind, labels in
+                  re.findall(r"^\| `(kafkasource_\w+)` \| (gauge|counter) \| ([\w, ]+) \|", page, re.MULTILINE)}
+    text = every_metric().text()
+    types = dict(re.findall(r"^# TYPE (\S+) (\S+)$", text, re.MULTILINE))
+    labels = {name: {label for key in found for label, _ in key} for name, found in parse(text).items()}
+    assert {name: (kind, labels.get(name)) for name, kind in types.items()} == documented
+    assert len(documented) == 18
+
+
+def test_scrapes_get_prometheus_text_or_the_openmetrics_they_ask_for(tmp_path):
+    commits = CommitCounts()
+    commits.add(CommitOutcome("g", "success", "", 3, "async"))
+    served = exposition(commits=commits, port=0, textfile=str(tmp_path / "kafkasource.prom"))
+    url = "http://%s:%d/metrics" % served.address
+    try:
+        with urllib.request.urlopen(url, timeout=10) as answer:
+            assert answer.headers["Content-Type"] == "text/plain; version=0.0.4; charset=utf-8"
+            assert answer.read().decode() == served.text()
+        # what Prometheus asks for: OpenMetrics first; the counter family loses its _total, its samples keep it
+        accept = ("application/openmetrics-text;version=1.0.0;escaping=allow-utf-8;q=0.6,"
+                  "application/openmetrics-text;version=0.0.1;q=0.5,text/plain;version=0.0.4;q=0.3,*/*;q=0.2")
+        with urllib.request.urlopen(urllib.request.Request(url, headers={"Accept": accept}), timeout=10) as answer:
+            assert answer.headers["Content-Type"].startswith("application/openmetrics-text; version=1.0.0;")
+            openmetrics = answer.read().decode()
+        assert "# TYPE kafkasource_commits counter\n" in openmetrics
+        assert 'kafkasource_commits_total{group="g",mode="async"} 1.0\n' in openmetrics
+        assert openmetrics.endswith("# EOF\n")
+    finally:
+        served.close()
+    served.write_textfile()
+    assert (tmp_path / "kafkasource.prom").read_text() == served.text()
+    assert [p.name for p in tmp_path.iterdir()] == ["kafkasource.prom"]  # written whole, by a rename
+
+
+def test_the_package_imports_without_prometheus_client_and_serve_names_the_extra():
+    hidden = "import sys; sys.modules['prometheus_client'] = None; "
+    done = subprocess.run([sys.executable, "-c", hidden + (
+        "import kafkasource.metrics, kafkasource.jobs.running; from kafkasource.metrics import serve\n"
+        "try:\n    serve(None, port=None)\nexcept ImportError as e:\n    print(e)")],
+        capture_output=True, text=True, cwd=REPO_ROOT, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout == 'kafkasource.metrics.serve needs prometheus_client: pip install "kafkasource[metrics]"\n'
 
 
 def test_lag_seconds_interpolates_the_log_end_growth():
@@ -71,7 +149,7 @@ def test_both_progress_shapes_give_the_same_figures():
         assert not queries.progress(first)  # the same batch again counts nothing
         queries.progress(progress(1, 20, {"t": {"0": 30}}, {"t": {"0": 50}}, {"t": {"0": 50}}, duration_ms=250,
                                   timestamp="2026-11-25T12:00:10.000Z", classic=classic))
-        families = queries.families(now=0.0)
+        families = collector.query_families(queries, now=0.0)
         q = (("query", "orders"), ("query_id", QID))
         assert samples(families, "kafkasource_query_input_rows_total") == {q: 50}
         assert samples(families, "kafkasource_query_batches_total") == {q: 2}
@@ -110,9 +188,9 @@ def test_commit_outcomes_cross_by_datagram_and_never_wait():
         counts = CommitCounts()
         counts.add(CommitOutcome("g", "success", "", 3, "async"))
         counts.add(CommitOutcome("g", "retry", "_TRANSPORT", 3, "sync"))
-        text = render(counts.families())
-        assert 'kafkasource_commits_total{group="g",mode="async"} 1' in text
-        assert 'kafkasource_commit_retries_total{group="g",reason="_TRANSPORT"} 1' in text
+        text = exposition(commits=counts).text()
+        assert 'kafkasource_commits_total{group="g",mode="async"} 1.0\n' in text
+        assert 'kafkasource_commit_retries_total{group="g",reason="_TRANSPORT"} 1.0\n' in text
     finally:
         receiver.close()
     # nobody listens any more, and the receive buffer of a socket nobody reads fills: sends still return at once

@@ -11,9 +11,13 @@ Three sources feed it, each on its own thread, none on a query's path:
   `source_options` (kafkasource.metrics.group_offsets).
 With `textfile`, the same text is also written to that file (atomically) after each batch and on close(), for
 node_exporter's textfile collector. docs/monitoring.md lists every metric.
+
+prometheus_client writes, serves and negotiates the exposition (kafkasource.metrics.collector): serve() needs the
+`metrics` extra, `pip install "kafkasource[metrics]"`; the rest of the package imports without it.
 """
 
-from kafkasource.metrics.exporter import DEFAULT_PORT, CommitCounts, Exporter, serve
+from kafkasource.metrics.commit_counts import CommitCounts
+from kafkasource.metrics.exporter import DEFAULT_PORT, Exporter, serve
 from kafkasource.metrics.progress import LagListener, lag_from_progress
 
 __all__ = ["DEFAULT_PORT", "CommitCounts", "Exporter", "LagListener", "lag_from_progress", "serve"]

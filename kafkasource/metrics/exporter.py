@@ -1,62 +1,40 @@
-"""The exporter behind kafkasource.metrics.serve: it holds the metrics, serves them over HTTP and writes the
-textfile."""
+"""The exporter behind kafkasource.metrics.serve: it holds the metrics, fed by its listener, the commit outcomes and
+its reads of the groups; kafkasource.metrics.collector serves them and writes the textfile."""
 
 from __future__ import annotations
 
 import logging
-import os
-import tempfile
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from pyspark.sql.streaming import StreamingQueryListener
 
 from kafkasource.cluster.client import KafkaClient
-from kafkasource.commit.outcomes import ENV_ADDRESS, CommitOutcome, OutcomeReceiver
+from kafkasource.commit.outcomes import ENV_ADDRESS, OutcomeReceiver
 from kafkasource.metrics import group_offsets
+from kafkasource.metrics.commit_counts import CommitCounts
 from kafkasource.metrics.queries import Queries
-from kafkasource.metrics.text import CONTENT_TYPE, Family, render
 from kafkasource.options import SourceOptions
+
+if TYPE_CHECKING:
+    from kafkasource.metrics.collector import Exposition
 
 log = logging.getLogger(__name__)
 
 DEFAULT_PORT = 9108
 
 
-class CommitCounts:
-    """Commit outcomes per group, as counters."""
+def _collector_module():
+    """kafkasource.metrics.collector, which needs prometheus_client: the `metrics` extra."""
+    try:
+        import prometheus_client  # noqa: F401
+    except ImportError:
+        raise ImportError('kafkasource.metrics.serve needs prometheus_client: pip install "kafkasource[metrics]"',
+                          name="prometheus_client") from None
+    from kafkasource.metrics import collector
 
-    def __init__(self):
-        self.successes: dict[tuple[str, str], int] = {}  # (group, mode)
-        self.failures: dict[tuple[str, str, str], int] = {}  # (group, mode, reason)
-        self.retries: dict[tuple[str, str], int] = {}  # (group, reason)
-
-    def add(self, outcome: CommitOutcome) -> None:
-        if outcome.outcome == "success":
-            key = (outcome.group, outcome.mode)
-            self.successes[key] = self.successes.get(key, 0) + 1
-        elif outcome.outcome == "failure":
-            key3 = (outcome.group, outcome.mode, outcome.reason)
-            self.failures[key3] = self.failures.get(key3, 0) + 1
-        else:
-            key = (outcome.group, outcome.reason)
-            self.retries[key] = self.retries.get(key, 0) + 1
-
-    def families(self) -> list[Family]:
-        successes = Family("kafkasource_commits_total", "counter", "Commits the brokers accepted, per group and mode")
-        failures = Family("kafkasource_commit_failures_total", "counter",
-                          "Commits that failed for good, per group, mode and Kafka error name")
-        retries = Family("kafkasource_commit_retries_total", "counter",
-                         "Commits retried after a retriable error, per group and Kafka error name")
-        for (group, mode), n in sorted(self.successes.items()):
-            successes.add(n, group=group, mode=mode)
-        for (group, mode, reason), n in sorted(self.failures.items()):
-            failures.add(n, group=group, mode=mode, reason=reason)
-        for (group, reason), n in sorted(self.retries.items()):
-            retries.add(n, group=group, reason=reason)
-        return [successes, failures, retries]
+    return collector
 
 
 class _Listener(StreamingQueryListener):
@@ -82,13 +60,13 @@ class Exporter:
     def __init__(self, spark, port: int | None, host: str, textfile: str | None,
                  source_options: Sequence[Mapping[str, str] | SourceOptions], broker_interval_s: float,
                  read_groups_in_thread: bool = True):
+        collector = _collector_module()  # before anything starts: without prometheus_client, nothing does
         self._lock = threading.Lock()
         self._queries = Queries()
         self._commits = CommitCounts()
         self._groups = [group_offsets.group_options(o) for o in source_options]  # checked before anything starts
         self._views = {o.group_id: group_offsets.GroupView(o.group_id) for o in self._groups}
         self._clients = [KafkaClient(o) for o in self._groups]  # used by the groups' thread only
-        self._textfile = textfile
         self._broker_interval_s = max(1.0, broker_interval_s)
         self._closing = threading.Event()
         self._spark = spark
@@ -99,11 +77,8 @@ class Exporter:
         if self._groups and read_groups_in_thread:
             self._threads.append(threading.Thread(target=self._read_groups_every_interval,
                                                   name="kafkasource-metrics-groups", daemon=True))
-        self._server: ThreadingHTTPServer | None = None
-        if port is not None:
-            self._server = ThreadingHTTPServer((host, port), _handler(self))
-            self._threads.append(threading.Thread(target=self._server.serve_forever, name="kafkasource-metrics-http",
-                                                  daemon=True))
+        self._exposition: Exposition = collector.Exposition(
+            collector.ExporterCollector(self._lock, self._queries, self._views, self._commits), host, port, textfile)
         for thread in self._threads:
             thread.start()
         import kafkasource
@@ -117,14 +92,16 @@ class Exporter:
 
     @property
     def port(self) -> int | None:
-        return self._server.server_address[1] if self._server is not None else None
+        address = self._exposition.address
+        return address[1] if address is not None else None
 
     @property
     def url(self) -> str | None:
-        if self._server is None:
+        address = self._exposition.address
+        if address is None:
             return None
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}/metrics"
+        host, port = address
+        return f"http://[{host}]:{port}/metrics" if ":" in host else f"http://{host}:{port}/metrics"
 
     # -- what feeds it -------------------------------------------------------------------------------
     def started(self, query_id: str, name: str | None) -> None:
@@ -186,27 +163,13 @@ class Exporter:
                 self._views[options.group_id] = view
 
     # -- what it gives ---------------------------------------------------------------------------------
-    def families(self) -> list[Family]:
-        with self._lock:
-            return (self._queries.families(time.time()) + group_offsets.families(list(self._views.values()))
-                    + self._commits.families())
-
     def text(self) -> str:
-        return render(self.families())
+        """The metrics in Prometheus' text format, as a scrape that does not ask for OpenMetrics gets them."""
+        return self._exposition.text()
 
     def write_textfile(self) -> None:
         """Write the metrics to `textfile` (if given) as node_exporter wants it: whole, by a rename."""
-        if self._textfile is None:
-            return
-        directory = os.path.dirname(os.path.abspath(self._textfile))
-        fd, temporary = tempfile.mkstemp(prefix=".kafkasource-", suffix=".prom.tmp", dir=directory)
-        try:
-            with os.fdopen(fd, "w") as f:
-                f.write(self.text())
-            os.replace(temporary, self._textfile)
-        except BaseException:
-            os.unlink(temporary)
-            raise
+        self._exposition.write_textfile()
 
     def close(self) -> None:
         """Stop listening and serving; take the commit outcomes already sent, read the groups once more (so an
@@ -218,9 +181,7 @@ class Exporter:
             self._spark.streams.removeListener(self._listener)
         except Exception as exc:  # the session may be stopping already
             log.debug("listener not removed: %s", exc)
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
+        self._exposition.close()
         for thread in self._threads:
             thread.join(timeout=15)
         while (outcome := self._receiver.receive(timeout=0)) is not None:
@@ -235,30 +196,12 @@ class Exporter:
         self.write_textfile()
 
 
-def _handler(exporter: Exporter) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            if self.path.split("?")[0] not in ("/metrics", "/"):
-                self.send_error(404, "metrics are at /metrics")
-                return
-            body = exporter.text().encode()
-            self.send_response(200)
-            self.send_header("Content-Type", CONTENT_TYPE)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, format: str, *args) -> None:  # scrapes are not worth a log line each
-            log.debug("scrape: " + format, *args)
-
-    return Handler
-
-
 def serve(spark, port: int | None = DEFAULT_PORT, host: str = "127.0.0.1", textfile: str | None = None,
           source_options: Mapping[str, str] | SourceOptions | Sequence[Mapping[str, str] | SourceOptions] = (),
           broker_interval_s: float = 30.0, read_groups_in_thread: bool = True) -> Exporter:
-    """Export the metrics of this session's kafkasource queries in Prometheus' text format at
-    http://host:port/metrics (port 0: any free one, see `exporter.port`; None: no HTTP, e.g. with `textfile` only).
+    """Export the metrics of this session's kafkasource queries in Prometheus' text format (OpenMetrics to a scraper
+    that asks for it) at http://host:port/metrics (port 0: any free one, see `exporter.port`; None: no HTTP, e.g.
+    with `textfile` only). Needs prometheus_client: `pip install "kafkasource[metrics]"`.
 
     `source_options`: the options of the queries (one mapping, or several) whose consumer groups' committed
     offsets to read from the brokers, at most every `broker_interval_s` seconds. Call it before starting the

@@ -15,7 +15,6 @@ from typing import Mapping
 
 from kafkasource.cluster.client import KafkaClient
 from kafkasource.commit.metadata import CommitAuthor, parse
-from kafkasource.metrics.text import Family
 from kafkasource.options import SourceOptions, parse_options
 from kafkasource.planning.partitions import TopicPartition
 
@@ -60,29 +59,3 @@ def read_group(options: SourceOptions, client: KafkaClient) -> GroupView:
     view.log_ends = client.high_watermarks(partitions)
     view.read_at = time.time()
     return view
-
-
-def families(views: list[GroupView]) -> list[Family]:
-    committed = Family("kafkasource_group_committed_offset", "gauge",
-                       "The consumer group's committed offset for the partition, as the brokers report it")
-    lag = Family("kafkasource_group_lag_records", "gauge",
-                 "Log end offset minus the group's committed offset, both read from the brokers at the same time")
-    commit_time = Family("kafkasource_group_commit_timestamp_seconds", "gauge",
-                         "Unix time of the group's last commit for the partition, from the commit's metadata")
-    read_at = Family("kafkasource_group_offsets_read_timestamp_seconds", "gauge",
-                     "Unix time the exporter last read the group's offsets from the brokers")
-    errors = Family("kafkasource_group_offsets_read_errors_total", "counter",
-                    "Failed reads of the group's offsets from the brokers")
-    for view in sorted(views, key=lambda v: v.group):
-        for (topic, partition), offset in sorted(view.committed.items()):
-            labels = {"group": view.group, "topic": topic, "partition": partition}
-            committed.add(offset, **labels)
-            if (topic, partition) in view.log_ends:
-                lag.add(max(0, view.log_ends[(topic, partition)] - offset), **labels)
-            who = view.committers.get((topic, partition))
-            if who is not None and who.at_ms is not None:
-                commit_time.add(who.at_ms / 1000, **labels)
-        if view.read_at is not None:
-            read_at.add(view.read_at, group=view.group)
-        errors.add(view.read_errors, group=view.group)
-    return [committed, lag, commit_time, read_at, errors]

@@ -13,7 +13,6 @@ from datetime import datetime
 from typing import Any
 
 from kafkasource.metrics.lag_seconds import LogEndHistory
-from kafkasource.metrics.text import Family
 from kafkasource.planning.partitions import Positions, TopicPartition
 from kafkasource.metrics.progress import _as_dict, batch_duration_s, input_rows, positions_from_progress, rows_per_second
 
@@ -88,40 +87,3 @@ class Queries:
         state.rows_per_second = rows_per_second(data)
         state.batch_duration_s = batch_duration_s(data)
         return True
-
-    def families(self, now: float) -> list[Family]:
-        offset = Family("kafkasource_partition_offset", "gauge",
-                        "Offset the query's last batch reached in the partition (the next one it reads)")
-        log_end = Family("kafkasource_partition_log_end_offset", "gauge",
-                         "Log end offset of the partition as the source last saw it")
-        lag = Family("kafkasource_partition_lag_records", "gauge",
-                     "Records between the query's offset and the log end it last saw")
-        lag_s = Family("kafkasource_partition_lag_seconds", "gauge",
-                       "Seconds since the log end passed the query's offset (interpolated log end growth)")
-        rows = Family("kafkasource_query_input_rows_total", "counter", "Rows the query's batches read from Kafka")
-        batches = Family("kafkasource_query_batches_total", "counter", "Micro-batches the query completed")
-        rate = Family("kafkasource_query_rows_per_second", "gauge",
-                      "Rows per second of the last batch (its input rows over its trigger's duration)")
-        duration = Family("kafkasource_query_batch_duration_seconds", "gauge", "Duration of the last batch's trigger")
-        last = Family("kafkasource_query_last_progress_timestamp_seconds", "gauge",
-                      "Unix time of the query's last progress (its trigger's start)")
-        active = Family("kafkasource_query_active", "gauge", "1 while the query runs, 0 once it has terminated")
-        for state in sorted(self.by_id.values(), key=lambda s: s.query_id):
-            q = {"query": state.label, "query_id": state.query_id}
-            for (topic, partition), end in sorted(state.log_ends.items()):
-                at = state.offsets.get((topic, partition), 0)
-                labels = {**q, "topic": topic, "partition": partition}
-                offset.add(at, **labels)
-                log_end.add(end, **labels)
-                lag.add(max(0, end - at), **labels)
-                seconds = state.history[(topic, partition)].lag_seconds(at, now)
-                if seconds is not None:
-                    lag_s.add(seconds, **labels)
-            rows.add(state.input_rows, **q)
-            batches.add(state.batches, **q)
-            rate.add(state.rows_per_second, **q)
-            duration.add(state.batch_duration_s, **q)
-            if state.last_progress_at is not None:
-                last.add(state.last_progress_at, **q)
-            active.add(1 if state.active else 0, **q)
-        return [offset, log_end, lag, lag_s, rows, batches, rate, duration, last, active]
