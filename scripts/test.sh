@@ -16,4 +16,5 @@ if ! docs=$(NO_MKDOCS_2_WARNING=1 python3 -m mkdocs build --strict --site-dir .c
     echo "$docs" >&2
     exit 1
 fi
+(cd native && { rustup -q component add clippy rustfmt || true; } && cargo fmt --check && PYO3_PYTHON="${PYO3_PYTHON:-$(python3 -c 'import sys; print(sys.executable)')}" cargo clippy -q --release --all-targets -- -D warnings)  # PYO3_PYTHON as setuptools-rust sets it: clippy reuses the build above in native/target
 exec python3 -m pytest "$@"

@@ -2,10 +2,10 @@
 //! per record.
 //!
 //! Only the hot loop lives here. Parsing schemas, mapping them to Arrow types and resolving each writer schema
-//! into the reader schema happen once per schema in Python (kafkasource/avro_schema.py), which hands over a plan:
-//! for every value, how to read the writer's encoding and which reader column it lands in (defaults come encoded
-//! in Avro binary, read like data). The decoder follows the plan; a record it cannot follow is rolled back and
-//! becomes a null with its reason.
+//! into the reader schema happen once per schema in Python (kafkasource/formats/avro_schema.py), which hands over
+//! a plan: for every value, how to read the writer's encoding and which reader column it lands in (defaults come
+//! encoded in Avro binary, read like data). The decoder follows the plan; a record it cannot follow is rolled
+//! back and becomes a null with its reason.
 
 use std::collections::HashMap;
 
@@ -35,15 +35,37 @@ fn malformed<T>(why: impl Into<String>) -> Outcome<T> {
 /// An Arrow column being built; every kind keeps its own length and can be cut back to an earlier one.
 #[derive(Clone)]
 enum Column {
-    Null { len: usize },
-    Bool { validity: Vec<u8>, bits: Vec<u8>, len: usize },
+    Null {
+        len: usize,
+    },
+    Bool {
+        validity: Vec<u8>,
+        bits: Vec<u8>,
+        len: usize,
+    },
     /// int32, int64, float32, float64, date32, timestamp, decimal128: `width` bytes a value, little-endian
-    Fixed { validity: Vec<u8>, data: Vec<u8>, width: usize },
+    Fixed {
+        validity: Vec<u8>,
+        data: Vec<u8>,
+        width: usize,
+    },
     /// binary or string
-    Bytes { validity: Vec<u8>, offsets: Vec<i32>, data: Vec<u8> },
-    Struct { validity: Vec<u8>, len: usize, children: Vec<Column> },
+    Bytes {
+        validity: Vec<u8>,
+        offsets: Vec<i32>,
+        data: Vec<u8>,
+    },
+    Struct {
+        validity: Vec<u8>,
+        len: usize,
+        children: Vec<Column>,
+    },
     /// a list, or a map (a list of key-value structs)
-    List { validity: Vec<u8>, offsets: Vec<i32>, child: Box<Column> },
+    List {
+        validity: Vec<u8>,
+        offsets: Vec<i32>,
+        child: Box<Column>,
+    },
 }
 
 fn offset(end: usize) -> Outcome<i32> {
@@ -62,7 +84,8 @@ impl Column {
             "fixed" => Column::Fixed { validity: Vec::new(), data: Vec::new(), width: spec.get_item(1)?.extract()? },
             "bytes" => Column::Bytes { validity: Vec::new(), offsets: vec![0], data: Vec::new() },
             "struct" => {
-                let children = spec.get_item(1)?.try_iter()?.map(|c| Column::from_spec(&c?)).collect::<PyResult<_>>()?;
+                let children =
+                    spec.get_item(1)?.try_iter()?.map(|c| Column::from_spec(&c?)).collect::<PyResult<_>>()?;
                 Column::Struct { validity: Vec::new(), len: 0, children }
             }
             "list" => Column::List {
@@ -186,7 +209,7 @@ enum To {
     F64,
 }
 
-/// How to read one writer value into the reader's column (kafkasource/avro_schema.py describes each step).
+/// How to read one writer value into the reader's column (kafkasource/formats/avro_schema.py describes each step).
 enum Plan {
     Null,
     Bool,
@@ -260,7 +283,8 @@ impl Plan {
             "decimal" => {
                 let size: i64 = item(1)?.extract()?;
                 let precision: u32 = item(2)?.extract()?;
-                let limit = 10u128.checked_pow(precision).ok_or_else(|| PyValueError::new_err("decimal precision over 38"))?;
+                let limit =
+                    10u128.checked_pow(precision).ok_or_else(|| PyValueError::new_err("decimal precision over 38"))?;
                 Plan::Decimal { size: usize::try_from(size).ok(), precision, scale: item(3)?.extract()?, limit }
             }
             "enum" => Plan::Enum(each(&item(1)?, |s| {
@@ -272,8 +296,11 @@ impl Plan {
                 Ok(match kind.as_str() {
                     "field" => Step::Field(step.get_item(1)?.extract()?, Plan::from_py(&step.get_item(2)?)?),
                     "skip" => Step::Skip(Skip::from_py(&step.get_item(1)?)?),
-                    _ => Step::Default(step.get_item(1)?.extract()?, step.get_item(2)?.extract()?,
-                                       Plan::from_py(&step.get_item(3)?)?),
+                    _ => Step::Default(
+                        step.get_item(1)?.extract()?,
+                        step.get_item(2)?.extract()?,
+                        Plan::from_py(&step.get_item(3)?)?,
+                    ),
                 })
             })?),
             "array" => Plan::Array(Box::new(Plan::from_py(&item(1)?)?)),
@@ -600,7 +627,7 @@ fn bytes_of(buffer: &PyBuffer<i8>) -> PyResult<&[u8]> {
 
 #[pymethods]
 impl AvroDecoder {
-    /// `column`: the reader's Arrow type as column builders (kafkasource.avro_decode._column_spec).
+    /// `column`: the reader's Arrow type as column builders (kafkasource.formats.avro._column_spec).
     #[new]
     fn new(column: &Bound<'_, PyAny>) -> PyResult<Self> {
         Ok(AvroDecoder { empty: Column::from_spec(column)?, writers: HashMap::new() })

@@ -2,8 +2,8 @@
 //! Arrow column buffers, so reading makes no Python object per record.
 //!
 //! Only the hot loop lives here. What to do about an error event (skip lost records, raise, retry), when a
-//! range is done and how positions move stay in Python (kafkasource/fetch.py), shared with the pure-Python
-//! path. librdkafka is linked statically from the `rdkafka-sys` crate; the extension exports only its
+//! range is done and how positions move stay in Python (kafkasource/reading/task_reader.py), shared with the
+//! pure-Python path. librdkafka is linked statically from the `rdkafka-sys` crate; the extension exports only its
 //! Python entry point, so this copy never clashes with confluent-kafka's own librdkafka in the same process.
 //!
 //! The system allocator serves librdkafka: a faster one saved CPU only in a process that did nothing but read,
@@ -62,11 +62,14 @@ impl BinaryColumn {
     }
 
     fn into_buffers(self, py: Python<'_>) -> PyResult<Py<BinaryBuffers>> {
-        Py::new(py, BinaryBuffers {
-            validity: buffer(py, BufferData::Bytes(self.validity))?,
-            offsets: buffer(py, BufferData::I32(self.offsets))?,
-            data: buffer(py, BufferData::Bytes(self.data))?,
-        })
+        Py::new(
+            py,
+            BinaryBuffers {
+                validity: buffer(py, BufferData::Bytes(self.validity))?,
+                offsets: buffer(py, BufferData::I32(self.offsets))?,
+                data: buffer(py, BufferData::Bytes(self.data))?,
+            },
+        )
     }
 
     fn truncate(&mut self, rows: usize) {
@@ -161,7 +164,8 @@ impl Columns {
     unsafe fn push_headers(&mut self, message: *mut rd::rd_kafka_message_t) -> Result<(), String> {
         let row = self.offsets.len() - 1;
         let mut headers: *mut rd::rd_kafka_headers_t = ptr::null_mut();
-        let found = rd::rd_kafka_message_headers(message, &mut headers) == rd::rd_kafka_resp_err_t::RD_KAFKA_RESP_ERR_NO_ERROR;
+        let found =
+            rd::rd_kafka_message_headers(message, &mut headers) == rd::rd_kafka_resp_err_t::RD_KAFKA_RESP_ERR_NO_ERROR;
         set_bit(&mut self.header_validity, row, found);
         if found {
             let mut index = 0;
@@ -333,8 +337,12 @@ type ClientErrors = Mutex<Vec<(i32, String)>>;
 ///
 /// # Safety
 /// `opaque` is the `ClientErrors` of the Handle whose client calls back; a non-null `reason` is NUL-terminated.
-unsafe extern "C" fn keep_client_error(_kafka: *mut rd::rd_kafka_t, err: c_int, reason: *const c_char,
-                                       opaque: *mut c_void) {
+unsafe extern "C" fn keep_client_error(
+    _kafka: *mut rd::rd_kafka_t,
+    err: c_int,
+    reason: *const c_char,
+    opaque: *mut c_void,
+) {
     let errors = &*(opaque as *const ClientErrors);
     errors.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).push((err, cstr(reason)));
 }
@@ -362,7 +370,8 @@ impl Handle {
         if kafka.is_null() {
             return Err(PyValueError::new_err(error_text(&errstr))); // dropping the guard destroys the configuration
         }
-        std::mem::forget(config); // librdkafka took the configuration over and frees it
+        // librdkafka took the configuration over and frees it
+        std::mem::forget(config);
         // SAFETY: `kafka` is a live consumer handle, destroyed here if no Handle is made of it.
         unsafe {
             rd::rd_kafka_poll_set_consumer(kafka);
@@ -370,8 +379,9 @@ impl Handle {
             if queue.is_null() {
                 // librdkafka gives a consumer without a group.id no consumer queue to read from
                 rd::rd_kafka_destroy(kafka);
-                return Err(PyValueError::new_err("group.id: the native consumer needs one (it never joins the \
-                                                  group nor commits)"));
+                return Err(PyValueError::new_err(
+                    "group.id: the native consumer needs one (it never joins the group nor commits)",
+                ));
             }
             Ok(Handle { kafka, queue, client_errors })
         }
@@ -458,8 +468,14 @@ impl Consumer {
             let (mut low, mut high) = (0i64, 0i64);
             // SAFETY: the handle outlives the call (the Consumer stays borrowed); the topic is NUL-terminated.
             let err = unsafe {
-                rd::rd_kafka_query_watermark_offsets(handle.kafka, c_topic.as_ptr(), partition, &mut low, &mut high,
-                                                     timeout_ms)
+                rd::rd_kafka_query_watermark_offsets(
+                    handle.kafka,
+                    c_topic.as_ptr(),
+                    partition,
+                    &mut low,
+                    &mut high,
+                    timeout_ms,
+                )
             };
             (err, low, high)
         });
@@ -542,12 +558,15 @@ impl Consumer {
         let next = Columns::like(&self.columns);
         let c = std::mem::replace(&mut self.columns, next);
         let headers = if with_headers {
-            Some(Py::new(py, HeaderBuffers {
-                validity: buffer(py, BufferData::Bytes(c.header_validity))?,
-                offsets: buffer(py, BufferData::I32(c.header_offsets))?,
-                keys: c.header_keys.into_buffers(py)?,
-                values: c.header_values.into_buffers(py)?,
-            })?)
+            Some(Py::new(
+                py,
+                HeaderBuffers {
+                    validity: buffer(py, BufferData::Bytes(c.header_validity))?,
+                    offsets: buffer(py, BufferData::I32(c.header_offsets))?,
+                    keys: c.header_keys.into_buffers(py)?,
+                    values: c.header_values.into_buffers(py)?,
+                },
+            )?)
         } else {
             None
         };
