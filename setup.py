@@ -34,6 +34,7 @@ def native_extensions() -> list:
 REGISTRY = "confluent-kafka[schemaregistry,avro,json,protobuf]>=2.6"
 # the docs site (mkdocs.yml, docs/) and its API page from the docstrings; scripts/test.sh builds it with --strict
 DOCS = ["mkdocs>=1.6", "mkdocs-material>=9.5", "mkdocstrings[python]>=0.29"]
+LINT = ["ruff>=0.6", "mypy>=1.10"]  # scripts/test.sh: ruff's lint and format checks and mypy, on kafkasource/
 METRICS = "prometheus-client>=0.20"  # start_http_server returns its server (to stop it) from 0.20 on
 
 setup(
@@ -54,6 +55,8 @@ setup(
     # a top-level pyspark_* module exposing DefaultSource: Spark registers format("kafkasource") by itself
     py_modules=["pyspark_kafkasource"],
     rust_extensions=native_extensions(),
+    # py.typed: the package's type hints are checked (mypy, scripts/test.sh) and offered to users' checkers
+    package_data={"kafkasource": ["py.typed"]},
     zip_safe=False,
     # the extension uses Python's stable ABI from 3.11 on (pyo3's abi3-py311): one wheel for 3.11 and later
     options={"bdist_wheel": {"py_limited_api": "cp311"}},
@@ -81,7 +84,7 @@ setup(
         # the tests' pyspark, with the Connect client packages that serve the Connect tests only; pex packs the
         # environment the standalone-cluster test ships to executors (dev/packed_env.py); pytest-rerunfailures
         # runs again a test that Spark's Python worker start failed (pytest.ini says why); the docs' strict build
-        "test": ["pytest>=8", "pytest-rerunfailures>=14", "hypothesis>=6", "pandas>=2,<3", "pyspark[connect]>=4.2", REGISTRY, METRICS, "pex>=2.105", *DOCS],
+        "test": ["pytest>=8", "pytest-rerunfailures>=14", "hypothesis>=6", "pandas>=2,<3", "pyspark[connect]>=4.2", REGISTRY, METRICS, "pex>=2.105", *DOCS, *LINT],
         "bench": ["matplotlib>=3"],  # the benchmark's chart
     },
 )
