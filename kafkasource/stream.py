@@ -13,9 +13,11 @@ and positions of the old log that arrive afterwards (commit(end), one batch late
 
 What a trigger costs grows with what changed, not with the number of partitions: the topics, their
 partitions and ids are asked again at most every metadataRefreshIntervalMs (or at once when the log
-ends name a partition that no longer exists), the log ends once per trigger (ListOffsets in calls of
-250 partitions shared among 4 clients, each call a request per leader broker), and the offsets JSON is
-built once per trigger and parsed once per shape Spark hands back.
+ends name a partition that no longer exists; the ids also at the first trigger of a run restarted
+from its checkpoint, which compares them with those the checkpoint kept), the log ends once per
+trigger (ListOffsets in calls of 250 partitions shared among 4 clients, each call a request per
+leader broker), and the offsets JSON is built once per trigger and parsed once per shape Spark hands
+back.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from kafkasource.client import KafkaClient
 from kafkasource.commit import OffsetCommitter
 from kafkasource.commit_events import OutcomeSender
 from kafkasource.dataloss import report_data_loss
-from kafkasource.errors import BrokerUnavailableError, KafkaSourceError
+from kafkasource.errors import BrokerUnavailableError, DataLossError, KafkaSourceError
 from kafkasource.offsets import TOPIC_IDS_KEY, OffsetLookup, from_json_dict, to_json_dict, topic_ids_of
 from kafkasource.partitions import Positions, TopicPartition, describe, listing, partition_name
 from kafkasource.options import SourceOptions
@@ -93,6 +95,9 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._parsed: list[tuple[dict, Positions]] = []  # offsets JSON the reader built or read lately, parsed
         # as the last look found them, or as the checkpoint kept them until then: a new id is a recreated topic
         self._topic_ids: dict[str, str] = {}
+        # topics whose id in _topic_ids came from the checkpoint and was never compared with the cluster's: the next
+        # plan compares them, whether or not the metadata is due (prepareForTriggerAvailableNow has just asked it)
+        self._unchecked_ids: set[str] = set()
         self._superseded: Positions = {}  # positions in logs since replaced: never to be committed
         self._last_batch_at = clock()
         self._held_back = HeldBackWatch(clock)
@@ -147,8 +152,10 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         offset log and hands it back as `start`, so a query restarted from its checkpoint compares the ids it
         sees first with those its last batch was read under."""
         start_positions = self._positions(start)
-        for topic, topic_id in topic_ids_of(start).items():  # a restarted query: its first look compares with these
-            self._topic_ids.setdefault(topic, topic_id)
+        for topic, topic_id in topic_ids_of(start).items():  # a restarted query: its first plan compares with these
+            if topic not in self._topic_ids:
+                self._topic_ids[topic] = topic_id
+                self._unchecked_ids.add(topic)
         try:
             end = self._next_end(start_positions, limit)
         finally:  # the batch that ended at `start` is complete even when planning the next one fails
@@ -196,7 +203,8 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         refresh = self._metadata_due()
         try:
             return self._plan(start, limit, refresh)
-        except BrokerUnavailableError:
+        except (BrokerUnavailableError, DataLossError):
+            # data loss found is final: planning again would not find it again (the new topic ids are known by then)
             raise
         except KafkaSourceError:
             if refresh:
@@ -210,7 +218,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         current = self._current_partitions(refresh)
         self._report_vanished(start, current, seen_before)
         base = self._join_new_partitions(start, current)
-        if refresh:
+        if refresh or self._unchecked_ids:
             base = self._restart_recreated_topics(base, start, current, seen_before)
         latest = self._look_up_log_ends(current)
         base = self._restart_where_log_went_back(base, latest, seen_before)
@@ -258,8 +266,12 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         """A topic whose id changed since the last look was deleted and created again, even if its new log already
         reaches past the query's place: data loss; with failOnDataLoss=false, its partitions the query was reading
         (`previous`) are read again from their new log start. A restarted query compares with the ids its
-        checkpoint kept (latestOffset), so a topic recreated while it was stopped is found too."""
+        checkpoint kept (latestOffset), so a topic recreated while it was stopped is found too, at its first plan
+        whatever the trigger."""
         ids = self.client.topic_ids(sorted({t for t, _ in current}))
+        # compared once: an id the brokers did not give now (no DESCRIBE permission, ...) waits for the next refresh
+        # rather than costing a request at every trigger
+        self._unchecked_ids.clear()
         recreated = {t: (self._topic_ids[t], i) for t, i in ids.items() if self._topic_ids.get(t, i) != i}
         self._topic_ids.update(ids)
         replaced = [tp for tp in previous if tp in base and tp[0] in recreated]

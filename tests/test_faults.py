@@ -26,7 +26,8 @@ from kafkasource.offsets import TOPIC_IDS_KEY
 from kafkasource.options import parse_options
 from tests.job_helpers import durable_positions, kill_group, start_job, write_config
 from tests.kafka_helpers import KafkaHarness, Record, await_condition
-from tests.query_helpers import Collector, await_rows, base_options, positions, running_stream
+from tests.query_helpers import (Collector, available_now_failure, await_rows, base_options, expected, positions,
+                                 run_available_now, running_stream)
 
 pytestmark = pytest.mark.faults
 log = logging.getLogger(__name__)
@@ -235,6 +236,51 @@ def test_topic_recreated_while_the_query_was_stopped_is_told_by_the_id_its_check
         report(capsys, "topic recreated with 10 records past the position 6 while the query was stopped, "
                        "failOnDataLoss=false: the restarted query read the new topic from offset 0, 10 of 10 records; "
                        "the group committed 10")
+
+
+def cluster_topic_id(kafka: KafkaHarness, topic: str) -> str:
+    client = KafkaClient(parse_options({"kafka.bootstrap.servers": kafka.bootstrap_servers, "subscribe": topic}))
+    try:
+        return client.topic_ids([topic])[topic]
+    finally:
+        client.close()
+
+
+@pytest.mark.parametrize("fail_on_data_loss", ["true", "false"])
+def test_topic_recreated_between_two_available_now_runs_is_told_at_the_first_trigger_of_the_second(
+        spark, kafka, tmp_path, fail_on_data_loss, capsys):
+    """The ingest job's shape: AvailableNow runs from one checkpoint. The second run asks the metadata as it starts
+    (prepareForTriggerAvailableNow), so its first trigger finds no metadata refresh due; it must compare the ids
+    the checkpoint kept all the same, or it reads offsets 50..79 of the new topic and skips 0..49 silently."""
+    topic = kafka.create_topic(kafka.unique_name("recreated-available-now"), partitions=1)
+    group = kafka.unique_name("recreated-available-now-group")
+    old = kafka.produce_values(topic, 50)
+    options = base_options(kafka, subscribe=topic, startingOffsets="earliest", failOnDataLoss=fail_on_data_loss,
+                           **{"kafka.group.id": group})
+    assert run_available_now(spark, tmp_path / "cp", options) == expected(old)
+    assert kafka.committed(group, topic, 1) == {0: 50}
+    old_id = checkpointed_topic_ids(tmp_path / "cp")[topic]
+
+    recreate_topic(kafka, topic, partitions=1)
+    renewed = kafka.produce_values(topic, 80, prefix="new")  # past the checkpoint's position 50
+    new_id = cluster_topic_id(kafka, topic)
+    assert new_id != old_id
+
+    if fail_on_data_loss == "true":
+        message = available_now_failure(spark, tmp_path / "cp", options)
+        assert (f"topic {topic} was deleted and created again (its topic id changed from {old_id} to {new_id})"
+                in message), message
+        assert "set failOnDataLoss=false" in message
+        assert kafka.committed(group, topic, 1) == {}  # Kafka dropped the old commits; the old 50 never went in
+        report(capsys, "topic recreated with 80 records past the position 50 between two AvailableNow runs, "
+                       "failOnDataLoss=true: the second run failed at its first trigger naming the topic and both ids")
+    else:
+        assert run_available_now(spark, tmp_path / "cp", options) == expected(renewed)  # offsets 0..79, each once
+        assert checkpointed_topic_ids(tmp_path / "cp") == {topic: new_id}
+        assert kafka.committed(group, topic, 1) == {0: 80}
+        report(capsys, "topic recreated with 80 records past the position 50 between two AvailableNow runs, "
+                       "failOnDataLoss=false: the second run read the new topic from offset 0, 80 of 80 records; "
+                       "the checkpoint keeps the new id, the group committed 80")
 
 
 # -- leader failover: a 3-node cluster --------------------------------------------------------------
