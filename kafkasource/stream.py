@@ -14,7 +14,8 @@ and positions of the old log that arrive afterwards (commit(end), one batch late
 What a trigger costs grows with what changed, not with the number of partitions: the topics, their
 partitions and ids are asked again at most every metadataRefreshIntervalMs (or at once when the log
 ends name a partition that no longer exists; the ids also at the first trigger of a run restarted
-from its checkpoint, which compares them with those the checkpoint kept), the log ends once per
+from its checkpoint, which compares them with those the checkpoint kept, and before the batch such a
+run replays, if the run before planned one and stopped before it completed), the log ends once per
 trigger (ListOffsets in calls of 250 partitions shared among 4 clients, each call a request per
 leader broker), and the offsets JSON is built once per trigger and parsed once per shape Spark hands
 back.
@@ -98,6 +99,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         # topics whose id in _topic_ids came from the checkpoint and was never compared with the cluster's: the next
         # plan compares them, whether or not the metadata is due (prepareForTriggerAvailableNow has just asked it)
         self._unchecked_ids: set[str] = set()
+        self._reported_in_replay: set[str] = set()  # recreated topics a replayed batch already reported (partitions)
         self._superseded: Positions = {}  # positions in logs since replaced: never to be committed
         self._last_batch_at = clock()
         self._held_back = HeldBackWatch(clock)
@@ -176,7 +178,12 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def partitions(self, start: dict, end: dict) -> list[InputPartition]:
         end_positions = self._positions(end)
-        start_positions = self._batch_starts(self._positions(start), end_positions)
+        start_positions = self._positions(start)
+        planned_under = topic_ids_of(end)
+        # a batch planned under ids this run does not hold (the usual batch was planned by latestOffset just before)
+        if any(self._topic_ids.get(topic) != topic_id for topic, topic_id in planned_under.items()):
+            start_positions = self._check_replayed_batch(planned_under, start_positions, end_positions)
+        start_positions = self._batch_starts(start_positions, end_positions)
         return plan_partitions(batch_ranges(start_positions, end_positions), self.options)
 
     def read(self, partition: KafkaInputPartition):
@@ -272,6 +279,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         # compared once: an id the brokers did not give now (no DESCRIBE permission, ...) waits for the next refresh
         # rather than costing a request at every trigger
         self._unchecked_ids.clear()
+        reported, self._reported_in_replay = self._reported_in_replay, set()
         recreated = {t: (self._topic_ids[t], i) for t, i in ids.items() if self._topic_ids.get(t, i) != i}
         self._topic_ids.update(ids)
         replaced = [tp for tp in previous if tp in base and tp[0] in recreated]
@@ -280,10 +288,34 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._restarted(base, replaced)
         restart = self.client.beginning(replaced)
         for topic, (old, new) in sorted(recreated.items()):
+            if topic in reported:  # reported as the replayed batch skipped it: restarted without a second report
+                continue
             parts = [tp for tp in replaced if tp[0] == topic]
             self._data_loss(f"topic {topic} was deleted and created again (its topic id changed from {old} to {new})"
                             f"{_unread(parts, base, seen_before)}", then="reading it again from its log start")
         return {**base, **{tp: restart[tp] for tp in replaced}}
+
+    def _check_replayed_batch(self, planned_under: dict[str, str], start: Positions, end: Positions) -> Positions:
+        """A batch whose end carries ids this run does not hold was planned by the run before, which stopped before it
+        completed: a run restarted from its checkpoint replays it first, with no latestOffset before. A topic
+        recreated meanwhile would be read at positions of its old log, so the ids are compared here (one
+        DescribeTopics request, once). Recreated: data loss; with failOnDataLoss=false the replayed batch skips its
+        partitions, whose records went with the old log, and the next plan, comparing the same ids, reads them again
+        from their new log start."""
+        ids = self.client.topic_ids(sorted(planned_under))
+        recreated = {t: (old, ids[t]) for t, old in planned_under.items() if ids.get(t, old) != old}
+        self._topic_ids.update(planned_under)  # the ids the query's place is in, until a plan moves it to a new log
+        self._unchecked_ids.update(recreated)  # compared again at the next plan, whether or not the metadata is due
+        skipped = {}
+        for topic, (old, new) in sorted(recreated.items()):
+            parts = sorted(tp for tp in end if tp[0] == topic)
+            self._data_loss(f"topic {topic} was deleted and created again (its topic id changed from {old} to {new}) "
+                            f"after the batch replayed from the checkpoint was planned"
+                            f"{_unread([tp for tp in parts if tp in start], start, end)}",
+                            then="the replayed batch skips it; the next batch reads it again from its log start")
+            self._reported_in_replay.add(topic)
+            skipped.update({tp: end[tp] for tp in parts})
+        return {**start, **skipped}
 
     def _restarted(self, base: Positions, partitions: list[TopicPartition]) -> None:
         """The query reads these partitions from a new log: their old positions are never committed again."""

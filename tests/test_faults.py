@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import NewTopic
+from pyspark.errors import StreamingQueryException
 
 from dev import broker as local_broker
 from kafkasource.client import KafkaClient
@@ -26,8 +27,8 @@ from kafkasource.offsets import TOPIC_IDS_KEY
 from kafkasource.options import parse_options
 from tests.job_helpers import durable_positions, kill_group, start_job, write_config
 from tests.kafka_helpers import KafkaHarness, Record, await_condition
-from tests.query_helpers import (Collector, available_now_failure, await_rows, base_options, expected, positions,
-                                 run_available_now, running_stream)
+from tests.query_helpers import (QUERY_TIMEOUT_S, Collector, available_now_failure, await_rows, base_options,
+                                 expected, positions, run_available_now, run_to_end, running_stream, start_query)
 
 pytestmark = pytest.mark.faults
 log = logging.getLogger(__name__)
@@ -281,6 +282,58 @@ def test_topic_recreated_between_two_available_now_runs_is_told_at_the_first_tri
         report(capsys, "topic recreated with 80 records past the position 50 between two AvailableNow runs, "
                        "failOnDataLoss=false: the second run read the new topic from offset 0, 80 of 80 records; "
                        "the checkpoint keeps the new id, the group committed 80")
+
+
+@pytest.mark.parametrize("fail_on_data_loss", ["true", "false"])
+def test_a_batch_replayed_from_the_checkpoint_is_not_read_from_a_topic_recreated_meanwhile(
+        spark, kafka, tmp_path, fail_on_data_loss, capsys):
+    """A run that stopped after planning its last batch (offsets 25..49) and before completing it: the restarted run
+    replays that batch before it plans anything, so no latestOffset compares the ids first. Read as planned it
+    would write offsets 25..49 of the new topic to the sink; it must compare the ids the batch was planned under."""
+    topic = kafka.create_topic(kafka.unique_name("recreated-replay"), partitions=1)
+    group = kafka.unique_name("recreated-replay-group")
+    old = kafka.produce_values(topic, 50)
+    options = base_options(kafka, subscribe=topic, startingOffsets="earliest", failOnDataLoss=fail_on_data_loss,
+                           maxOffsetsPerTrigger="25", **{"kafka.group.id": group})
+    first = run_to_end(spark, tmp_path / "cp", options)[1]
+    assert [positions(rows) for rows in first.batches] == [[(0, o) for o in range(25)], [(0, o) for o in range(25, 50)]]
+    old_id = checkpointed_topic_ids(tmp_path / "cp")[topic]
+    # what a run killed after planning batch 1 and before completing it leaves: its offsets entry, no commit entry
+    for name in ("1", ".1.crc"):
+        (tmp_path / "cp" / "commits" / name).unlink()
+
+    recreate_topic(kafka, topic, partitions=1)
+    renewed = kafka.produce_values(topic, 80, prefix="new")
+    new_id = cluster_topic_id(kafka, topic)
+    lost = (f"topic {topic} was deleted and created again (its topic id changed from {old_id} to {new_id}) after the "
+            f"batch replayed from the checkpoint was planned; at least 25 records the query had not read are lost "
+            f"({topic}-0 25..49)")
+
+    second = Collector()
+    query = start_query(spark, tmp_path / "cp", options, second)
+    try:
+        if fail_on_data_loss == "true":
+            with pytest.raises(StreamingQueryException) as raised:
+                query.awaitTermination(QUERY_TIMEOUT_S)
+            message = str(raised.value)
+        else:
+            assert query.awaitTermination(QUERY_TIMEOUT_S), f"AvailableNow query did not finish in {QUERY_TIMEOUT_S} s"
+            assert query.exception() is None
+    finally:
+        query.stop()
+
+    if fail_on_data_loss == "true":
+        assert lost in message, message
+        assert second.rows == []  # nothing of the new topic reached the sink
+        report(capsys, "topic recreated while a planned batch (25..49) was not yet complete, the run restarted: "
+                       "failOnDataLoss=true: the replayed batch failed naming the topic, both ids and the lost range")
+    else:
+        assert second.rows == expected(renewed)  # offsets 0..79 of the new topic, each once; none read at 25..49
+        assert checkpointed_topic_ids(tmp_path / "cp") == {topic: new_id}
+        assert kafka.committed(group, topic, 1) == {0: 80}
+        report(capsys, "topic recreated while a planned batch (25..49) was not yet complete, the run restarted: "
+                       "failOnDataLoss=false: the replayed batch skipped it, then the new topic was read from offset "
+                       "0, 80 of 80 records; the group committed 80")
 
 
 # -- leader failover: a 3-node cluster --------------------------------------------------------------
