@@ -22,7 +22,7 @@ from kafkasource.arrow import arrow_schema
 from kafkasource.errors import DecodeError, OptionError
 from kafkasource.schema_registry import (WRITER_SCHEMAS, RegistrySchema, UnknownSchemaId, reader_schema,
                                          registry_config)
-from kafkasource.subscription import Assign, Subscribe, Subscription
+from kafkasource.subscription import Subscription
 from kafkasource.wire_format import schema_id_of, schema_ids
 
 Format = Literal["binary", "avro", "protobuf", "json"]
@@ -128,8 +128,7 @@ def _subject(options: Mapping[str, str], column: str, subscription: Subscription
         return subject
     if _get(options, f"{column}SchemaId") is not None:
         return None
-    topics = (subscription.topics if isinstance(subscription, Subscribe) else
-              tuple(dict.fromkeys(t for t, _ in subscription.partitions)) if isinstance(subscription, Assign) else ())
+    topics = subscription.named_topics()  # subscribe and assign name theirs; a pattern names none
     if len(topics) != 1:
         raise OptionError(f"option {column}Format reads every topic with one reader schema, and "
                           f"{subscription.describe()} does not name exactly one topic to take it from "
