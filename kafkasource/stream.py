@@ -13,15 +13,19 @@ and positions of the old log that arrive afterwards (commit(end), one batch late
 
 What a trigger costs grows with what changed, not with the number of partitions: the topics, their
 partitions and ids are asked again at most every metadataRefreshIntervalMs (or at once when the log
-ends name a partition that no longer exists), the log ends once per trigger (ListOffsets in calls of
-250 partitions shared among 4 clients, each call a request per leader broker), and the offsets JSON is
-built once per trigger and parsed once per shape Spark hands back.
+ends name a partition that no longer exists; the ids also at the first trigger of a run restarted
+from its checkpoint, which compares them with those the checkpoint kept, and before the batch such a
+run replays, if the run before planned one and stopped before it completed), the log ends once per
+trigger (ListOffsets in calls of 250 partitions shared among 4 clients, each call a request per
+leader broker), and the offsets JSON is built once per trigger and parsed once per shape Spark hands
+back.
 """
 
 from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Callable, Protocol
 
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
@@ -32,7 +36,7 @@ from kafkasource.cluster.client import KafkaClient
 from kafkasource.commit.committer import OffsetCommitter
 from kafkasource.commit.outcomes import OutcomeSender
 from kafkasource.planning.data_loss import report_data_loss
-from kafkasource.errors import BrokerUnavailableError, KafkaSourceError
+from kafkasource.errors import BrokerUnavailableError, DataLossError, KafkaSourceError
 from kafkasource.planning.offsets import TOPIC_IDS_KEY, OffsetLookup, from_json_dict, to_json_dict, topic_ids_of
 from kafkasource.planning.partitions import Positions, TopicPartition, describe, listing, partition_name
 from kafkasource.options import SourceOptions
@@ -97,6 +101,10 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._parsed: list[tuple[dict, Positions]] = []  # offsets JSON the reader built or read lately, parsed
         # as the last look found them, or as the checkpoint kept them until then: a new id is a recreated topic
         self._topic_ids: dict[str, str] = {}
+        # topics whose id in _topic_ids came from the checkpoint and was never compared with the cluster's: the next
+        # plan compares them, whether or not the metadata is due (prepareForTriggerAvailableNow has just asked it)
+        self._unchecked_ids: set[str] = set()
+        self._reported_in_replay: set[str] = set()  # recreated topics a replayed batch already reported (partitions)
         self._superseded: Positions = {}  # positions in logs since replaced: never to be committed
         self._last_batch_at = clock()
         self._held_back = HeldBackWatch(clock)
@@ -152,8 +160,10 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         offset log and hands it back as `start`, so a query restarted from its checkpoint compares the ids it
         sees first with those its last batch was read under."""
         start_positions = self._positions(start)
-        for topic, topic_id in topic_ids_of(start).items():  # a restarted query: its first look compares with these
-            self._topic_ids.setdefault(topic, topic_id)
+        for topic, topic_id in topic_ids_of(start).items():  # a restarted query: its first plan compares with these
+            if topic not in self._topic_ids:
+                self._topic_ids[topic] = topic_id
+                self._unchecked_ids.add(topic)
         try:
             end = self._next_end(start_positions, limit)
         finally:  # the batch that ended at `start` is complete even when planning the next one fails
@@ -172,12 +182,18 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 return {topic: parts for topic, parts in data.items() if topic != TOPIC_IDS_KEY}
         return to_json_dict(self._latest_seen)
 
-    def partitions(self, start: dict, end: dict) -> list[InputPartition]:
+    def partitions(self, start: dict, end: dict) -> Sequence[InputPartition]:
         end_positions = self._positions(end)
-        start_positions = self._batch_starts(self._positions(start), end_positions)
+        start_positions = self._positions(start)
+        planned_under = topic_ids_of(end)
+        # a batch planned under ids this run does not hold (the usual batch was planned by latestOffset just before)
+        if any(self._topic_ids.get(topic) != topic_id for topic, topic_id in planned_under.items()):
+            start_positions = self._check_replayed_batch(planned_under, start_positions, end_positions)
+        start_positions = self._batch_starts(start_positions, end_positions)
         return plan_partitions(batch_ranges(start_positions, end_positions), self.options)
 
-    def read(self, partition: KafkaInputPartition):
+    def read(self, partition: InputPartition):
+        assert isinstance(partition, KafkaInputPartition)  # a micro-batch that plans no task runs none
         return decode_batches(read_ranges(partition.ranges, self.fetch_config), self.options.decoding)
 
     def commit(self, end: dict) -> None:
@@ -201,7 +217,8 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         refresh = self._metadata_due()
         try:
             return self._plan(start, limit, refresh)
-        except BrokerUnavailableError:
+        except (BrokerUnavailableError, DataLossError):
+            # data loss found is final: planning again would not find it again (the new topic ids are known by then)
             raise
         except KafkaSourceError:
             if refresh:
@@ -215,7 +232,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         current = self._current_partitions(refresh)
         self._report_vanished(start, current, seen_before)
         base = self._join_new_partitions(start, current)
-        if refresh:
+        if refresh or self._unchecked_ids:
             base = self._restart_recreated_topics(base, start, current, seen_before)
         latest = self._look_up_log_ends(current)
         base = self._restart_where_log_went_back(base, latest, seen_before)
@@ -263,8 +280,13 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         """A topic whose id changed since the last look was deleted and created again, even if its new log already
         reaches past the query's place: data loss; with failOnDataLoss=false, its partitions the query was reading
         (`previous`) are read again from their new log start. A restarted query compares with the ids its
-        checkpoint kept (latestOffset), so a topic recreated while it was stopped is found too."""
+        checkpoint kept (latestOffset), so a topic recreated while it was stopped is found too, at its first plan
+        whatever the trigger."""
         ids = self.client.topic_ids(sorted({t for t, _ in current}))
+        # compared once: an id the brokers did not give now (no DESCRIBE permission, ...) waits for the next refresh
+        # rather than costing a request at every trigger
+        self._unchecked_ids.clear()
+        reported, self._reported_in_replay = self._reported_in_replay, set()
         recreated = {t: (self._topic_ids[t], i) for t, i in ids.items() if self._topic_ids.get(t, i) != i}
         self._topic_ids.update(ids)
         replaced = [tp for tp in previous if tp in base and tp[0] in recreated]
@@ -273,10 +295,34 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._restarted(base, replaced)
         restart = self.client.beginning(replaced)
         for topic, (old, new) in sorted(recreated.items()):
+            if topic in reported:  # reported as the replayed batch skipped it: restarted without a second report
+                continue
             parts = [tp for tp in replaced if tp[0] == topic]
             self._data_loss(f"topic {topic} was deleted and created again (its topic id changed from {old} to {new})"
                             f"{_unread(parts, base, seen_before)}", then="reading it again from its log start")
         return {**base, **{tp: restart[tp] for tp in replaced}}
+
+    def _check_replayed_batch(self, planned_under: dict[str, str], start: Positions, end: Positions) -> Positions:
+        """A batch whose end carries ids this run does not hold was planned by the run before, which stopped before it
+        completed: a run restarted from its checkpoint replays it first, with no latestOffset before. A topic
+        recreated meanwhile would be read at positions of its old log, so the ids are compared here (one
+        DescribeTopics request, once). Recreated: data loss; with failOnDataLoss=false the replayed batch skips its
+        partitions, whose records went with the old log, and the next plan, comparing the same ids, reads them again
+        from their new log start."""
+        ids = self.client.topic_ids(sorted(planned_under))
+        recreated = {t: (old, ids[t]) for t, old in planned_under.items() if ids.get(t, old) != old}
+        self._topic_ids.update(planned_under)  # the ids the query's place is in, until a plan moves it to a new log
+        self._unchecked_ids.update(recreated)  # compared again at the next plan, whether or not the metadata is due
+        skipped = {}
+        for topic, (old, new) in sorted(recreated.items()):
+            parts = sorted(tp for tp in end if tp[0] == topic)
+            self._data_loss(f"topic {topic} was deleted and created again (its topic id changed from {old} to {new}) "
+                            f"after the batch replayed from the checkpoint was planned"
+                            f"{_unread([tp for tp in parts if tp in start], start, end)}",
+                            then="the replayed batch skips it; the next batch reads it again from its log start")
+            self._reported_in_replay.add(topic)
+            skipped.update({tp: end[tp] for tp in parts})
+        return {**start, **skipped}
 
     def _restarted(self, base: Positions, partitions: list[TopicPartition]) -> None:
         """The query reads these partitions from a new log: their old positions are never committed again."""

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 import os
-import shutil
 import sys
 import tempfile
 import time
@@ -12,14 +11,27 @@ from pathlib import Path
 
 import pytest
 
+from tests import native_coverage  # first: it may hide the native extension before anything imports kafkasource
 from dev import broker as local_broker
 from dev import registry as local_registry
 from dev import secure_broker
-from kafkasource.runtime import native_extension
 from tests.kafka_helpers import KafkaHarness
 from tests.security_helpers import PASSWORDS
 
 log = logging.getLogger(__name__)
+
+
+def pytest_configure(config) -> None:
+    """A run that requires the native read tests (see tests/native_coverage.py) does not start without them."""
+    refusal = native_coverage.refusal()
+    if refusal:
+        raise pytest.UsageError(refusal)
+
+
+# node ids of the collected tests that run the native read path, resp. the native Avro decoder, and of those
+# that ran (reached their call): for the run's summary line
+_native_tests: dict[str, set[str]] = {"read path": set(), "avro": set()}
+_native_ran: dict[str, set[str]] = {"read path": set(), "avro": set()}
 
 
 @pytest.hookimpl(tryfirst=True)  # before `-m` deselects by marker
@@ -29,6 +41,25 @@ def pytest_collection_modifyitems(items) -> None:
     for item in items:
         if "spark" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.spark)
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        for kind, fixtures in (("read path", native_coverage.READ_PATH_FIXTURES),
+                               ("avro", native_coverage.AVRO_FIXTURES)):
+            if any(params.get(name) == "native" for name in fixtures):
+                _native_tests[kind].add(item.nodeid)
+
+
+def pytest_runtest_logreport(report) -> None:
+    if report.when == "call":
+        for kind, tests in _native_tests.items():
+            if report.nodeid in tests:
+                _native_ran[kind].add(report.nodeid)
+
+
+def pytest_terminal_summary(terminalreporter) -> None:
+    """One line saying whether the native half of the read tests ran, or what this install left out and why."""
+    line = native_coverage.left_out() or native_coverage.ran_line(len(_native_ran["read path"]),
+                                                                  len(_native_ran["avro"]))
+    terminalreporter.write_line(line)
 
 
 @pytest.fixture(scope="session")
@@ -92,16 +123,16 @@ def spark():
     session.stop()
 
 
-# Read tests run against both read paths wherever the native one can exist: where cargo is on PATH,
-# `pip install` builds it, so a missing extension there is a failure, not a reason to skip.
-READ_PATHS = ["python", "native"] if native_extension.available() or shutil.which("cargo") else ["python"]
-
-
-@pytest.fixture(params=READ_PATHS)
+# Read tests run against both read paths wherever the native one is built; where it is required but missing,
+# pytest_configure has refused the run (tests/native_coverage.py)
+@pytest.fixture(params=native_coverage.READ_PATHS)
 def read_path(request) -> str:
-    if request.param == "native" and not native_extension.available():
-        pytest.fail("kafkasource's native extension is not built although cargo is on PATH: "
-                    "see the output of pip install -e . (setup.py builds native/ with setuptools-rust)")
+    return request.param
+
+
+@pytest.fixture(params=native_coverage.AVRO_READ_PATHS)
+def decoder(request) -> str:
+    """The Avro decoder a test of kafkasource.formats.avro runs on: "python", and "native" where it is built."""
     return request.param
 
 

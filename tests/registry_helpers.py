@@ -45,6 +45,43 @@ def registered_id(registry_url: str, subject: str, version: int | None = None) -
     return found.schema_id
 
 
+# one record, {"id": long, "name": string}, in each format: struct<id:bigint,name:string> in Spark
+ITEM_SCHEMAS = {
+    "avro": {"type": "record", "name": "Item", "namespace": "shop", "fields": [
+        {"name": "id", "type": "long"}, {"name": "name", "type": "string"}]},
+    "json": {"$schema": "http://json-schema.org/draft-07/schema#", "title": "Item", "type": "object",
+             "properties": {"id": {"type": "integer"}, "name": {"type": "string"}}, "required": ["id", "name"]},
+}
+
+
+def item_serializer(registry_url: str, fmt: str) -> Callable:
+    """confluent-kafka's own serializer of an {"id", "name"} item in `fmt` (avro, protobuf or json), taking the
+    item as a dict; it registers the schema under the subject of the topic and field it serializes for."""
+    if fmt == "avro":
+        return avro_serializer(registry_url, ITEM_SCHEMAS["avro"])
+    if fmt == "json":
+        return json_serializer(registry_url, ITEM_SCHEMAS["json"])
+    from confluent_kafka.schema_registry.protobuf import ProtobufSerializer
+
+    Item = protobuf_item_class()
+    serializer = ProtobufSerializer(Item, SchemaRegistryClient({"url": registry_url}), {"use.deprecated.format": False})
+    return lambda item, context: serializer(Item(**item), context)
+
+
+def protobuf_item_class():
+    """shop.Item {int64 id = 1; string name = 2;} in a file shop/item.proto, as protoc would describe it."""
+    from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+    from google.protobuf.descriptor import FieldDescriptor as F
+
+    file = descriptor_pb2.FileDescriptorProto(name="shop/item.proto", package="shop", syntax="proto3")
+    item = file.message_type.add(name="Item")
+    item.field.add(name="id", number=1, type=F.TYPE_INT64, label=F.LABEL_OPTIONAL)
+    item.field.add(name="name", number=2, type=F.TYPE_STRING, label=F.LABEL_OPTIONAL)
+    pool = descriptor_pool.DescriptorPool()
+    pool.Add(file)
+    return message_factory.GetMessageClass(pool.FindMessageTypeByName("shop.Item"))
+
+
 def json_serializer(registry_url: str, schema: dict):
     from confluent_kafka.schema_registry.json_schema import JSONSerializer
 

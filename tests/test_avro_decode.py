@@ -22,12 +22,6 @@ from kafkasource.formats.wire_format import schema_ids
 UTC = datetime.timezone.utc
 
 
-@pytest.fixture
-def decoder(read_path) -> str:
-    """Each test runs on both decoders, as on both read paths (conftest.read_path): "python" or "native"."""
-    return read_path
-
-
 def frame(schema_id: int, schema: dict, record) -> bytes:
     """The schema-registry wire format of `record` written with `schema`, as fastavro encodes it."""
     out = io.BytesIO()

@@ -17,7 +17,6 @@ from confluent_kafka import TopicPartition as KafkaTopicPartition
 from pyspark.sql.streaming.datasource import ReadAllAvailable
 
 from kafkasource import KafkaDataSource
-
 from kafkasource.reading import settings as read_settings
 from kafkasource.cluster.client import KafkaClient
 from kafkasource.errors import DataLossError

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import NewTopic
+from pyspark.errors import StreamingQueryException
 
 from dev import broker as local_broker
 from kafkasource.cluster.client import KafkaClient
@@ -26,7 +27,8 @@ from kafkasource.planning.offsets import TOPIC_IDS_KEY
 from kafkasource.options import parse_options
 from tests.job_helpers import durable_positions, kill_group, start_job, write_config
 from tests.kafka_helpers import KafkaHarness, Record, await_condition
-from tests.query_helpers import Collector, await_rows, base_options, positions, running_stream
+from tests.query_helpers import (QUERY_TIMEOUT_S, Collector, available_now_failure, await_rows, base_options,
+                                 expected, positions, run_available_now, run_to_end, running_stream, start_query)
 
 pytestmark = pytest.mark.faults
 log = logging.getLogger(__name__)
@@ -235,6 +237,103 @@ def test_topic_recreated_while_the_query_was_stopped_is_told_by_the_id_its_check
         report(capsys, "topic recreated with 10 records past the position 6 while the query was stopped, "
                        "failOnDataLoss=false: the restarted query read the new topic from offset 0, 10 of 10 records; "
                        "the group committed 10")
+
+
+def cluster_topic_id(kafka: KafkaHarness, topic: str) -> str:
+    client = KafkaClient(parse_options({"kafka.bootstrap.servers": kafka.bootstrap_servers, "subscribe": topic}))
+    try:
+        return client.topic_ids([topic])[topic]
+    finally:
+        client.close()
+
+
+@pytest.mark.parametrize("fail_on_data_loss", ["true", "false"])
+def test_topic_recreated_between_two_available_now_runs_is_told_at_the_first_trigger_of_the_second(
+        spark, kafka, tmp_path, fail_on_data_loss, capsys):
+    """The ingest job's shape: AvailableNow runs from one checkpoint. The second run asks the metadata as it starts
+    (prepareForTriggerAvailableNow), so its first trigger finds no metadata refresh due; it must compare the ids
+    the checkpoint kept all the same, or it reads offsets 50..79 of the new topic and skips 0..49 silently."""
+    topic = kafka.create_topic(kafka.unique_name("recreated-available-now"), partitions=1)
+    group = kafka.unique_name("recreated-available-now-group")
+    old = kafka.produce_values(topic, 50)
+    options = base_options(kafka, subscribe=topic, startingOffsets="earliest", failOnDataLoss=fail_on_data_loss,
+                           **{"kafka.group.id": group})
+    assert run_available_now(spark, tmp_path / "cp", options) == expected(old)
+    assert kafka.committed(group, topic, 1) == {0: 50}
+    old_id = checkpointed_topic_ids(tmp_path / "cp")[topic]
+
+    recreate_topic(kafka, topic, partitions=1)
+    renewed = kafka.produce_values(topic, 80, prefix="new")  # past the checkpoint's position 50
+    new_id = cluster_topic_id(kafka, topic)
+    assert new_id != old_id
+
+    if fail_on_data_loss == "true":
+        message = available_now_failure(spark, tmp_path / "cp", options)
+        assert (f"topic {topic} was deleted and created again (its topic id changed from {old_id} to {new_id})"
+                in message), message
+        assert "set failOnDataLoss=false" in message
+        assert kafka.committed(group, topic, 1) == {}  # Kafka dropped the old commits; the old 50 never went in
+        report(capsys, "topic recreated with 80 records past the position 50 between two AvailableNow runs, "
+                       "failOnDataLoss=true: the second run failed at its first trigger naming the topic and both ids")
+    else:
+        assert run_available_now(spark, tmp_path / "cp", options) == expected(renewed)  # offsets 0..79, each once
+        assert checkpointed_topic_ids(tmp_path / "cp") == {topic: new_id}
+        assert kafka.committed(group, topic, 1) == {0: 80}
+        report(capsys, "topic recreated with 80 records past the position 50 between two AvailableNow runs, "
+                       "failOnDataLoss=false: the second run read the new topic from offset 0, 80 of 80 records; "
+                       "the checkpoint keeps the new id, the group committed 80")
+
+
+@pytest.mark.parametrize("fail_on_data_loss", ["true", "false"])
+def test_a_batch_replayed_from_the_checkpoint_is_not_read_from_a_topic_recreated_meanwhile(
+        spark, kafka, tmp_path, fail_on_data_loss, capsys):
+    """A run that stopped after planning its last batch (offsets 25..49) and before completing it: the restarted run
+    replays that batch before it plans anything, so no latestOffset compares the ids first. Read as planned it
+    would write offsets 25..49 of the new topic to the sink; it must compare the ids the batch was planned under."""
+    topic = kafka.create_topic(kafka.unique_name("recreated-replay"), partitions=1)
+    group = kafka.unique_name("recreated-replay-group")
+    old = kafka.produce_values(topic, 50)
+    options = base_options(kafka, subscribe=topic, startingOffsets="earliest", failOnDataLoss=fail_on_data_loss,
+                           maxOffsetsPerTrigger="25", **{"kafka.group.id": group})
+    first = run_to_end(spark, tmp_path / "cp", options)[1]
+    assert [positions(rows) for rows in first.batches] == [[(0, o) for o in range(25)], [(0, o) for o in range(25, 50)]]
+    old_id = checkpointed_topic_ids(tmp_path / "cp")[topic]
+    # what a run killed after planning batch 1 and before completing it leaves: its offsets entry, no commit entry
+    for name in ("1", ".1.crc"):
+        (tmp_path / "cp" / "commits" / name).unlink()
+
+    recreate_topic(kafka, topic, partitions=1)
+    renewed = kafka.produce_values(topic, 80, prefix="new")
+    new_id = cluster_topic_id(kafka, topic)
+    lost = (f"topic {topic} was deleted and created again (its topic id changed from {old_id} to {new_id}) after the "
+            f"batch replayed from the checkpoint was planned; at least 25 records the query had not read are lost "
+            f"({topic}-0 25..49)")
+
+    second = Collector()
+    query = start_query(spark, tmp_path / "cp", options, second)
+    try:
+        if fail_on_data_loss == "true":
+            with pytest.raises(StreamingQueryException) as raised:
+                query.awaitTermination(QUERY_TIMEOUT_S)
+            message = str(raised.value)
+        else:
+            assert query.awaitTermination(QUERY_TIMEOUT_S), f"AvailableNow query did not finish in {QUERY_TIMEOUT_S} s"
+            assert query.exception() is None
+    finally:
+        query.stop()
+
+    if fail_on_data_loss == "true":
+        assert lost in message, message
+        assert second.rows == []  # nothing of the new topic reached the sink
+        report(capsys, "topic recreated while a planned batch (25..49) was not yet complete, the run restarted: "
+                       "failOnDataLoss=true: the replayed batch failed naming the topic, both ids and the lost range")
+    else:
+        assert second.rows == expected(renewed)  # offsets 0..79 of the new topic, each once; none read at 25..49
+        assert checkpointed_topic_ids(tmp_path / "cp") == {topic: new_id}
+        assert kafka.committed(group, topic, 1) == {0: 80}
+        report(capsys, "topic recreated while a planned batch (25..49) was not yet complete, the run restarted: "
+                       "failOnDataLoss=false: the replayed batch skipped it, then the new topic was read from offset "
+                       "0, 80 of 80 records; the group committed 80")
 
 
 # -- leader failover: a 3-node cluster --------------------------------------------------------------

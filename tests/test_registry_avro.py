@@ -14,13 +14,10 @@ import uuid
 import pytest
 
 from dev import registry as local_registry
-from kafkasource.runtime import native_extension
+from tests.native_coverage import AVRO_READ_PATHS
 from tests.query_helpers import available_now_failure, base_options, batch, stream
 from tests.registry_helpers import (avro_deserializer, avro_serializer, decode, encode, produce_payloads,
                                     registered_id)
-
-# the Avro decoder follows the read path: Python's where readPath=python, the native one where it is built
-AVRO_READ_PATHS = ["python", "native"] if native_extension.avro_decoder_available() else ["python"]
 
 ORDER_V1 = {"type": "record", "name": "Order", "namespace": "shop", "fields": [
     {"name": "id", "type": "long"},

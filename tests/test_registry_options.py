@@ -75,6 +75,15 @@ def test_several_topics_need_a_subject_or_schema_id(schema_registry, subject_top
     assert json.loads(parsed.decoding.columns[0].reader.text) == ORDER
 
 
+def test_assign_takes_the_subject_of_its_one_topic_and_over_two_topics_needs_a_subject(schema_registry, subject_topic):
+    parsed = parse(schema_registry, assign=json.dumps({subject_topic: [0, 1]}), valueFormat="avro")
+    assert json.loads(parsed.decoding.columns[0].reader.text) == ORDER
+    message = refused(schema_registry, assign=json.dumps({subject_topic: [0], "other": [0, 1]}), valueFormat="avro")
+    assert message == ("option valueFormat reads every topic with one reader schema, and assign=other-0,other-1,"
+                       f"{subject_topic}-0 does not name exactly one topic to take it from (<topic>-value): set "
+                       "valueSubject (the subject whose schema to read with) or valueSchemaId")
+
+
 def test_a_subject_the_registry_lacks_is_refused_naming_it(schema_registry):
     message = refused(schema_registry, subscribe="no-such-topic", keyFormat="avro")
     assert message.startswith(f"the schema registry at {schema_registry} has no subject 'no-such-topic-key' for "

@@ -166,16 +166,16 @@ def avro_frame(schema_id: int, value: dict) -> bytes:
     return b"\x00" + schema_id.to_bytes(4, "big") + out.getvalue()
 
 
-def test_avro_schemas_using_named_types_of_the_schemas_they_reference_decode_on_both_decoders(read_path):
-    decoder = AvroDecoder(json.dumps(ORDER), native=read_path == "native", references=AVRO_REFERENCES)
+def test_avro_schemas_using_named_types_of_the_schemas_they_reference_decode_on_both_decoders(decoder):
+    avro = AvroDecoder(json.dumps(ORDER), native=decoder == "native", references=AVRO_REFERENCES)
     writer = RegistrySchema(3, "AVRO", json.dumps(ORDER), AVRO_REFERENCES)
     lacking = RegistrySchema(4, "AVRO", json.dumps(ORDER), AVRO_REFERENCES[1:])
     payloads = [avro_frame(3, {"id": 1, "price": {"units": 250, "currency": "NOK"}}), avro_frame(3, {"id": 2}),
                 avro_frame(4, {"id": 3})]
 
-    values, reasons = decoder.decode(pa.array(payloads, pa.binary()), {3: writer, 4: lacking})
+    values, reasons = avro.decode(pa.array(payloads, pa.binary()), {3: writer, 4: lacking})
 
-    assert str(decoder.arrow_type) == "struct<id: int64, price: struct<units: int64, currency: string>>"
+    assert str(avro.arrow_type) == "struct<id: int64, price: struct<units: int64, currency: string>>"
     assert values.to_pylist() == [{"id": 1, "price": {"units": 250, "currency": "NOK"}},
                                   {"id": 2, "price": None}, None]
     assert reasons.to_pylist() == [None, None, "writer schema 4 cannot be resolved into the reader schema: it is not "

@@ -319,6 +319,88 @@ def test_a_topic_recreated_while_the_query_was_stopped_is_told_by_the_id_its_che
         strict.latestOffset(checkpoint, ReadAllAvailable())
 
 
+@pytest.mark.parametrize("fail_on_data_loss", ["true", "false"])
+def test_an_available_now_run_restarted_over_a_recreated_topic_compares_the_ids_at_its_first_trigger(
+        fail_on_data_loss, caplog):
+    """prepareForTriggerAvailableNow asks the metadata, so the first trigger finds none due: it compares the ids the
+    checkpoint kept with the cluster's all the same, with one DescribeTopics request and no second metadata one."""
+    client, clock = FakeClient({"t": [(0, 50)]}), FakeClock()
+    first_run, _ = reader(client, clock, startingOffsets="earliest", metadataRefreshIntervalMs="5000")
+    start = first_run.initialOffset()
+    first_run.prepareForTriggerAvailableNow()
+    checkpoint = first_run.latestOffset(start, ReadAllAvailable())
+    assert checkpoint == {"t": {"0": 50}, **T_ID}
+    client.logs, client.ids = {"t": [(0, 80)]}, {"t": "t-id-2"}  # while stopped: recreated, refilled with 80 records
+
+    client.asked.clear()
+    restarted, committer = reader(client, clock, startingOffsets="earliest", failOnDataLoss=fail_on_data_loss,
+                                  metadataRefreshIntervalMs="5000", **{"kafka.group.id": "g"})
+    restarted.prepareForTriggerAvailableNow()
+    if fail_on_data_loss == "true":
+        with pytest.raises(DataLossError, match=r"^topic t was deleted and created again \(its topic id changed from "
+                                                r"t-id-1 to t-id-2\); .* set failOnDataLoss=false"):
+            restarted.latestOffset(checkpoint, ReadAllAvailable())
+        assert client.asked == ["metadata", "topic ids"]
+        assert (committer.commits, committer.final_commits) == ([], [])  # never the old log's 50 into the new one
+        return
+
+    with caplog.at_level(logging.WARNING, logger="kafkasource.stream"):
+        end = restarted.latestOffset(checkpoint, ReadAllAvailable())
+    assert end == {"t": {"0": 80}, **T_ID2}  # the checkpoint's next entry carries the new id
+    assert ranges_of(restarted, checkpoint, end) == [(0, 80)]  # the new log from its start, not 50..80
+    assert [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING] == [
+        "topic t was deleted and created again (its topic id changed from t-id-1 to t-id-2); it held no record the "
+        "query had seen and not read (failOnDataLoss=false: reading it again from its log start)"]
+    assert restarted.latestOffset(end, ReadAllAvailable()) == end  # the run is done
+    assert client.asked == ["metadata", "topic ids"]  # once per run; later triggers within the interval ask neither
+    assert (committer.restarts, committer.commits, committer.final_commits) == ([[("t", 0)]], [], [{("t", 0): 80}])
+
+
+@pytest.mark.parametrize("fail_on_data_loss", ["true", "false"])
+def test_a_batch_replayed_from_the_checkpoint_over_a_recreated_topic_is_not_read_at_the_old_positions(
+        fail_on_data_loss, caplog):
+    """A run that stopped after planning a batch (offsets 25..50) and before completing it: the restarted run replays
+    that batch first, with partitions() and no latestOffset before it. Its ids are compared there."""
+    client, clock = FakeClient({"t": [(0, 50)]}), FakeClock()
+    first_run, _ = reader(client, clock, startingOffsets="earliest", metadataRefreshIntervalMs="5000")
+    first_run.prepareForTriggerAvailableNow()
+    done = first_run.latestOffset(first_run.initialOffset(), ReadMaxRows(25))
+    planned = first_run.latestOffset(done, ReadMaxRows(25))
+    assert (done, planned) == ({"t": {"0": 25}, **T_ID}, {"t": {"0": 50}, **T_ID})
+    client.logs, client.ids = {"t": [(0, 80)]}, {"t": "t-id-2"}  # while stopped: recreated, refilled with 80 records
+
+    client.asked.clear()
+    restarted, committer = reader(client, clock, startingOffsets="earliest", failOnDataLoss=fail_on_data_loss,
+                                  metadataRefreshIntervalMs="5000", **{"kafka.group.id": "g"})
+    restarted.prepareForTriggerAvailableNow()
+    lost = ("topic t was deleted and created again (its topic id changed from t-id-1 to t-id-2) after the batch "
+            "replayed from the checkpoint was planned; at least 25 records the query had not read are lost "
+            "(t-0 25..49)")
+    if fail_on_data_loss == "true":
+        with pytest.raises(DataLossError) as raised:
+            restarted.partitions(done, planned)
+        assert str(raised.value).startswith(lost + ". Some data may have been lost. If this is expected, set "
+                                            "failOnDataLoss=false")
+        return
+
+    with caplog.at_level(logging.WARNING, logger="kafkasource.stream"):
+        assert ranges_of(restarted, done, planned) == []  # nothing of the new log at the old log's offsets 25..49
+        assert client.asked == ["metadata", "topic ids"]
+        first = restarted.latestOffset(planned, ReadMaxRows(30))
+        restarted.commit(planned)  # Spark's late commit of the replayed batch: the old log's 50
+        assert (first, ranges_of(restarted, planned, first)) == ({"t": {"0": 30}, **T_ID2}, [(0, 30)])
+        rest = restarted.latestOffset(first, ReadMaxRows(60))
+        assert (rest, ranges_of(restarted, first, rest)) == ({"t": {"0": 80}, **T_ID2}, [(30, 80)])
+        assert restarted.latestOffset(rest, ReadMaxRows(60)) == rest  # the run is done
+    assert [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING] == [
+        lost + " (failOnDataLoss=false: the replayed batch skips it; the next batch reads it again from its log start)"]
+    # the metadata as the run started; the ids at the replay, then at the next plan comparing them again; none since
+    assert client.asked == ["metadata", "topic ids", "topic ids"]
+    assert committer.restarts == [[("t", 0)]]
+    # never the old log's 25 or 50 into the new one
+    assert (committer.commits, committer.final_commits) == ([{("t", 0): 30}], [{("t", 0): 80}])
+
+
 def test_a_checkpoint_without_topic_ids_resumes_without_data_loss_and_keeps_ids_from_then_on(caplog):
     client = FakeClient({"t": [(0, 25)]})
     restarted, _ = reader(client, startingOffsets="earliest")  # failOnDataLoss=true: any data loss would raise

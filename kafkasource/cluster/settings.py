@@ -102,7 +102,9 @@ def _check_librdkafka_accepts(config: Mapping[str, str]) -> None:
         # a client that is closed at once; it never subscribes, assigns or commits
         Consumer({**config, "group.id": "kafkasource-option-check", "log_level": 0}).close()
     except (KafkaException, ValueError, TypeError) as exc:  # ValueError: a NUL character in a name or value
-        message = str(exc.args[0].str() if exc.args and hasattr(exc.args[0], "str") else exc)
+        # librdkafka ends some of its complaints (a value outside a property's range) with a line break, which
+        # would break the refusal in two before its last sentence
+        message = str(exc.args[0].str() if exc.args and hasattr(exc.args[0], "str") else exc).strip()
         quoted = re.search(r'property:? "([^"]+)"', message)
         mentioned = sorted((n for n in config if n in message), key=len, reverse=True)
         name = quoted.group(1) if quoted and quoted.group(1) in config else next(iter(mentioned), None)

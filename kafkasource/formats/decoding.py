@@ -22,7 +22,7 @@ from kafkasource.reading.arrow import arrow_schema
 from kafkasource.errors import DecodeError, OptionError
 from kafkasource.formats.registry import (WRITER_SCHEMAS, RegistrySchema, UnknownSchemaId, reader_schema,
                                          registry_config)
-from kafkasource.planning.subscription import Assign, Subscribe, Subscription
+from kafkasource.planning.subscription import Subscription
 from kafkasource.formats.wire_format import schema_id_of, schema_ids
 
 Format = Literal["binary", "avro", "protobuf", "json"]
@@ -123,8 +123,7 @@ def _subject(options: Mapping[str, str], column: str, subscription: Subscription
         return subject
     if options.get(f"{column}SchemaId".lower()) is not None:
         return None
-    topics = (subscription.topics if isinstance(subscription, Subscribe) else
-              tuple(dict.fromkeys(t for t, _ in subscription.partitions)) if isinstance(subscription, Assign) else ())
+    topics = subscription.named_topics()  # subscribe and assign name theirs; a pattern names none
     if len(topics) != 1:
         raise OptionError(f"option {column}Format reads every topic with one reader schema, and "
                           f"{subscription.describe()} does not name exactly one topic to take it from "

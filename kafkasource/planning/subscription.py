@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Mapping, Protocol
+from typing import ClassVar, Mapping, Protocol
 
 from kafkasource.planning.partitions import TopicPartition, partition_name
 
@@ -17,7 +17,13 @@ INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 
 
 class Subscription(Protocol):
+    option: ClassVar[str]  # the option it comes from
+
     def partitions(self, topics: Mapping[str, int]) -> list[TopicPartition]: ...
+
+    def named_topics(self) -> tuple[str, ...]:
+        """The topics it names, each once, in order (a pattern names none)."""
+        ...
 
     def describe(self) -> str: ...
 
@@ -27,10 +33,13 @@ class Subscribe:
     """subscribe=a,b: every partition of these topics (a topic that does not exist yet has none)."""
 
     topics: tuple[str, ...]
+    option: ClassVar[str] = "subscribe"
 
     def partitions(self, topics: Mapping[str, int]) -> list[TopicPartition]:
-        # dict.fromkeys: a topic named twice (subscribe=a,a) is read once
-        return [(t, p) for t in dict.fromkeys(self.topics) if t in topics for p in range(topics[t])]
+        return [(t, p) for t in self.named_topics() if t in topics for p in range(topics[t])]
+
+    def named_topics(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(self.topics))  # a topic named twice (subscribe=a,a) is read once
 
     def describe(self) -> str:
         return f"subscribe={','.join(self.topics)}"
@@ -41,11 +50,15 @@ class SubscribePattern:
     """subscribePattern: topics whose name contains a match (find semantics, like Java's Matcher.find)."""
 
     pattern: str
+    option: ClassVar[str] = "subscribePattern"
 
     def partitions(self, topics: Mapping[str, int]) -> list[TopicPartition]:
         regex = re.compile(self.pattern)
         return [(t, p) for t in sorted(topics) if t not in INTERNAL_TOPICS and regex.search(t)
                 for p in range(topics[t])]
+
+    def named_topics(self) -> tuple[str, ...]:
+        return ()
 
     def describe(self) -> str:
         return f"subscribePattern={self.pattern}"
@@ -56,9 +69,13 @@ class Assign:
     """assign={"t": [0, 1]}: exactly these partitions, those that exist."""
 
     assigned: tuple[TopicPartition, ...]
+    option: ClassVar[str] = "assign"
 
     def partitions(self, topics: Mapping[str, int]) -> list[TopicPartition]:
         return [(t, p) for t, p in self.assigned if p < topics.get(t, 0)]
+
+    def named_topics(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(t for t, _ in self.assigned))
 
     def describe(self) -> str:
         return "assign=" + ",".join(partition_name(t, p) for t, p in self.assigned)
