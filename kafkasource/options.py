@@ -120,11 +120,6 @@ def _get(options: Mapping[str, str], name: str) -> str | None:
     return value or None
 
 
-def _given(options: Mapping[str, str]) -> dict[str, str]:
-    """The options given a value, as _get reads them: lower-case names, values stripped, empty ones left out."""
-    return {name: value for name in options if (value := _get(options, name)) is not None}
-
-
 def _shown(raw: str, limit: int = 80) -> str:
     """A value for an error message: quoted, and cut short if huge."""
     return repr(raw if len(raw) <= limit else raw[:limit] + "...")
@@ -426,7 +421,9 @@ def parse_options(raw_options: Mapping[str, str], streaming: bool | None = None)
                                                           DEFAULT_METADATA_REFRESH_INTERVAL_MS),
         kafka_config=kafka_config,
         # last: the only check that asks a server (the registry, for the reader schemas)
-        decoding=decoding.parse_decoding(_given(options), subscription, read_path),
+        # the decoding options with a value, as _get reads them
+        decoding=decoding.parse_decoding({n: v for n in options if (v := _get(options, n)) is not None}, subscription,
+                                         read_path),
     )
     if streaming is None:
         return parsed

@@ -35,10 +35,10 @@ from pyspark.sql.streaming.datasource import (ReadAllAvailable, ReadLimit, ReadM
 from kafkasource.cluster.client import KafkaClient
 from kafkasource.commit.committer import OffsetCommitter
 from kafkasource.commit.outcomes import OutcomeSender
-from kafkasource.planning.data_loss import report_data_loss
+from kafkasource.planning.data_loss import report_data_loss, unread_records
 from kafkasource.errors import BrokerUnavailableError, DataLossError, KafkaSourceError
 from kafkasource.planning.offsets import TOPIC_IDS_KEY, OffsetLookup, from_json_dict, to_json_dict, topic_ids_of
-from kafkasource.planning.partitions import Positions, TopicPartition, describe, listing, partition_name
+from kafkasource.planning.partitions import Positions, TopicPartition, describe, partition_name
 from kafkasource.options import SourceOptions
 from kafkasource.formats.decoding import decode_batches
 from kafkasource.reading.task_reader import read_ranges
@@ -261,7 +261,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         one = len(vanished) == 1
         self._restarted(start, vanished)  # should the topic come back, its new log is read from its start
         self._data_loss(f"{describe(vanished)} no longer exist{'s' if one else ''} in the cluster (topic deleted?)"
-                        f"{_unread(vanished, start, seen_before)}",
+                        f"{unread_records(vanished, start, seen_before)}",
                         then=f"the query stops reading {'it' if one else 'them'}")
 
     def _join_new_partitions(self, start: Positions, current: list[TopicPartition]) -> Positions:
@@ -299,7 +299,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 continue
             parts = [tp for tp in replaced if tp[0] == topic]
             self._data_loss(f"topic {topic} was deleted and created again (its topic id changed from {old} to {new})"
-                            f"{_unread(parts, base, seen_before)}", then="reading it again from its log start")
+                            f"{unread_records(parts, base, seen_before)}", then="reading it again from its log start")
         return {**base, **{tp: restart[tp] for tp in replaced}}
 
     def _check_replayed_batch(self, planned_under: dict[str, str], start: Positions, end: Positions) -> Positions:
@@ -318,7 +318,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             parts = sorted(tp for tp in end if tp[0] == topic)
             self._data_loss(f"topic {topic} was deleted and created again (its topic id changed from {old} to {new}) "
                             f"after the batch replayed from the checkpoint was planned"
-                            f"{_unread([tp for tp in parts if tp in start], start, end)}",
+                            f"{unread_records([tp for tp in parts if tp in start], start, end)}",
                             then="the replayed batch skips it; the next batch reads it again from its log start")
             self._reported_in_replay.add(topic)
             skipped.update({tp: end[tp] for tp in parts})
@@ -348,7 +348,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         restart = self.client.beginning(went_back)
         for tp in went_back:
             self._data_loss(f"the log of {partition_name(*tp)} now ends at {latest[tp]}, below the query's position "
-                            f"{base[tp]} (topic recreated or truncated){_unread([tp], base, seen_before)}",
+                            f"{base[tp]} (topic recreated or truncated){unread_records([tp], base, seen_before)}",
                             then=f"reading it again from its log start {restart[tp]}")
         return {**base, **{tp: restart[tp] for tp in went_back}}
 
@@ -438,14 +438,3 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def _data_loss(self, what: str, then: str) -> None:
         report_data_loss(what, self.options.fail_on_data_loss, then)
-
-
-def _unread(partitions: list[TopicPartition], positions: Positions, seen: Positions) -> str:
-    """Records of `partitions` that the query had seen in the log (at its previous look) but not read."""
-    lost = {tp: seen[tp] - positions[tp] for tp in partitions if seen.get(tp, -1) > positions[tp]}
-    if not lost:
-        return "; it held no record the query had seen and not read"
-    ranges = listing([f"{partition_name(t, p)} {positions[(t, p)]}..{positions[(t, p)] + n - 1}"
-                      for (t, p), n in sorted(lost.items())])
-    total = sum(lost.values())
-    return f"; at least {total} record{'' if total == 1 else 's'} the query had not read are lost ({ranges})"
