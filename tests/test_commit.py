@@ -9,7 +9,7 @@ import threading
 import time
 
 import pytest
-from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, KafkaException, TopicPartition
+from confluent_kafka import Consumer, KafkaException, TopicPartition
 
 import kafkasource
 from kafkasource.commit import metadata as committer_metadata
@@ -94,10 +94,15 @@ def test_query_stop_keeps_every_signalled_commit_and_nothing_beyond_the_last_bat
 
 
 def committed_metadata(kafka, group, topic, partitions=3) -> list[tuple[int, str]]:
-    """(offset, metadata) per partition as the admin client reads them back from the group."""
-    request = ConsumerGroupTopicPartitions(group, [TopicPartition(topic, p) for p in range(partitions)])
-    found = kafka.admin.list_consumer_group_offsets([request])[group].result(30)
-    return [(tp.offset, tp.metadata) for tp in sorted(found.topic_partitions, key=lambda tp: tp.partition)]
+    """(offset, metadata) per partition as a consumer carrying the group id (never joining it) reads them back:
+    not the admin client's list_consumer_group_offsets, which can crash the process (see
+    KafkaClient.committed_with_metadata)."""
+    consumer = kafka.consumer(group)
+    try:
+        found = consumer.committed([TopicPartition(topic, p) for p in range(partitions)], timeout=30)
+    finally:
+        consumer.close()
+    return [(tp.offset, tp.metadata) for tp in sorted(found, key=lambda tp: tp.partition)]
 
 
 def test_commits_carry_metadata_naming_the_application_and_cut_to_stay_under_the_limit(spark, kafka, topic, tmp_path):

@@ -276,7 +276,17 @@ class KafkaClient:
         return {tp: offset for tp, (offset, _) in self.committed_with_metadata(partitions).items()}
 
     def committed_with_metadata(self, partitions: list[TopicPartition]) -> dict[TopicPartition, tuple[int | None, str]]:
-        """The group's committed offsets (None where it has none) with each commit's metadata."""
+        """The group's committed offsets (None where it has none) with each commit's metadata.
+
+        Asked by a consumer carrying the group id (it never joins the group), never by the admin client's
+        list_consumer_group_offsets: librdkafka's admin OffsetFetch dereferences a missing consumer-group handle
+        when the broker answers NOT_COORDINATOR (librdkafka issue #5040). It asks the client's group handle to look
+        the coordinator up again, and an admin client has none, so the process dies by SIGSEGV on librdkafka's
+        own thread, whatever thread made the call. A broker answers so while the group's coordinator is not up yet:
+        a fresh broker, a __consumer_offsets just created by the first look-up of a group. A consumer has the
+        handle: the coordinator is looked up again, the error reaches us and the call is asked again below. (The
+        admin client's requests to a group coordinator also abort the process at times, on an assertion about a
+        request freed too early, librdkafka issue #4605: one more reason to leave the admin client out of groups.)"""
         deadline = time.monotonic() + self._timeout_s
         while True:
             try:

@@ -106,7 +106,7 @@ def ingest(config: JobConfig, spark) -> int:
         query = writer.start()
         log.info("reading %s into %s (trigger %s)", options.subscription.describe(), config.sink_path, config.trigger)
         batches = BatchLog()
-        stopped = run_query(query, stop, batches, every_second=exporter.read_groups_when_due if exporter else None)
+        stopped = run_query(query, stop, batches)
         if exporter is not None:
             exporter.observe_query(query)  # the last progress may not have reached the listener yet
         described = options.subscription.describe()
@@ -135,7 +135,7 @@ def start_metrics(spark, config: JobConfig, options):
     m = config.metrics
     exporter = metrics.serve(spark, port=m.port, host=m.host, textfile=m.textfile,
                              source_options=options if options.group_id else (),  # checked already
-                             broker_interval_s=m.broker_interval_s, read_groups_in_thread=False)
+                             broker_interval_s=m.broker_interval_s)
     if exporter.url:
         log.info("metrics at %s", exporter.url)
     if m.textfile:

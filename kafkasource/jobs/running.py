@@ -7,7 +7,6 @@ import logging
 import signal
 import threading
 import time
-from typing import Callable
 
 from kafkasource.metrics.progress import input_rows, lag_from_progress, rows_per_second
 
@@ -111,8 +110,7 @@ class BatchLog:
                      f"{lag.total:,}" if lag is not None else "unknown")
 
 
-def run_query(query, stop: StopRequest, batch_log: BatchLog, idle_wait_s: float = 120.0,
-              every_second: Callable[[], None] | None = None) -> bool:
+def run_query(query, stop: StopRequest, batch_log: BatchLog, idle_wait_s: float = 120.0) -> bool:
     """Wait for the query to end by itself or by a stop request; True when it was asked to stop.
 
     On a stop request, the batch running at that moment is given up to `idle_wait_s` to finish before
@@ -120,8 +118,6 @@ def run_query(query, stop: StopRequest, batch_log: BatchLog, idle_wait_s: float 
     such as the next one of a backlog, which Spark starts as soon as the previous one ends."""
     while not query.awaitTermination(1):
         batch_log.update(query)
-        if every_second is not None:
-            every_second()
         if stop.requested.is_set():
             _finish_running_batch(query, stop, time.monotonic() + idle_wait_s)
             query.stop()  # our reader's process flushes async commits and closes its clients on this

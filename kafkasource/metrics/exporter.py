@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from pyspark.sql.streaming import StreamingQueryListener
@@ -58,8 +57,7 @@ class Exporter:
     """Holds the metrics and serves them; made by serve()."""
 
     def __init__(self, spark, port: int | None, host: str, textfile: str | None,
-                 source_options: Sequence[Mapping[str, str] | SourceOptions], broker_interval_s: float,
-                 read_groups_in_thread: bool = True):
+                 source_options: Sequence[Mapping[str, str] | SourceOptions], broker_interval_s: float):
         collector = _collector_module()  # before anything starts: without prometheus_client, nothing does
         self._lock = threading.Lock()
         self._queries = Queries()
@@ -73,8 +71,13 @@ class Exporter:
         self._receiver = OutcomeReceiver(host="127.0.0.1")
         self._threads = [threading.Thread(target=self._receive_outcomes, name="kafkasource-metrics-commits",
                                           daemon=True)]
-        self._next_read = 0.0
-        if self._groups and read_groups_in_thread:
+        # the groups are read on a thread of their own, so that a read waiting on a slow or unreachable broker (each of
+        # its requests up to kafkaConsumer.pollTimeoutMs) holds up no query and no caller's loop, such as the ingest
+        # job's, which watches for stop requests; that thread alone uses these clients. The crashes once blamed on
+        # Kafka clients used from a second thread of the job's driver were librdkafka's admin OffsetFetch (librdkafka
+        # issue #5040, see KafkaClient.committed_with_metadata), which crashes from a single thread too: threads were
+        # never the cause, and that call is made nowhere now
+        if self._groups:
             self._threads.append(threading.Thread(target=self._read_groups_every_interval,
                                                   name="kafkasource-metrics-groups", daemon=True))
         self._exposition: Exposition = collector.Exposition(
@@ -141,13 +144,6 @@ class Exporter:
             self.read_groups()
             self._closing.wait(self._broker_interval_s)
 
-    def read_groups_when_due(self) -> None:
-        """Read the groups if `broker_interval_s` has passed since the last read: for a caller that reads them from
-        a loop of its own (read_groups_in_thread=False)."""
-        if self._groups and time.monotonic() >= self._next_read:
-            self._next_read = time.monotonic() + self._broker_interval_s
-            self.read_groups()
-
     def read_groups(self) -> None:
         """Read the groups' committed offsets from the brokers now."""
         for options, client in zip(self._groups, self._clients):
@@ -198,17 +194,14 @@ class Exporter:
 
 def serve(spark, port: int | None = DEFAULT_PORT, host: str = "127.0.0.1", textfile: str | None = None,
           source_options: Mapping[str, str] | SourceOptions | Sequence[Mapping[str, str] | SourceOptions] = (),
-          broker_interval_s: float = 30.0, read_groups_in_thread: bool = True) -> Exporter:
+          broker_interval_s: float = 30.0) -> Exporter:
     """Export the metrics of this session's kafkasource queries in Prometheus' text format (OpenMetrics to a scraper
     that asks for it) at http://host:port/metrics (port 0: any free one, see `exporter.port`; None: no HTTP, e.g.
     with `textfile` only). Needs prometheus_client: `pip install "kafkasource[metrics]"`.
 
     `source_options`: the options of the queries (one mapping, or several) whose consumer groups' committed
     offsets to read from the brokers, at most every `broker_interval_s` seconds. Call it before starting the
-    queries: commit outcomes reach it from queries started afterwards (classic Spark; not over Spark Connect).
-    `read_groups_in_thread=False` leaves the reads to the caller's loop (`read_groups_when_due()`), so that a single
-    thread uses Kafka clients in the process: the ingest job does so from the loop that waits on its query (a Kafka
-    client used from a second thread of the job's driver crashed inside librdkafka at times)."""
+    queries: commit outcomes reach it from queries started afterwards (classic Spark; not over Spark Connect)."""
     if isinstance(source_options, (Mapping, SourceOptions)):
         source_options = [source_options]
-    return Exporter(spark, port, host, textfile, list(source_options), broker_interval_s, read_groups_in_thread)
+    return Exporter(spark, port, host, textfile, list(source_options), broker_interval_s)
