@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Iterable
 
 from confluent_kafka import KafkaError, KafkaException, Producer
@@ -39,17 +39,15 @@ class Deliveries:
     failed: int = 0
     first: tuple[KafkaError, str | None, int | None, int | None] | None = None  # error, topic, partition, size
     refusal: KafkaError | None = None
-    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def report(self, error: KafkaError | None, message) -> None:
-        """librdkafka's delivery report callback (run by poll() and flush() in this thread)."""
+        """librdkafka's delivery report callback, run by poll() and flush() in the thread that calls them."""
         if error is None:
             return
-        with self._lock:
-            self.failed += 1
-            if self.first is None:
-                size = len(message.value() or b"") + len(message.key() or b"")
-                self.first = (error, message.topic(), message.partition(), size)
+        self.failed += 1
+        if self.first is None:
+            size = len(message.value() or b"") + len(message.key() or b"")
+            self.first = (error, message.topic(), message.partition(), size)
 
     def on_error(self, error: KafkaError) -> None:
         """librdkafka's error callback: client-wide errors. Only a refusal fails a write at once; brokers that are
@@ -92,18 +90,42 @@ def send(producer: Producer, deliveries: Deliveries, messages: Iterable[Message]
                 count += 1
                 break
             except BufferError:  # librdkafka's queue is full (queue.buffering.max.*): let it deliver some first
-                producer.poll(0.1)
+                serve(producer, 0.1, options, transactional_id)
                 _raise_on_failure(deliveries, options, strict, transactional_id)
             except KafkaException as exc:  # refused before it was sent: too large, or an unknown partition
-                if strict:
+                if strict or exc.args[0].fatal():
                     raise delivery_error(exc.args[0], options, topic, partition, size=size_of(message),
                                          transactional_id=transactional_id) from None
                 deliveries.failed += 1
                 break
         if count % POLL_EVERY == 0:
-            producer.poll(0)
+            serve(producer, 0, options, transactional_id)
             _raise_on_failure(deliveries, options, strict, transactional_id)
     return count
+
+
+def serve(producer: Producer, timeout: float, options: SinkOptions, transactional_id: str | None = None,
+          flush: bool = False) -> int:
+    """producer.poll() or flush(), whose callbacks report deliveries; a fatal error of the producer (an idempotent
+    producer the brokers refuse, a fenced one) raised as its DeliveryError. confluent-kafka raises a fatal error
+    from whichever call serves callbacks, and may then run a delivery report while that exception is pending,
+    which Python turns into a SystemError caused by it."""
+    try:
+        return producer.flush(timeout) if flush else producer.poll(timeout)
+    except (KafkaException, SystemError) as exc:
+        error = fatal_error(exc)
+        if error is None:
+            raise
+        raise delivery_error(error, options, options.topic, None, transactional_id=transactional_id) from None
+
+
+def fatal_error(exc: BaseException | None) -> KafkaError | None:
+    """The KafkaError a call raised, directly or as the cause of a SystemError (see serve)."""
+    while exc is not None:
+        if isinstance(exc, KafkaException) and exc.args and isinstance(exc.args[0], KafkaError):
+            return exc.args[0]
+        exc = exc.__cause__ or exc.__context__
+    return None
 
 
 def _raise_on_failure(deliveries: Deliveries, options: SinkOptions, strict: bool,
@@ -119,10 +141,10 @@ def drain(producer: Producer, deliveries: Deliveries, options: SinkOptions) -> N
     delivery timeout), then raise the first failure, except under deliveryGuarantee=none, which only logs them."""
     strict = options.guarantee != "none"
     deadline = time.monotonic() + options.delivery_timeout_ms() / 1000 + DRAIN_MARGIN_S
-    while producer.flush(1.0) > 0:
+    while serve(producer, 1.0, options, flush=True) > 0:
         if deliveries.refusal is not None or (strict and deliveries.failed):
             producer.purge()  # the task fails anyway: records still queued are not worth waiting for
-            producer.flush(1.0)
+            serve(producer, 1.0, options, flush=True)
             break
         if time.monotonic() > deadline:
             raise DeliveryError(f"{len(producer):,} records for {where(options.topic, None)} still had no delivery "

@@ -2,9 +2,7 @@
 batch and query), and its rows written under the sink's delivery guarantee.
 
 A task of a stream learns its batch and query from the local properties Spark sets on it
-(streaming.sql.batchId, sql.streaming.queryId). Under Trigger.Continuous Spark hands a Python sink's task an input
-that never ends, and a batch id nowhere: no task would ever flush, deliver or commit what it was given, so the sink
-refuses to run there at all.
+(streaming.sql.batchId, sql.streaming.queryId).
 """
 
 from __future__ import annotations
@@ -26,16 +24,19 @@ log = logging.getLogger(__name__)
 
 BATCH_ID = "streaming.sql.batchId"
 QUERY_ID = "sql.streaming.queryId"
-CONTINUOUS_EPOCH_COORDINATOR = "__epoch_coordinator_id"  # set on the tasks of a continuous query only
 
 
 class ContinuousTriggerError(KafkaSourceError):
-    """The sink was started with Trigger.Continuous, under which no delivery guarantee can hold."""
+    """The sink was started with Trigger.Continuous, under which it is never handed a row."""
 
 
-CONTINUOUS_REFUSED = ("kafkasource's sink does not run under Trigger.Continuous: Spark hands a Python sink's task an "
-                      "input that never ends and no batch, so no record could ever be flushed, confirmed or committed "
-                      "under any deliveryGuarantee. Use a micro-batch trigger (processingTime, availableNow, once)")
+# Measured on pyspark 4.3: under Trigger.Continuous Spark never calls a Python sink's write(); it commits every
+# epoch on the driver with no message from any task, so the rows of the epoch are dropped. Raising in that commit
+# is all a Python sink can do, and Spark only logs it (its epoch coordinator ignores the error and the query runs
+# on): the refusal is in the driver's log, and the topic receives nothing.
+CONTINUOUS_REFUSED = ("kafkasource's sink does not run under Trigger.Continuous: Spark never hands a Python sink's "
+                      "tasks a row under it (it commits each epoch with no task's message), so every record would be "
+                      "lost. Stop the query and use a micro-batch trigger (processingTime, availableNow)")
 
 
 @dataclass
@@ -55,32 +56,31 @@ class TaskInfo:
     batch: StreamBatch | None  # a stream's task only
 
 
-def task_info(streaming: bool) -> TaskInfo:
+def task_info() -> TaskInfo:
     """This task, as Spark's TaskContext tells it."""
     from pyspark import TaskContext
 
     context = TaskContext.get()
     if context is None:  # not inside a Spark task: a direct call, as the tests make
         return TaskInfo(0, 0, None)
-    if context.getLocalProperty(CONTINUOUS_EPOCH_COORDINATOR) is not None:
-        raise ContinuousTriggerError(CONTINUOUS_REFUSED)
-    batch = None
-    if streaming:
-        batch_id, query_id = context.getLocalProperty(BATCH_ID), context.getLocalProperty(QUERY_ID)
-        if batch_id is None or query_id is None:
-            raise ContinuousTriggerError(CONTINUOUS_REFUSED)
-        batch = StreamBatch(query_id, int(batch_id))
+    batch_id, query_id = context.getLocalProperty(BATCH_ID), context.getLocalProperty(QUERY_ID)
+    batch = StreamBatch(query_id, int(batch_id)) if batch_id is not None and query_id is not None else None
     return TaskInfo(context.partitionId(), context.attemptNumber(), batch)
 
 
-def write_task(options: SinkOptions, columns: Columns, batches: Iterable, task: TaskInfo) -> SinkCommitMessage:
+def write_task(options: SinkOptions, columns: Columns, batches: Iterable, task: TaskInfo,
+               streaming: bool) -> SinkCommitMessage:
     """Write one task's Arrow record batches; its commit message for the driver."""
+    if streaming and options.guarantee == "exactly-once" and task.batch is None:
+        raise KafkaSourceError(f"deliveryGuarantee=exactly-once: Spark did not tell stream task {task.partition_id} "
+                               f"its batch and query (the local properties {BATCH_ID} and {QUERY_ID}), without which "
+                               "it cannot mark what it wrote; this Spark is not one the sink supports")
     first, rest = _peek(batches)
     if first is None:  # no rows: no producer, no transaction (a replay of an empty task is empty again)
         return SinkCommitMessage(task.partition_id, 0)
     records: Iterator[Message] = (m for batch in rest for m in messages(batch, columns))
     if options.guarantee == "exactly-once":
-        outcome = write_transaction(options, task.partition_id, records, task.batch)
+        outcome = write_transaction(options, task.partition_id, records, task.batch if streaming else None)
     else:
         outcome = Outcome(write_plain(options, records))
     log.debug("partition %d (attempt %d)%s: %d records written%s", task.partition_id, task.attempt,

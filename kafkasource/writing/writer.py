@@ -19,7 +19,8 @@ from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowW
 from kafkasource.errors import OptionError
 from kafkasource.writing.options import SinkOptions, parse_sink_options
 from kafkasource.writing.rows import Columns, check_columns
-from kafkasource.writing.task import SinkCommitMessage, task_info, write_task
+from kafkasource.writing.task import (CONTINUOUS_REFUSED, ContinuousTriggerError, SinkCommitMessage, task_info,
+                                      write_task)
 
 log = logging.getLogger(__name__)
 
@@ -55,7 +56,7 @@ class KafkaBatchWriter(DataSourceArrowWriter):
         self._columns = columns
 
     def write(self, iterator: Iterator) -> SinkCommitMessage:
-        return write_task(self._options, self._columns, iterator, task_info(streaming=False))
+        return write_task(self._options, self._columns, iterator, task_info(), streaming=False)
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
         log.info("batch write: %s", _summary(messages))
@@ -73,9 +74,14 @@ class KafkaStreamWriter(DataSourceStreamArrowWriter):
         self._columns = columns
 
     def write(self, iterator: Iterator) -> SinkCommitMessage:
-        return write_task(self._options, self._columns, iterator, task_info(streaming=True))
+        return write_task(self._options, self._columns, iterator, task_info(), streaming=True)
 
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
+        # a micro-batch is committed only once every task returned its message: a commit without them is a
+        # continuous query's epoch, whose rows Spark never handed to this sink (see task.CONTINUOUS_REFUSED)
+        if any(not isinstance(m, SinkCommitMessage) for m in messages):
+            log.error("epoch %d: %s", batchId, CONTINUOUS_REFUSED)
+            raise ContinuousTriggerError(CONTINUOUS_REFUSED)
         log.info("batch %d: %s", batchId, _summary(messages))
 
     def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:

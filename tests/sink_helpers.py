@@ -1,0 +1,125 @@
+"""The sink's tests: a DataFrame with every column the sink reads, writes through either sink, and what a topic
+holds read back to its end, as plain tuples (partition, offset, key, value, headers) sorted by position.
+
+Also Kafka's own partitioner (murmur2, as the Java producer computes it) to say where a keyed record without a
+partition must land.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Mapping
+
+from confluent_kafka import KafkaError, KafkaException, TopicPartition
+
+from tests.kafka_helpers import KafkaHarness
+
+Out = tuple  # (partition, offset, key, value, headers)
+HEADERS_DDL = "array<struct<key:string,value:binary>>"
+SAMPLE_SCHEMA = f"topic string, key string, value binary, headers {HEADERS_DDL}, partition int"
+READ_TIMEOUT_S = 60
+PARTITIONS = 3  # of the topics the tests write to
+
+
+def sample_rows(topic_a: str, topic_b: str) -> list[tuple]:
+    """Keys and null keys, empty and null values, headers (none, empty, several, a null value), explicit
+    partitions and keyed rows the partitioner places, over two topics. Null keys always name their partition:
+    the two sinks' producers spread those at random."""
+    rows = []
+    for i in range(24):
+        topic = topic_a if i % 3 else topic_b
+        key = None if i % 4 == 0 else f"key-{i % 7}"
+        value = None if i == 5 else (b"" if i == 6 else f"value-{i}".encode() + bytes([i, 0, 255]))
+        headers = (None if i % 5 == 0 else [] if i % 5 == 1 else
+                   [{"key": "h1", "value": f"{i}".encode()}, {"key": "h2", "value": None},
+                    {"key": "h1", "value": b"again"}])
+        partition = i % 3 if key is None or i % 2 else None
+        rows.append((topic, key, value, headers, partition))
+    return rows
+
+
+def sample_frame(spark, topic_a: str, topic_b: str):
+    """sample_rows as one Spark partition, so each sink writes them in this order (offsets comparable)."""
+    return spark.createDataFrame(sample_rows(topic_a, topic_b), SAMPLE_SCHEMA).coalesce(1)
+
+
+def expected_records(rows: list[tuple], topic: str, partitions: int = PARTITIONS, topic_option: bool = False):
+    """What a topic must hold after one write of `rows` in order: (partition, offset, key, value, headers)."""
+    out, next_offset = [], {}
+    for row_topic, key, value, headers, partition in rows:
+        if row_topic != topic and not topic_option:
+            continue
+        key_bytes = None if key is None else key.encode()
+        if partition is None:
+            partition = murmur2_partition(key_bytes, partitions)
+        offset = next_offset.get(partition, 0)
+        next_offset[partition] = offset + 1
+        out.append((partition, offset, key_bytes, value, tuple((h["key"], h["value"]) for h in headers or ())))
+    return sorted(out, key=lambda r: r[:2])
+
+
+def write_batch(df, options: Mapping[str, object], source: str = "kafkasource") -> None:
+    writer = df.write.format(source)
+    if source == "kafkasource":
+        writer = writer.mode("append")  # Spark refuses its default mode for Python data sources
+    for name, value in options.items():
+        writer = writer.option(name, str(value))
+    writer.save()
+
+
+def read_topic(kafka: KafkaHarness, topic: str, partitions: int, read_committed: bool = False,
+               timeout: float = READ_TIMEOUT_S) -> list[Out]:
+    """Every record of the topic's partitions, from offset 0 to each partition's end (its last stable offset
+    under read_committed), as librdkafka's end-of-partition events tell."""
+    consumer = kafka.consumer(**{"enable.partition.eof": True,
+                                 "isolation.level": "read_committed" if read_committed else "read_uncommitted"})
+    out: list[Out] = []
+    at_end: set[int] = set()
+    deadline = time.monotonic() + timeout
+    try:
+        consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+        while len(at_end) < partitions:
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{topic}: only partitions {sorted(at_end)} reached their end in {timeout} s")
+            for msg in consumer.consume(500, 0.5):
+                if msg.error() is not None:
+                    if msg.error().code() != KafkaError._PARTITION_EOF:
+                        raise KafkaException(msg.error())
+                    at_end.add(msg.partition())
+                    continue
+                at_end.discard(msg.partition())
+                out.append((msg.partition(), msg.offset(), msg.key(), msg.value(), tuple(msg.headers() or ())))
+    finally:
+        consumer.close()
+    return sorted(out, key=lambda r: r[:2])
+
+
+def without_offsets(records: list[Out]) -> list[tuple]:
+    """(partition, key, value, headers) in position order: transaction markers take offsets of their own."""
+    return [(r[0], *r[2:]) for r in records]
+
+
+def murmur2_partition(key: bytes, partitions: int) -> int:
+    """The partition Kafka's Java producer (and librdkafka's murmur2 partitioners) give a keyed record."""
+    m, seed = 0x5BD1E995, 0x9747B28C
+    length = len(key)
+    h = (seed ^ length) & 0xFFFFFFFF
+    for i in range(0, length - length % 4, 4):
+        k = int.from_bytes(key[i:i + 4], "little")
+        k = (k * m) & 0xFFFFFFFF
+        k ^= k >> 24
+        k = (k * m) & 0xFFFFFFFF
+        h = ((h * m) & 0xFFFFFFFF) ^ k
+    tail = length - length % 4
+    rest = length % 4
+    if rest == 3:
+        h ^= key[tail + 2] << 16
+    if rest >= 2:
+        h ^= key[tail + 1] << 8
+    if rest >= 1:
+        h ^= key[tail]
+        h = (h * m) & 0xFFFFFFFF
+    h ^= h >> 13
+    h = (h * m) & 0xFFFFFFFF
+    h ^= h >> 15
+    return (h & 0x7FFFFFFF) % partitions

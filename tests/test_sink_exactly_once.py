@@ -1,0 +1,180 @@
+"""deliveryGuarantee=exactly-once against the real broker: a replayed stream batch writes nothing twice (where
+at-least-once writes it again), an aborted transaction's records stay invisible to read_committed consumers, a
+newer attempt of a task fences the older one, and a batch write's tasks each land whole."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from confluent_kafka import TopicPartition
+
+from kafkasource.writing.failures import DeliveryError
+from kafkasource.writing.options import parse_sink_options
+from kafkasource.writing.transactions import Outcome, StreamBatch, write_transaction
+from tests.kafka_helpers import Record
+from tests.query_helpers import QUERY_TIMEOUT_S, stream
+from tests.sink_helpers import (PARTITIONS, expected_records, read_topic, sample_frame, sample_rows, without_offsets,
+                                write_batch)
+
+
+def base(kafka, **options) -> dict[str, str]:
+    return {"kafka.bootstrap.servers": kafka.bootstrap_servers, **options}
+
+
+def copy_stream(spark, kafka, source: str, checkpoint: Path, sink_options: dict[str, str]):
+    """Copy `source` (key, value and partition) into the sink under Trigger.AvailableNow, in batches of at most 12
+    records, to the end; the ended query."""
+    df = stream(spark, base(kafka, subscribe=source, startingOffsets="earliest", maxOffsetsPerTrigger="12"))
+    writer = df.selectExpr("key", "value", "partition").writeStream.format("kafkasource")
+    for name, value in {**base(kafka), **sink_options}.items():
+        writer = writer.option(name, value)
+    query = writer.option("checkpointLocation", str(checkpoint)).trigger(availableNow=True).start()
+    try:
+        assert query.awaitTermination(QUERY_TIMEOUT_S), "the AvailableNow query did not end"
+        assert query.exception() is None
+    finally:
+        query.stop()
+    return query
+
+
+def forget_last_commit(checkpoint: Path) -> int:
+    """Delete the commit log's last entry, as if the driver died after the batch's tasks wrote and before Spark
+    recorded the batch: the next start runs that batch again. Its id."""
+    commits = checkpoint / "commits"
+    last = max(int(p.name) for p in commits.iterdir() if p.name.isdigit())
+    (commits / str(last)).unlink()
+    (commits / f".{last}.crc").unlink(missing_ok=True)
+    return last
+
+
+def source_end(checkpoint: Path, batch: int) -> dict[int, int]:
+    """Where batch `batch` ended in the source's partitions, from the checkpoint's offset log."""
+    if batch < 0:
+        return {}
+    lines = (checkpoint / "offsets" / str(batch)).read_text().splitlines()
+    (topic_offsets,) = json.loads(lines[2]).values()
+    return {int(p): o for p, o in topic_offsets.items()}
+
+
+def test_a_replayed_batch_is_written_once_under_exactly_once_and_again_under_at_least_once(spark, kafka, tmp_path):
+    source = kafka.create_topic(kafka.unique_name("replay-in"), PARTITIONS)
+    produced = kafka.produce(source, [Record(i % PARTITIONS, f"k{i}".encode(), f"v{i}".encode())
+                                      for i in range(30)])
+    copied = [(r.partition, r.key, r.value, ()) for r in sorted(produced, key=lambda r: (r.partition, r.offset))]
+    prefix = kafka.unique_name("replay-sink")
+    outputs = {}
+    for guarantee in ("exactly-once", "at-least-once"):
+        sink = kafka.create_topic(kafka.unique_name(f"replay-out-{guarantee}"), PARTITIONS)
+        options = {"topic": sink, "deliveryGuarantee": guarantee}
+        if guarantee == "exactly-once":
+            options["transactionalIdPrefix"] = prefix
+        checkpoint = tmp_path / guarantee
+        first = copy_stream(spark, kafka, source, checkpoint, options)
+        replayed = forget_last_commit(checkpoint)
+        again = copy_stream(spark, kafka, source, checkpoint, options)
+        assert again.id == first.id and replayed >= 1  # the same query, resumed, and more than one batch
+        outputs[guarantee] = (sink, replayed, again.id, read_topic(kafka, sink, PARTITIONS, read_committed=True))
+
+    sink, replayed, query_id, exactly_once = outputs["exactly-once"]
+    assert without_offsets(exactly_once) == copied
+    # each task's marker: its group's offset on partition 0 of the sink's topic says the last batch, of this query
+    for task in range(PARTITIONS):
+        consumer = kafka.consumer(f"{prefix}-{task}")
+        try:
+            (marker,) = consumer.committed([TopicPartition(sink, 0)], timeout=30)
+        finally:
+            consumer.close()
+        assert (marker.offset, json.loads(marker.metadata)) == (replayed + 1, {
+            "kind": "kafkasource-sink-marker", "queryId": query_id, "batchId": replayed, "partition": task})
+
+    # the contrast: at-least-once wrote the replayed batch's records a second time, at the end of each partition
+    sink, replayed, _, at_least_once = outputs["at-least-once"]
+    start, end = source_end(tmp_path / "at-least-once", replayed - 1), source_end(tmp_path / "at-least-once", replayed)
+    expected, twice = [], 0
+    for partition in range(PARTITIONS):
+        records = sorted((r for r in produced if r.partition == partition), key=lambda r: r.offset)
+        again = [r for r in records if start.get(partition, 0) <= r.offset < end.get(partition, 0)]
+        expected += [(partition, r.key, r.value, ()) for r in records + again]
+        twice += len(again)
+    assert twice > 0, "the replayed batch held records"
+    assert without_offsets(at_least_once) == expected
+
+def test_an_aborted_transaction_stays_invisible_to_read_committed(spark, kafka):
+    prefix = kafka.unique_name("abort-sink")
+    rows = [(f"small-{i}".encode(), 0) for i in range(5)] + [(b"x" * 5_000, 1)]
+    df = spark.createDataFrame(rows, "value binary, partition int").coalesce(1)
+    seen = {}
+    for guarantee in ("exactly-once", "at-least-once"):
+        topic = kafka.create_topic(kafka.unique_name(f"abort-{guarantee}"), 2, config={"max.message.bytes": "2000"})
+        options = base(kafka, topic=topic, deliveryGuarantee=guarantee)
+        if guarantee == "exactly-once":
+            options["transactionalIdPrefix"] = prefix
+        with pytest.raises(Exception) as failed:
+            write_batch(df, options)
+        assert (f"a record of 5,000 bytes for topic {topic} partition 1 is too large: Broker: Message size too "
+                "large") in str(failed.value)
+        seen[guarantee] = (read_topic(kafka, topic, 2, read_committed=True), read_topic(kafka, topic, 2))
+
+    small = [(0, value, ()) for value, _ in rows[:5]]
+    committed, uncommitted = seen["exactly-once"]
+    assert committed == []  # the task's transaction was aborted: none of its records is visible
+    assert [(p, v, h) for p, _, _, v, h in uncommitted] == small  # though they reached the log
+    committed, _ = seen["at-least-once"]
+    assert [(p, v, h) for p, _, _, v, h in committed] == small  # without a transaction, half a task is written
+
+
+def test_a_newer_attempt_fences_the_older_one_which_fails_having_written_nothing(kafka):
+    topic = kafka.create_topic(kafka.unique_name("fenced"), 1)
+    prefix = kafka.unique_name("fence-sink")
+    options = parse_sink_options(base(kafka, topic=topic, deliveryGuarantee="exactly-once",
+                                      transactionalIdPrefix=prefix), streaming=True)
+    batch = StreamBatch("query-1", 4)
+    newer: dict[str, Outcome] = {}
+
+    def older_attempt():
+        yield topic, b"k", b"old-0", None, 0
+        yield topic, b"k", b"old-1", None, 0
+        # Spark starts another attempt of the same task (same partition, same batch) while this one still writes
+        newer["outcome"] = write_transaction(options, 3, iter([(topic, b"k", b"new-0", None, 0),
+                                                               (topic, b"k", b"new-1", None, 0)]), batch)
+        yield topic, b"k", b"old-2", None, 0
+
+    with pytest.raises(DeliveryError) as fenced:
+        write_transaction(options, 3, older_attempt(), batch)
+
+    assert str(fenced.value).startswith(f"the transactional producer {prefix}-3 writing to topic {topic} was fenced "
+                                        "by a newer producer with the same transactional.id: ")
+    assert str(fenced.value).endswith(
+        "Either Spark started a newer attempt of this task (a retry or a speculative copy), which carries on, or "
+        f"another sink uses transactionalIdPrefix {prefix}. Nothing of this attempt was committed. If no other "
+        "attempt runs, give every query and job its own transactionalIdPrefix")
+    assert newer["outcome"] == Outcome(2)
+    assert [r[3] for r in read_topic(kafka, topic, 1, read_committed=True)] == [b"new-0", b"new-1"]
+
+    # a third attempt of the batch finds the newer one's marker and writes nothing
+    assert write_transaction(options, 3, iter([(topic, b"k", b"third", None, 0)]), batch) == Outcome(0, True)
+    # the next batch is written
+    assert write_transaction(options, 3, iter([(topic, b"k", b"next", None, 0)]),
+                             StreamBatch("query-1", 5)) == Outcome(1)
+    assert [r[3] for r in read_topic(kafka, topic, 1, read_committed=True)] == [b"new-0", b"new-1", b"next"]
+    # another query with the same prefix is no replay of this one: its batch 4 is written
+    assert write_transaction(options, 3, iter([(topic, b"k", b"other", None, 0)]),
+                             StreamBatch("query-2", 4)) == Outcome(1)
+
+
+def test_an_exactly_once_batch_write_lands_every_record_once(spark, kafka):
+    topic_a = kafka.create_topic(kafka.unique_name("eos-a"), PARTITIONS)
+    topic_b = kafka.create_topic(kafka.unique_name("eos-b"), PARTITIONS)
+    prefix = kafka.unique_name("eos-batch")
+    rows = sample_rows(topic_a, topic_b)
+
+    write_batch(sample_frame(spark, topic_a, topic_b),
+                base(kafka, deliveryGuarantee="exactly-once", transactionalIdPrefix=prefix))
+
+    for topic in (topic_a, topic_b):
+        assert without_offsets(read_topic(kafka, topic, PARTITIONS, read_committed=True)) == \
+            without_offsets(expected_records(rows, topic))
+    # a batch write keeps no marker
+    assert kafka.committed(f"{prefix}-0", topic_a, 1) == {}
