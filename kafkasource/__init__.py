@@ -5,15 +5,32 @@ from kafkasource.runtime.pyspark_check import require_pyspark
 
 require_pyspark()  # before any module below imports pyspark: a clear message when there is none, or an old one
 
-from kafkasource.runtime import logs  # noqa: E402
-from kafkasource.errors import (AccessError, BrokerUnavailableError, CommitError, DataLossError, KafkaSourceError,
-                                NoCommittedOffsetError, OptionError)
+from kafkasource.errors import (
+    AccessError,
+    BrokerUnavailableError,
+    CommitError,
+    DataLossError,
+    KafkaSourceError,
+    NoCommittedOffsetError,
+    OptionError,
+)
+from kafkasource.runtime import logs
 from kafkasource.source import KafkaDataSource
 
 logs.configure_from_environment()  # in the processes Spark starts: see logs.py
 
-__all__ = ["__version__", "KafkaDataSource", "register", "KafkaSourceError", "OptionError", "BrokerUnavailableError",
-           "NoCommittedOffsetError", "DataLossError", "CommitError", "AccessError"]
+__all__ = [
+    "__version__",
+    "KafkaDataSource",
+    "register",
+    "KafkaSourceError",
+    "OptionError",
+    "BrokerUnavailableError",
+    "NoCommittedOffsetError",
+    "DataLossError",
+    "CommitError",
+    "AccessError",
+]
 
 
 def register(spark, environment: dict[str, str] | None = None) -> None:

@@ -14,12 +14,12 @@ from pyspark.sql.datasource import DataSourceReader, InputPartition
 from kafkasource.cluster.client import KafkaClient
 from kafkasource.errors import OptionError
 from kafkasource.formats.decoding import decode_batches
-from kafkasource.reading.task_reader import read_ranges
 from kafkasource.options import SourceOptions
 from kafkasource.planning.partitions import partition_name
-from kafkasource.planning.tasks import KafkaInputPartition, fetch_config, plan_partitions
 from kafkasource.planning.ranges import batch_ranges
 from kafkasource.planning.subscription import Subscription
+from kafkasource.planning.tasks import KafkaInputPartition, fetch_config, plan_partitions
+from kafkasource.reading.task_reader import read_ranges
 
 
 class KafkaBatchReader(DataSourceReader):
@@ -37,10 +37,16 @@ class KafkaBatchReader(DataSourceReader):
             end = self.options.end().resolve(partitions, client)
         finally:
             client.close()
-        backwards = [f"{partition_name(t, p)} ({start[(t, p)]} > {end[(t, p)]})" for t, p in partitions if end[(t, p)] < start[(t, p)]]
+        backwards = [
+            f"{partition_name(t, p)} ({start[(t, p)]} > {end[(t, p)]})"
+            for t, p in partitions
+            if end[(t, p)] < start[(t, p)]
+        ]
         if backwards:
-            raise OptionError(f"endingOffsets lies before startingOffsets for {', '.join(backwards)}; "
-                              "the end must be at or after the start")
+            raise OptionError(
+                f"endingOffsets lies before startingOffsets for {', '.join(backwards)}; "
+                "the end must be at or after the start"
+            )
         return plan_partitions(batch_ranges(start, end), self.options)
 
     def read(self, partition: InputPartition):
@@ -55,7 +61,9 @@ def _refuse_missing_topics(subscription: Subscription, topics: dict[str, int]) -
         return
     option, one = subscription.option, len(missing) == 1
     it = "it" if one else "them"
-    raise OptionError(f"option {option} names topic{'' if one else 's'} {', '.join(missing)}, which "
-                      f"do{'es' if one else ''} not exist in the cluster (or this client may not describe {it}): "
-                      f"a batch read of {it} fails, as format(\"kafka\")'s does; create the topic{'' if one else 's'}, "
-                      f"or remove {it} from {option}")
+    raise OptionError(
+        f"option {option} names topic{'' if one else 's'} {', '.join(missing)}, which "
+        f"do{'es' if one else ''} not exist in the cluster (or this client may not describe {it}): "
+        f'a batch read of {it} fails, as format("kafka")\'s does; create the topic{"" if one else "s"}, '
+        f"or remove {it} from {option}"
+    )

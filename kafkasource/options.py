@@ -11,31 +11,59 @@ import difflib
 import json
 import logging
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Literal, Mapping, TypeVar, get_args
-
-from kafkasource.formats import decoding
+from typing import Any, Literal, TypeVar, get_args
 
 from kafkasource.cluster import settings as kafka_settings
-
-from kafkasource.runtime import native_extension
 from kafkasource.errors import OptionError
-from kafkasource.planning.offsets import (EARLIEST, LATEST, AutoOffsetReset, Committed, Earliest, Latest, OffsetSpec,
-                                 OutsideLog, SpecificOffsets, Timestamps)
+from kafkasource.formats import decoding
+from kafkasource.planning.offsets import (
+    EARLIEST,
+    LATEST,
+    AutoOffsetReset,
+    Committed,
+    Earliest,
+    Latest,
+    OffsetSpec,
+    OutsideLog,
+    SpecificOffsets,
+    Timestamps,
+)
 from kafkasource.planning.partitions import TopicPartition, partition_name
-from kafkasource.reading.settings import READ_PATHS, ReadPath
 from kafkasource.planning.subscription import Assign, Subscribe, SubscribePattern, Subscription
+from kafkasource.reading.settings import READ_PATHS, ReadPath
+from kafkasource.runtime import native_extension
 
 log = logging.getLogger(__name__)
 
 # the source's own options (every kafka.* one goes to librdkafka); any other name is refused, so a typo never
 # silently falls back to a default
-SOURCE_OPTIONS = ("subscribe", "subscribePattern", "assign", "startingOffsets", "startingTimestamp",
-                  "startingOffsetsByTimestamp", "startingOffsetsByTimestampStrategy", "endingOffsets",
-                  "endingTimestamp", "endingOffsetsByTimestamp", "failOnDataLoss", "maxOffsetsPerTrigger",
-                  "minOffsetsPerTrigger", "maxTriggerDelay", "minPartitions", "packRecordsPerTask", "includeHeaders",
-                  "kafkaConsumer.pollTimeoutMs", "commitMode", "commitTimeoutMs", "readPath",
-                  "metadataRefreshIntervalMs", *decoding.OPTIONS)
+SOURCE_OPTIONS = (
+    "subscribe",
+    "subscribePattern",
+    "assign",
+    "startingOffsets",
+    "startingTimestamp",
+    "startingOffsetsByTimestamp",
+    "startingOffsetsByTimestampStrategy",
+    "endingOffsets",
+    "endingTimestamp",
+    "endingOffsetsByTimestamp",
+    "failOnDataLoss",
+    "maxOffsetsPerTrigger",
+    "minOffsetsPerTrigger",
+    "maxTriggerDelay",
+    "minPartitions",
+    "packRecordsPerTask",
+    "includeHeaders",
+    "kafkaConsumer.pollTimeoutMs",
+    "commitMode",
+    "commitTimeoutMs",
+    "readPath",
+    "metadataRefreshIntervalMs",
+    *decoding.OPTIONS,
+)
 # options of Spark's built-in source that mean nothing here: accepted, so a format("kafka") reader switches unchanged
 IGNORED_BUILTIN_OPTIONS = {
     "fetchoffset.numretries": "driver requests retry until kafkaConsumer.pollTimeoutMs",
@@ -80,7 +108,7 @@ class SourceOptions:
     # valueFormat/keyFormat other than binary: the reader schemas and registry settings (None: both binary)
     decoding: decoding.Decoding | None = field(default=None, repr=False)
 
-    def client_config(self, **overrides: object) -> dict[str, object]:
+    def client_config(self, **overrides: Any) -> dict[str, Any]:
         """librdkafka configuration for a client of ours: the user's kafka.* settings plus `overrides`."""
         return {**self.kafka_config, "bootstrap.servers": self.bootstrap_servers, **overrides}
 
@@ -100,16 +128,21 @@ class SourceOptions:
         """These options for a stream, which has no end; it starts, as the built-in source, at the group's commits
         if there is a group, else at latest."""
         if self.ending is not None:
-            raise OptionError("options endingOffsets, endingTimestamp and endingOffsetsByTimestamp are for batch "
-                              "reads (spark.read); a stream has no end")
+            raise OptionError(
+                "options endingOffsets, endingTimestamp and endingOffsetsByTimestamp are for batch "
+                "reads (spark.read); a stream has no end"
+            )
         if self.starting is not None:
             return self
         return replace(self, starting=Committed(self.auto_offset_reset) if self.group_id else Latest())
 
     def for_batch(self) -> SourceOptions:
         """These options for a batch read, which reads from earliest to latest unless told otherwise."""
-        return replace(self, starting=Earliest() if self.starting is None else self.starting,
-                       ending=Latest() if self.ending is None else self.ending)
+        return replace(
+            self,
+            starting=Earliest() if self.starting is None else self.starting,
+            ending=Latest() if self.ending is None else self.ending,
+        )
 
 
 def _get(options: Mapping[str, str], name: str) -> str | None:
@@ -134,8 +167,9 @@ def _whole_number(name: str, raw: str, low: int, high: int, meaning: str = "a wh
     if value is None:
         raise OptionError(f"option {name} must be {meaning}, got {_shown(raw)}")
     if value < low:
-        raise OptionError(f"option {name} must be {'a positive number' if low == 1 else f'at least {low}'}, "
-                          f"got {raw.strip()}")
+        raise OptionError(
+            f"option {name} must be {'a positive number' if low == 1 else f'at least {low}'}, got {raw.strip()}"
+        )
     if value > high:
         raise OptionError(f"option {name} must be at most {high}, got {raw.strip()}")
     return value
@@ -180,14 +214,28 @@ def _choice(options: Mapping[str, str], name: str, choices: tuple[Choice, ...], 
 def _read_path(options: Mapping[str, str]) -> ReadPath:
     path = _choice(options, "readPath", READ_PATHS, "auto")
     if path == "native" and not native_extension.available():
-        raise OptionError(f"option readPath is native, but kafkasource's native extension {native_extension.why_unavailable()}: "
-                          "install kafkasource where a Rust toolchain is present (pip install builds it), "
-                          "or set readPath to auto (native when built) or python")
+        raise OptionError(
+            f"option readPath is native, but kafkasource's native extension {native_extension.why_unavailable()}: "
+            "install kafkasource where a Rust toolchain is present (pip install builds it), "
+            "or set readPath to auto (native when built) or python"
+        )
     return path
 
 
-_DURATION_UNITS = {"ms": 1, "s": 1000, "sec": 1000, "second": 1000, "seconds": 1000, "m": 60_000, "min": 60_000,
-                   "minute": 60_000, "minutes": 60_000, "h": 3_600_000, "hour": 3_600_000, "hours": 3_600_000}
+_DURATION_UNITS = {
+    "ms": 1,
+    "s": 1000,
+    "sec": 1000,
+    "second": 1000,
+    "seconds": 1000,
+    "m": 60_000,
+    "min": 60_000,
+    "minute": 60_000,
+    "minutes": 60_000,
+    "h": 3_600_000,
+    "hour": 3_600_000,
+    "hours": 3_600_000,
+}
 
 
 def parse_duration_ms(name: str, raw: str) -> int:
@@ -202,12 +250,11 @@ def _json_object(name: str, raw: str) -> dict:
     try:
         value = json.loads(raw)
     except json.JSONDecodeError as exc:
-        raise OptionError(f"option {name} is not valid JSON ({exc.msg} at position {exc.pos}): {_shown(raw)}") \
-            from None
+        raise OptionError(f"option {name} is not valid JSON ({exc.msg} at position {exc.pos}): {_shown(raw)}") from None
     except RecursionError:
         raise OptionError(f"option {name} is nested too deeply to be offsets or partitions: {_shown(raw)}") from None
     if not isinstance(value, dict):
-        raise OptionError(f"option {name} must be a JSON object like {{\"topic\": {{\"0\": 42}}}}, got {_shown(raw)}")
+        raise OptionError(f'option {name} must be a JSON object like {{"topic": {{"0": 42}}}}, got {_shown(raw)}')
     for topic in value:
         _check_topic_name(name, topic)
     return value
@@ -215,8 +262,9 @@ def _json_object(name: str, raw: str) -> dict:
 
 def _check_topic_name(name: str, topic: str) -> None:
     if not TOPIC_NAME.fullmatch(topic) or topic in (".", ".."):
-        raise OptionError(f"option {name}: {_shown(topic)} is not a Kafka topic name (1 to 249 of the characters "
-                          "a-z A-Z 0-9 . _ -)")
+        raise OptionError(
+            f"option {name}: {_shown(topic)} is not a Kafka topic name (1 to 249 of the characters a-z A-Z 0-9 . _ -)"
+        )
 
 
 def _per_partition(name: str, raw: str, example: str) -> tuple[tuple[TopicPartition, int], ...]:
@@ -224,24 +272,36 @@ def _per_partition(name: str, raw: str, example: str) -> tuple[tuple[TopicPartit
     out = []
     for topic, parts in _json_object(name, raw).items():
         if not isinstance(parts, dict):
-            raise OptionError(f"option {name} must map each topic to {{partition: value}}, like {example}; "
-                              f"got {parts!r} for topic {topic!r}")
+            raise OptionError(
+                f"option {name} must map each topic to {{partition: value}}, like {example}; "
+                f"got {parts!r} for topic {topic!r}"
+            )
         for partition, value in parts.items():
             # JSON true would read as 1, 1.5 as 1
-            if type(value) is not int or not re.fullmatch(r"\d{1,10}", partition) or int(partition) > MAX_PARTITION \
-                    or not -MAX_LONG <= value <= MAX_LONG:
-                raise OptionError(f"option {name}: partition {_shown(partition)} of topic {topic!r} must be a "
-                                  f"number mapped to a number, like {example}")
+            if (
+                type(value) is not int
+                or not re.fullmatch(r"\d{1,10}", partition)
+                or int(partition) > MAX_PARTITION
+                or not -MAX_LONG <= value <= MAX_LONG
+            ):
+                raise OptionError(
+                    f"option {name}: partition {_shown(partition)} of topic {topic!r} must be a "
+                    f"number mapped to a number, like {example}"
+                )
             out.append(((topic, int(partition)), value))
     return tuple(out)
 
 
 def _subscription(options: Mapping[str, str]) -> Subscription:
-    given = {name: raw for name in ("subscribe", "subscribePattern", "assign") if (raw := _get(options, name)) is not None}
+    given = {
+        name: raw for name in ("subscribe", "subscribePattern", "assign") if (raw := _get(options, name)) is not None
+    }
     chosen = list(given)
     if len(chosen) != 1:
-        raise OptionError("exactly one of the options subscribe, subscribePattern or assign must be set to say what "
-                          f"to read; {'none was' if not chosen else ' and '.join(chosen) + ' were'} given")
+        raise OptionError(
+            "exactly one of the options subscribe, subscribePattern or assign must be set to say what "
+            f"to read; {'none was' if not chosen else ' and '.join(chosen) + ' were'} given"
+        )
     name = chosen[0]
     raw = given[name]
     if name == "subscribe":
@@ -255,15 +315,18 @@ def _subscription(options: Mapping[str, str]) -> Subscription:
         try:
             re.compile(raw)
         except re.error as exc:
-            raise OptionError(f"option subscribePattern is not a valid regular expression ({exc}): {_shown(raw)}") \
-                from None
+            raise OptionError(
+                f"option subscribePattern is not a valid regular expression ({exc}): {_shown(raw)}"
+            ) from None
         return SubscribePattern(raw)
     parts: list[TopicPartition] = []
     example = '{"orders": [0, 1]}'
     for topic, partitions in _json_object("assign", raw).items():
         if not isinstance(partitions, list) or not all(type(p) is int and 0 <= p <= MAX_PARTITION for p in partitions):
-            raise OptionError(f"option assign must map each topic to a list of partition numbers, like {example}; "
-                              f"got {partitions!r} for topic {topic!r}")
+            raise OptionError(
+                f"option assign must map each topic to a list of partition numbers, like {example}; "
+                f"got {partitions!r} for topic {topic!r}"
+            )
         parts.extend((topic, p) for p in partitions)
     if not parts:
         raise OptionError(f"option assign names no partitions; write it like {example}")
@@ -282,14 +345,17 @@ def _starting_spec(options: Mapping[str, str], group_id: str | None, reset: Auto
         return Latest()
     if keyword == "committed":
         if group_id is None:
-            raise OptionError("startingOffsets=committed needs kafka.group.id: the group whose committed offsets to "
-                              "start from")
+            raise OptionError(
+                "startingOffsets=committed needs kafka.group.id: the group whose committed offsets to start from"
+            )
         return Committed(reset)
     if raw.startswith("{"):
         # a start outside the log follows kafka.auto.offset.reset, as Kafka does
         return SpecificOffsets(_json_offsets("startingOffsets", raw, lowest=EARLIEST), reset=reset)
-    raise OptionError(f"option startingOffsets must be earliest, latest, committed, or JSON like "
-                      f"{{\"orders\": {{\"0\": 23}}}}; got {_shown(raw)}")
+    raise OptionError(
+        f"option startingOffsets must be earliest, latest, committed, or JSON like "
+        f'{{"orders": {{"0": 23}}}}; got {_shown(raw)}'
+    )
 
 
 def _ending_spec(options: Mapping[str, str]) -> OffsetSpec | None:
@@ -304,14 +370,13 @@ def _ending_spec(options: Mapping[str, str]) -> OffsetSpec | None:
         return Latest()
     if raw.startswith("{"):
         # an end outside the log is kept inside it, whatever kafka.auto.offset.reset says
-        return SpecificOffsets(_json_offsets("endingOffsets", raw, lowest=LATEST),
-                               outside_log=OutsideLog.NEAREST_BOUND)
-    raise OptionError(f"option endingOffsets must be latest, or JSON like {{\"orders\": {{\"0\": 23}}}}; "
-                      f"got {_shown(raw)}")
+        return SpecificOffsets(_json_offsets("endingOffsets", raw, lowest=LATEST), outside_log=OutsideLog.NEAREST_BOUND)
+    raise OptionError(f'option endingOffsets must be latest, or JSON like {{"orders": {{"0": 23}}}}; got {_shown(raw)}')
 
 
-def _timestamps_or_offsets(options: Mapping[str, str], verb: str, timestamp: str, by_timestamp: str,
-                           offsets: str) -> Timestamps | str | None:
+def _timestamps_or_offsets(
+    options: Mapping[str, str], verb: str, timestamp: str, by_timestamp: str, offsets: str
+) -> Timestamps | str | None:
     """Where to start or end as given: by timestamp, or the raw value of the offsets option (None: not given);
     an error if more than one of the three options is set."""
     given = {name: raw for name in (timestamp, by_timestamp, offsets) if (raw := _get(options, name)) is not None}
@@ -334,20 +399,25 @@ def _timestamps_per_partition(name: str, raw: str) -> Timestamps:
     per_partition = _per_partition(name, raw, example)
     for (topic, partition), value in per_partition:
         if value < 0:
-            raise OptionError(f"option {name}: timestamp {value} for {partition_name(topic, partition)} is negative; "
-                              f"give milliseconds since the epoch, like {example}")
+            raise OptionError(
+                f"option {name}: timestamp {value} for {partition_name(topic, partition)} is negative; "
+                f"give milliseconds since the epoch, like {example}"
+            )
     return Timestamps(per_partition=per_partition)
 
 
 def _json_offsets(name: str, raw: str, lowest: int) -> tuple[tuple[TopicPartition, int], ...]:
     """Offsets per partition, each >= 0 or one of the markers down to `lowest` (-2 earliest, -1 latest)."""
     offsets = _per_partition(name, raw, '{"orders": {"0": 23, "1": -2}}')
-    markers = ", ".join(f"{marker} ({word})" for marker, word in ((EARLIEST, "earliest"), (LATEST, "latest"))
-                        if marker >= lowest)
+    markers = ", ".join(
+        f"{marker} ({word})" for marker, word in ((EARLIEST, "earliest"), (LATEST, "latest")) if marker >= lowest
+    )
     for (topic, partition), value in offsets:
         if value < lowest:
-            raise OptionError(f"option {name}: offset {value} for {partition_name(topic, partition)} is not valid; "
-                              f"use an offset >= 0, {markers}")
+            raise OptionError(
+                f"option {name}: offset {value} for {partition_name(topic, partition)} is not valid; "
+                f"use an offset >= 0, {markers}"
+            )
     return offsets
 
 
@@ -362,13 +432,17 @@ def _check_names(options: Mapping[str, str]) -> None:
             continue
         close = difflib.get_close_matches(name, list(known), n=1, cutoff=0.75)
         hint = f"did you mean {known[close[0]]}? " if close else ""
-        raise OptionError(f"unknown option {_shown(name)}: {hint}kafkasource's options are {', '.join(SOURCE_OPTIONS)}"
-                          ", kafka.<setting> for librdkafka and schema.registry.<setting> for the schema registry client")
+        raise OptionError(
+            f"unknown option {_shown(name)}: {hint}kafkasource's options are {', '.join(SOURCE_OPTIONS)}"
+            ", kafka.<setting> for librdkafka and schema.registry.<setting> for the schema registry client"
+        )
     strategy = _get(options, "startingOffsetsByTimestampStrategy")
     if strategy is not None and strategy.lower() != "latest":
-        raise OptionError(f"option startingOffsetsByTimestampStrategy={_shown(strategy)} is not supported: a partition "
-                          "with no record at or after the timestamp starts at its log end (the built-in's 'latest' "
-                          "strategy); remove the option or set it to latest")
+        raise OptionError(
+            f"option startingOffsetsByTimestampStrategy={_shown(strategy)} is not supported: a partition "
+            "with no record at or after the timestamp starts at its log end (the built-in's 'latest' "
+            "strategy); remove the option or set it to latest"
+        )
 
 
 def parse_options(raw_options: Mapping[str, str], streaming: bool | None = None) -> SourceOptions:
@@ -381,8 +455,9 @@ def parse_options(raw_options: Mapping[str, str], streaming: bool | None = None)
     _check_names(options)
     bootstrap = _get(options, "kafka.bootstrap.servers")
     if bootstrap is None:
-        raise OptionError("option kafka.bootstrap.servers is required: the brokers to connect to, "
-                          "like host1:9092,host2:9092")
+        raise OptionError(
+            "option kafka.bootstrap.servers is required: the brokers to connect to, like host1:9092,host2:9092"
+        )
     if "\x00" in bootstrap:  # librdkafka's C strings would silently end there
         raise OptionError("option kafka.bootstrap.servers holds a NUL character (\\x00); remove it")
     subscription = _subscription(options)
@@ -417,13 +492,15 @@ def parse_options(raw_options: Mapping[str, str], streaming: bool | None = None)
         read_path=read_path,
         poll_timeout_ms=_positive_int_or(options, "kafkaConsumer.pollTimeoutMs", 120_000, high=MAX_TIMEOUT_MS),
         read_committed=isolation == "read_committed",
-        metadata_refresh_interval_ms=_whole_number_option(options, "metadataRefreshIntervalMs",
-                                                          DEFAULT_METADATA_REFRESH_INTERVAL_MS),
+        metadata_refresh_interval_ms=_whole_number_option(
+            options, "metadataRefreshIntervalMs", DEFAULT_METADATA_REFRESH_INTERVAL_MS
+        ),
         kafka_config=kafka_config,
         # last: the only check that asks a server (the registry, for the reader schemas)
         # the decoding options with a value, as _get reads them
-        decoding=decoding.parse_decoding({n: v for n in options if (v := _get(options, n)) is not None}, subscription,
-                                         read_path),
+        decoding=decoding.parse_decoding(
+            {n: v for n in options if (v := _get(options, n)) is not None}, subscription, read_path
+        ),
     )
     if streaming is None:
         return parsed
@@ -433,8 +510,10 @@ def parse_options(raw_options: Mapping[str, str], streaming: bool | None = None)
 def _commit_mode(options: Mapping[str, str], group_id: str | None) -> CommitMode:
     commit_mode = _choice(options, "commitMode", get_args(CommitMode), "sync" if group_id else "none")
     if commit_mode != "none" and group_id is None:
-        raise OptionError(f"commitMode={commit_mode} needs kafka.group.id: the consumer group to commit offsets to; "
-                          "set kafka.group.id or use commitMode=none")
+        raise OptionError(
+            f"commitMode={commit_mode} needs kafka.group.id: the consumer group to commit offsets to; "
+            "set kafka.group.id or use commitMode=none"
+        )
     return commit_mode
 
 
@@ -443,6 +522,8 @@ def _per_trigger_bounds(options: Mapping[str, str]) -> tuple[int | None, int | N
     max_per_trigger = _positive_int(options, "maxOffsetsPerTrigger")
     min_per_trigger = _positive_int(options, "minOffsetsPerTrigger")
     if max_per_trigger is not None and min_per_trigger is not None and min_per_trigger > max_per_trigger:
-        raise OptionError(f"option minOffsetsPerTrigger ({min_per_trigger}) is above maxOffsetsPerTrigger "
-                          f"({max_per_trigger}); lower the minimum or raise the maximum")
+        raise OptionError(
+            f"option minOffsetsPerTrigger ({min_per_trigger}) is above maxOffsetsPerTrigger "
+            f"({max_per_trigger}); lower the minimum or raise the maximum"
+        )
     return max_per_trigger, min_per_trigger

@@ -25,32 +25,37 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Callable, Protocol
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Protocol
 
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
-from pyspark.sql.streaming.datasource import (ReadAllAvailable, ReadLimit, ReadMaxRows, ReadMinRows,
-                                              SupportsTriggerAvailableNow)
+from pyspark.sql.streaming.datasource import (
+    ReadAllAvailable,
+    ReadLimit,
+    ReadMaxRows,
+    ReadMinRows,
+    SupportsTriggerAvailableNow,
+)
 
 from kafkasource.cluster.client import KafkaClient
 from kafkasource.commit.committer import OffsetCommitter
 from kafkasource.commit.outcomes import OutcomeSender
-from kafkasource.planning.data_loss import report_data_loss, unread_records
 from kafkasource.errors import BrokerUnavailableError, DataLossError, KafkaSourceError
+from kafkasource.formats.decoding import decode_batches
+from kafkasource.options import SourceOptions
+from kafkasource.planning.data_loss import report_data_loss, unread_records
+from kafkasource.planning.held_back import HeldBackWatch
 from kafkasource.planning.offsets import TOPIC_IDS_KEY, OffsetLookup, from_json_dict, to_json_dict, topic_ids_of
 from kafkasource.planning.partitions import Positions, TopicPartition, describe, partition_name
-from kafkasource.options import SourceOptions
-from kafkasource.formats.decoding import decode_batches
-from kafkasource.reading.task_reader import read_ranges
-from kafkasource.planning.held_back import HeldBackWatch
-from kafkasource.planning.tasks import KafkaInputPartition, fetch_config, plan_partitions
 from kafkasource.planning.ranges import batch_ranges, rate_limit
+from kafkasource.planning.tasks import KafkaInputPartition, fetch_config, plan_partitions
+from kafkasource.reading.task_reader import read_ranges
 from kafkasource.runtime import shutdown
+
 if TYPE_CHECKING:
     from confluent_kafka import Consumer
 
 log = logging.getLogger(__name__)
-
 
 
 class Cluster(OffsetLookup, Protocol):
@@ -61,7 +66,6 @@ class Cluster(OffsetLookup, Protocol):
     def topic_ids(self, topics: list[str]) -> dict[str, str]: ...
 
     def new_group_consumer(self, **extra: object) -> Consumer: ...
-
 
     def high_watermarks(self, partitions: list[TopicPartition]) -> Positions: ...
 
@@ -85,8 +89,13 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     travels to executors. `clock` (seconds) times maxTriggerDelay and how long open transactions hold partitions
     back."""
 
-    def __init__(self, options: SourceOptions, client: Cluster | None = None, committer: Committer | None = None,
-                 clock: Callable[[], float] = time.monotonic):
+    def __init__(
+        self,
+        options: SourceOptions,
+        client: Cluster | None = None,
+        committer: Committer | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ):
         self.options = options.for_stream()
         self.fetch_config = fetch_config(self.options)
         self._client = client
@@ -130,8 +139,12 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if self._committer is None and self.options.commit_mode != "none":
             assert self.options.group_id is not None  # the options refuse a commitMode other than none without one
             self._committer = OffsetCommitter(
-                self.options.group_id, self.options.commit_mode, self.options.commit_timeout_ms,
-                lambda on_commit: self.client.new_group_consumer(on_commit=on_commit), OutcomeSender())
+                self.options.group_id,
+                self.options.commit_mode,
+                self.options.commit_timeout_ms,
+                lambda on_commit: self.client.new_group_consumer(on_commit=on_commit),
+                OutcomeSender(),
+            )
         return self._committer
 
     # -- the DataSourceStreamReader protocol --------------------------------------------------------
@@ -140,8 +153,12 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._topic_ids.update(self.client.topic_ids(sorted({t for t, _ in current})))
         positions = self.options.start().resolve(current, self.client)
         self._initial = positions
-        log.info("new query over %s starts at %s (%s)", self.options.subscription.describe(),
-                 to_json_dict(positions), self.options.starting)
+        log.info(
+            "new query over %s starts at %s (%s)",
+            self.options.subscription.describe(),
+            to_json_dict(positions),
+            self.options.starting,
+        )
         return self._offsets_json(positions)
 
     def getDefaultReadLimit(self) -> ReadLimit:
@@ -260,9 +277,11 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         vanished = sorted(start.keys() - self._known)
         one = len(vanished) == 1
         self._restarted(start, vanished)  # should the topic come back, its new log is read from its start
-        self._data_loss(f"{describe(vanished)} no longer exist{'s' if one else ''} in the cluster (topic deleted?)"
-                        f"{unread_records(vanished, start, seen_before)}",
-                        then=f"the query stops reading {'it' if one else 'them'}")
+        self._data_loss(
+            f"{describe(vanished)} no longer exist{'s' if one else ''} in the cluster (topic deleted?)"
+            f"{unread_records(vanished, start, seen_before)}",
+            then=f"the query stops reading {'it' if one else 'them'}",
+        )
 
     def _join_new_partitions(self, start: Positions, current: list[TopicPartition]) -> Positions:
         """The query's place in each current partition; new ones join at their earliest offset, as in the built-in
@@ -275,8 +294,9 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             log.info("new partitions join the query: %s", describe(new))
         return {tp: start[tp] if tp in start else first[tp] for tp in current}
 
-    def _restart_recreated_topics(self, base: Positions, previous: Positions, current: list[TopicPartition],
-                                  seen_before: Positions) -> Positions:
+    def _restart_recreated_topics(
+        self, base: Positions, previous: Positions, current: list[TopicPartition], seen_before: Positions
+    ) -> Positions:
         """A topic whose id changed since the last look was deleted and created again, even if its new log already
         reaches past the query's place: data loss; with failOnDataLoss=false, its partitions the query was reading
         (`previous`) are read again from their new log start. A restarted query compares with the ids its
@@ -298,8 +318,11 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             if topic in reported:  # reported as the replayed batch skipped it: restarted without a second report
                 continue
             parts = [tp for tp in replaced if tp[0] == topic]
-            self._data_loss(f"topic {topic} was deleted and created again (its topic id changed from {old} to {new})"
-                            f"{unread_records(parts, base, seen_before)}", then="reading it again from its log start")
+            self._data_loss(
+                f"topic {topic} was deleted and created again (its topic id changed from {old} to {new})"
+                f"{unread_records(parts, base, seen_before)}",
+                then="reading it again from its log start",
+            )
         return {**base, **{tp: restart[tp] for tp in replaced}}
 
     def _check_replayed_batch(self, planned_under: dict[str, str], start: Positions, end: Positions) -> Positions:
@@ -316,10 +339,12 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         skipped = {}
         for topic, (old, new) in sorted(recreated.items()):
             parts = sorted(tp for tp in end if tp[0] == topic)
-            self._data_loss(f"topic {topic} was deleted and created again (its topic id changed from {old} to {new}) "
-                            f"after the batch replayed from the checkpoint was planned"
-                            f"{unread_records([tp for tp in parts if tp in start], start, end)}",
-                            then="the replayed batch skips it; the next batch reads it again from its log start")
+            self._data_loss(
+                f"topic {topic} was deleted and created again (its topic id changed from {old} to {new}) "
+                f"after the batch replayed from the checkpoint was planned"
+                f"{unread_records([tp for tp in parts if tp in start], start, end)}",
+                then="the replayed batch skips it; the next batch reads it again from its log start",
+            )
             self._reported_in_replay.add(topic)
             skipped.update({tp: end[tp] for tp in parts})
         return {**start, **skipped}
@@ -347,9 +372,11 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._restarted(base, went_back)
         restart = self.client.beginning(went_back)
         for tp in went_back:
-            self._data_loss(f"the log of {partition_name(*tp)} now ends at {latest[tp]}, below the query's position "
-                            f"{base[tp]} (topic recreated or truncated){unread_records([tp], base, seen_before)}",
-                            then=f"reading it again from its log start {restart[tp]}")
+            self._data_loss(
+                f"the log of {partition_name(*tp)} now ends at {latest[tp]}, below the query's position "
+                f"{base[tp]} (topic recreated or truncated){unread_records([tp], base, seen_before)}",
+                then=f"reading it again from its log start {restart[tp]}",
+            )
         return {**base, **{tp: restart[tp] for tp in went_back}}
 
     def _cap_at_target(self, base: Positions, latest: Positions) -> Positions:
@@ -373,8 +400,10 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         """Where each partition's batch begins: at `start`, or at its log start for a partition that joined the
         query (no start), whose log went back (a start beyond the end) or whose topic was recreated (`start` is
         a position in the old log), as latestOffset planned it."""
-        from_log_start = sorted({tp for tp, until in end.items() if start.get(tp, until + 1) > until}
-                                | {tp for tp, old in self._superseded.items() if tp in end and start.get(tp) == old})
+        from_log_start = sorted(
+            {tp for tp, until in end.items() if start.get(tp, until + 1) > until}
+            | {tp for tp, old in self._superseded.items() if tp in end and start.get(tp) == old}
+        )
         if not from_log_start:
             return start
         for tp in from_log_start:  # Spark commits the old position before it plans this batch: no more to leave out
@@ -385,8 +414,9 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     # -- committing ----------------------------------------------------------------------------------
     def _run_complete(self, start: Positions) -> bool:
         """Under AvailableNow: has the run read up to the ends it fixed at its start?"""
-        return self._target is not None and all(start.get(tp, -1) >= end for tp, end in self._target.items()
-                                                if tp in self._known)
+        return self._target is not None and all(
+            start.get(tp, -1) >= end for tp, end in self._target.items() if tp in self._known
+        )
 
     def _commit_completed(self, positions: Positions, final: bool = False) -> None:
         """Commit positions that a completed batch reached (the first start of a new query is not one)."""

@@ -209,7 +209,7 @@ def test_example_reads_kafka_over_connect(connect_server, kafka, tmp_path):
 
 def test_ingest_job_over_connect_reports_its_rate_metrics_and_commits(connect_server, kafka, tmp_path):
     from tests.job_helpers import write_config
-    from kafkasource.metrics.text import parse
+    from tests.test_metrics import parse
     from tests.test_metrics import by_partition
 
     topic = kafka.create_topic(kafka.unique_name("connect-ingest"), partitions=3)

@@ -11,35 +11,58 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable, Mapping
 from functools import partial
-from typing import Callable, Mapping, TypeVar
+from typing import TypeVar
 
-from confluent_kafka import (OFFSET_BEGINNING, OFFSET_END, OFFSET_INVALID, Consumer, KafkaError, KafkaException,
-                             TopicCollection)
+from confluent_kafka import (
+    OFFSET_BEGINNING,
+    OFFSET_END,
+    OFFSET_INVALID,
+    Consumer,
+    KafkaError,
+    KafkaException,
+    TopicCollection,
+)
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 from confluent_kafka.admin import AdminClient
 
-from kafkasource.errors import BrokerUnavailableError, KafkaSourceError
-from kafkasource.planning.partitions import Positions, TopicPartition, describe
 from kafkasource.cluster.refusal import is_refusal, refusal_error
 from kafkasource.cluster.settings import NEVER_COMMITTING_GROUP_ID
-from kafkasource.runtime.shutdown import close_within, signal_deferred
+from kafkasource.errors import BrokerUnavailableError, KafkaSourceError
 from kafkasource.options import SourceOptions
+from kafkasource.planning.partitions import Positions, TopicPartition, describe
+from kafkasource.runtime.shutdown import close_within, signal_deferred
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 # _DESTROY_BROKER: a consumer's ListOffsets to a broker that stopped, whose handle the client dropped meanwhile
-UNREACHABLE = {KafkaError._TRANSPORT, KafkaError._TIMED_OUT, KafkaError._ALL_BROKERS_DOWN,
-               KafkaError._RESOLVE, KafkaError.REQUEST_TIMED_OUT, KafkaError._DESTROY_BROKER}
-LEADER_MOVING = {KafkaError.OFFSET_NOT_AVAILABLE, KafkaError.LEADER_NOT_AVAILABLE,
-                 KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.FENCED_LEADER_EPOCH, KafkaError.UNKNOWN_LEADER_EPOCH,
-                 KafkaError._NOENT}  # _NOENT: "no leaders found", from a client that has no metadata yet
+UNREACHABLE = {
+    KafkaError._TRANSPORT,
+    KafkaError._TIMED_OUT,
+    KafkaError._ALL_BROKERS_DOWN,
+    KafkaError._RESOLVE,
+    KafkaError.REQUEST_TIMED_OUT,
+    KafkaError._DESTROY_BROKER,
+}
+LEADER_MOVING = {
+    KafkaError.OFFSET_NOT_AVAILABLE,
+    KafkaError.LEADER_NOT_AVAILABLE,
+    KafkaError.NOT_LEADER_FOR_PARTITION,
+    KafkaError.FENCED_LEADER_EPOCH,
+    KafkaError.UNKNOWN_LEADER_EPOCH,
+    KafkaError._NOENT,
+}  # _NOENT: "no leaders found", from a client that has no metadata yet
 # a consumer's own answer for a partition or topic its metadata does not hold (yet)
 NOT_IN_CLIENT_METADATA = {KafkaError._UNKNOWN_PARTITION, KafkaError._UNKNOWN_TOPIC}
 # the group coordinator moving, loading or not elected yet: worth asking again
-COORDINATOR_RETRIABLE = {KafkaError.COORDINATOR_LOAD_IN_PROGRESS, KafkaError.COORDINATOR_NOT_AVAILABLE,
-                         KafkaError.NOT_COORDINATOR, KafkaError._WAIT_COORD}
+COORDINATOR_RETRIABLE = {
+    KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+    KafkaError.COORDINATOR_NOT_AVAILABLE,
+    KafkaError.NOT_COORDINATOR,
+    KafkaError._WAIT_COORD,
+}
 ANSWER_SLICE_S = 1.0  # how often a request waiting for an unreachable cluster checks for a refusal
 # how long a trigger waits for topic ids: they are a check on top of the log ends, so a broker that just died
 # (whose request would wait out its whole timeout) costs a trigger this much, and the next trigger asks again
@@ -83,9 +106,12 @@ class KafkaClient:
     def new_group_consumer(self, **extra: object) -> Consumer:
         """A consumer carrying the user's group.id, for OffsetFetch and OffsetCommit only: it never subscribes,
         so it never joins the group."""
-        return Consumer(self.options.client_config(
-            **{"group.id": self.options.group_id, "enable.auto.commit": False, "error_cb": self._on_client_error},
-            **extra))
+        return Consumer(
+            self.options.client_config(
+                **{"group.id": self.options.group_id, "enable.auto.commit": False, "error_cb": self._on_client_error},
+                **extra,
+            )
+        )
 
     @property
     def group_consumer(self) -> Consumer:
@@ -126,7 +152,8 @@ class KafkaClient:
             return BrokerUnavailableError(
                 f"could not {what}: Kafka at {self.options.bootstrap_servers} did not answer within "
                 f"{self.options.poll_timeout_ms} ms (kafkaConsumer.pollTimeoutMs): {error.str()}. Check "
-                "kafka.bootstrap.servers and that the brokers are reachable from the Spark driver")
+                "kafka.bootstrap.servers and that the brokers are reachable from the Spark driver"
+            )
         return KafkaSourceError(f"could not {what} from Kafka at {self.options.bootstrap_servers}: {exc}")
 
     def topics(self) -> dict[str, int]:
@@ -138,8 +165,12 @@ class KafkaClient:
                 break
             except KafkaException as exc:
                 error = exc.args[0] if exc.args and isinstance(exc.args[0], KafkaError) else None
-                if error is None or error.code() not in UNREACHABLE or time.monotonic() >= deadline \
-                        or self._refused("list topics"):
+                if (
+                    error is None
+                    or error.code() not in UNREACHABLE
+                    or time.monotonic() >= deadline
+                    or self._refused("list topics")
+                ):
                     raise self._fail("list topics", exc) from None
         self._refusal = None  # the brokers let us in now
         return {name: len(topic.partitions) for name, topic in metadata.topics.items() if topic.error is None}
@@ -162,15 +193,20 @@ class KafkaClient:
                 if name not in self._undescribed:  # asked again every trigger: said once
                     self._undescribed.add(name)
                     reason = exc.args[0].str() if isinstance(exc, KafkaException) and exc.args else "no answer"
-                    log.info("no topic id for %s (%s): until the brokers give one, a recreated topic is found by "
-                             "its log end only", name, reason)
+                    log.info(
+                        "no topic id for %s (%s): until the brokers give one, a recreated topic is found by "
+                        "its log end only",
+                        name,
+                        reason,
+                    )
                 continue
             if topic_id is not None and (topic_id.get_most_significant_bits() or topic_id.get_least_significant_bits()):
                 ids[name] = str(topic_id)  # all zero: a broker that gives topics no id
         return ids
 
-    def _list_offsets(self, request: Mapping[TopicPartition, int], what: str, read_committed: bool | None = None
-                      ) -> Positions:
+    def _list_offsets(
+        self, request: Mapping[TopicPartition, int], what: str, read_committed: bool | None = None
+    ) -> Positions:
         """The offsets ListOffsets gives for `request` (per partition a timestamp, or LATEST / EARLIEST), asked
         again until kafkaConsumer.pollTimeoutMs has passed.
 
@@ -214,7 +250,8 @@ class KafkaClient:
                     raise self._fail(f"list {what} offsets", failure) from None
                 raise BrokerUnavailableError(
                     f"could not list {what} offsets: Kafka at {self.options.bootstrap_servers} did not answer within "
-                    f"{self.options.poll_timeout_ms} ms (kafkaConsumer.pollTimeoutMs)") from None
+                    f"{self.options.poll_timeout_ms} ms (kafkaConsumer.pollTimeoutMs)"
+                ) from None
             log.info("listing %s offsets: %s; asking again with a fresh client", what, reason)
             self._drop_offsets_clients()
             time.sleep(0.2)
@@ -226,12 +263,12 @@ class KafkaClient:
         call as one list; the admin client's list_offsets makes a Python future per partition, which cost 30 µs
         each (bench/PLANNING.md)."""
         asked = [KafkaTopicPartition(t, p, timestamp) for (t, p), timestamp in request.items()]
-        calls = [asked[i:i + LIST_OFFSETS_CHUNK] for i in range(0, len(asked), LIST_OFFSETS_CHUNK)]
+        calls = [asked[i : i + LIST_OFFSETS_CHUNK] for i in range(0, len(asked), LIST_OFFSETS_CHUNK)]
         lanes = min(LIST_OFFSETS_LANES, len(calls))
-        shares = [calls[len(calls) * k // lanes:len(calls) * (k + 1) // lanes] for k in range(lanes)]
+        shares = [calls[len(calls) * k // lanes : len(calls) * (k + 1) // lanes] for k in range(lanes)]
         consumers = [self._offsets_consumer(read_committed, lane) for lane in range(lanes)]
         with signal_deferred():  # the exit a SIGTERM starts closes these clients: only once no lane is using them
-            answers = in_parallel([partial(_answer, c, s, until) for c, s in zip(consumers, shares)])
+            answers = in_parallel([partial(_answer, c, s, until) for c, s in zip(consumers, shares, strict=True)])
         found: Positions = {}
         for answered in answers:
             found.update(answered)
@@ -243,10 +280,16 @@ class KafkaClient:
         stand-in: librdkafka looks the group's coordinator up for any consumer."""
         consumer = self._offsets_consumers.get((read_committed, lane))
         if consumer is None:
-            consumer = Consumer(self.options.client_config(**{
-                "group.id": self.options.group_id or NEVER_COMMITTING_GROUP_ID, "enable.auto.commit": False,
-                "isolation.level": "read_committed" if read_committed else "read_uncommitted",
-                "error_cb": self._on_client_error}))
+            consumer = Consumer(
+                self.options.client_config(
+                    **{
+                        "group.id": self.options.group_id or NEVER_COMMITTING_GROUP_ID,
+                        "enable.auto.commit": False,
+                        "isolation.level": "read_committed" if read_committed else "read_uncommitted",
+                        "error_cb": self._on_client_error,
+                    }
+                )
+            )
             self._offsets_consumers[(read_committed, lane)] = consumer
         return consumer
 
@@ -290,8 +333,9 @@ class KafkaClient:
         deadline = time.monotonic() + self._timeout_s
         while True:
             try:
-                result = self.group_consumer.committed([KafkaTopicPartition(t, p) for t, p in partitions],
-                                                         timeout=max(1.0, deadline - time.monotonic()))
+                result = self.group_consumer.committed(
+                    [KafkaTopicPartition(t, p) for t, p in partitions], timeout=max(1.0, deadline - time.monotonic())
+                )
                 break
             except KafkaException as exc:
                 if exc.args[0].code() in COORDINATOR_RETRIABLE and time.monotonic() < deadline:
@@ -326,8 +370,9 @@ def in_parallel(calls: list[Callable[[], T]]) -> list[T]:
         except BaseException as exc:  # handed to the caller below
             errors[i] = exc
 
-    threads = [threading.Thread(target=run, args=(i,), daemon=True, name="kafkasource-offsets")
-               for i in range(1, len(calls))]
+    threads = [
+        threading.Thread(target=run, args=(i,), daemon=True, name="kafkasource-offsets") for i in range(1, len(calls))
+    ]
     for thread in threads:
         thread.start()
     run(0)

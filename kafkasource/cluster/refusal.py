@@ -11,12 +11,12 @@ transport error carrying OpenSSL's alert text, not as a TLS error.
 from __future__ import annotations
 
 import re
-from typing import Mapping
+from collections.abc import Mapping
 
 from confluent_kafka import KafkaError
 
-from kafkasource.errors import AccessError
 from kafkasource.cluster.settings import masked
+from kafkasource.errors import AccessError
 
 REFUSED = {KafkaError._AUTHENTICATION, KafkaError._SSL}
 TLS_ALERT = re.compile(r"SSL alert number (\d+)")  # how OpenSSL words an alert the peer sent
@@ -52,24 +52,28 @@ def refusal_error(what: str, error: KafkaError, kafka_config: Mapping[str, objec
                 f"security.protocol {protocol}){f' as OAuth client {client_id}' if client_id else ''}: {reason}. "
                 "Check kafka.sasl.oauthbearer.client.id and kafka.sasl.oauthbearer.client.secret, that "
                 "kafka.sasl.oauthbearer.token.endpoint.url is the identity provider's token endpoint, and that the "
-                "brokers accept its tokens (their JWKS, expected audience and issuer)")
+                "brokers accept its tokens (their JWKS, expected audience and issuer)"
+            )
         username = kafka_config.get("sasl.username")
         return AccessError(
             f"could not {what}: authentication with Kafka at {servers} failed (SASL mechanism {mechanism}, "
             f"security.protocol {protocol})"
             f"{f' as user {username}' if username else ''}: {reason}. Check kafka.sasl.username and "
-            "kafka.sasl.password, and that kafka.sasl.mechanism is one the brokers enable")
+            "kafka.sasl.password, and that kafka.sasl.mechanism is one the brokers enable"
+        )
     alert = TLS_ALERT.search(reason)
     if alert and int(alert.group(1)) in CLIENT_CERTIFICATE_ALERTS:
         certificate = kafka_config.get("ssl.certificate.location")
-        presented = (f"the client certificate {certificate}" if certificate
-                     else "this client, which presented no certificate")
+        presented = (
+            f"the client certificate {certificate}" if certificate else "this client, which presented no certificate"
+        )
         return AccessError(
             f"could not {what}: the TLS handshake with Kafka at {servers} failed: the brokers refused {presented}: "
             f"{reason}. The brokers require a client certificate signed by a CA they trust: set "
             "kafka.ssl.certificate.location and kafka.ssl.key.location to such a certificate and its key (PEM), with "
-            "kafka.ssl.key.password if the key is encrypted")
+            "kafka.ssl.key.password if the key is encrypted"
+        )
     return AccessError(
         f"could not {what}: the TLS handshake with Kafka at {servers} failed: {reason}. If the brokers' "
-        "certificate cannot be verified, set kafka.ssl.ca.location to the PEM file of the CA that signed it")
-
+        "certificate cannot be verified, set kafka.ssl.ca.location to the PEM file of the CA that signed it"
+    )

@@ -10,22 +10,22 @@ from __future__ import annotations
 
 import difflib
 import re
-from typing import Mapping
+from collections.abc import Mapping
 
-from kafkasource.errors import OptionError
 from kafkasource.cluster.known_settings import SETTINGS
+from kafkasource.errors import OptionError
 
 # Kafka settings we manage ourselves, or Java-client settings librdkafka does not know, with what to do instead.
 UNSUPPORTED_KAFKA_SETTINGS = {
     "key.deserializer": "keys are always returned as binary; decode them in Spark (CAST, from_json, from_avro)",
     "value.deserializer": "values are always returned as binary; decode them in Spark (CAST, from_json, from_avro)",
     "sasl.jaas.config": "librdkafka takes credentials as kafka.sasl.username and kafka.sasl.password "
-                        "(with kafka.sasl.mechanism and kafka.security.protocol)",
+    "(with kafka.sasl.mechanism and kafka.security.protocol)",
     "ssl.truststore.location": "give the CA certificate in PEM form as kafka.ssl.ca.location",
     "ssl.truststore.password": "give the CA certificate in PEM form as kafka.ssl.ca.location (no password needed)",
     "ssl.truststore.type": "give the CA certificate in PEM form as kafka.ssl.ca.location",
     "ssl.keystore.type": "give a PKCS#12 keystore as kafka.ssl.keystore.location, or PEM files as "
-                         "kafka.ssl.certificate.location and kafka.ssl.key.location",
+    "kafka.ssl.certificate.location and kafka.ssl.key.location",
     "interceptor.classes": "Java interceptors cannot run in librdkafka; remove the option",
     "sasl.login.callback.handler.class": "use librdkafka's kafka.sasl.oauthbearer.* settings",
     "sasl.client.callback.handler.class": "use librdkafka's kafka.sasl.oauthbearer.* settings",
@@ -37,8 +37,14 @@ UNSUPPORTED_KAFKA_SETTINGS = {
 # a group of the user's.
 NEVER_COMMITTING_GROUP_ID = "kafkasource-executor-never-commits"
 # set by the source itself on every client it creates
-MANAGED_KAFKA_SETTINGS = {"group.id", "auto.offset.reset", "enable.auto.commit", "enable.auto.offset.store",
-                          "enable.partition.eof", "bootstrap.servers"}
+MANAGED_KAFKA_SETTINGS = {
+    "group.id",
+    "auto.offset.reset",
+    "enable.auto.commit",
+    "enable.auto.offset.store",
+    "enable.partition.eof",
+    "bootstrap.servers",
+}
 
 # names holding secrets: librdkafka's, and the schema registry client's (basic.auth.user.info is user:password)
 SECRET_MARKERS = ("password", "passphrase", "secret", "jaas", "key.pem", "token", "user.info")
@@ -70,18 +76,22 @@ def kafka_config(options: Mapping[str, str]) -> dict[str, str]:
         name = name.lower()
         if not name.startswith("kafka.") or name == "kafka.bootstrap.servers":
             continue
-        setting = name[len("kafka."):]
+        setting = name[len("kafka.") :]
         if "\x00" in setting or "\x00" in str(value):  # librdkafka's C strings would silently end there
             raise OptionError(f"option kafka.{repr(setting)[1:-1][:80]} holds a NUL character (\\x00); remove it")
         if setting in UNSUPPORTED_KAFKA_SETTINGS:
-            raise OptionError(f"option kafka.{setting} is a Java client setting that librdkafka does not "
-                              f"support: {UNSUPPORTED_KAFKA_SETTINGS[setting]}")
+            raise OptionError(
+                f"option kafka.{setting} is a Java client setting that librdkafka does not "
+                f"support: {UNSUPPORTED_KAFKA_SETTINGS[setting]}"
+            )
         if setting in ("group.id", "auto.offset.reset"):
             continue  # read into typed fields
         if setting == "enable.auto.commit":
             if str(value).strip().lower() != "false":
-                raise OptionError("option kafka.enable.auto.commit cannot be true: this source commits the group's "
-                                  "offsets itself when a batch completes; use commitMode (sync, async or none)")
+                raise OptionError(
+                    "option kafka.enable.auto.commit cannot be true: this source commits the group's "
+                    "offsets itself when a batch completes; use commitMode (sync, async or none)"
+                )
             continue
         if setting in MANAGED_KAFKA_SETTINGS:
             raise OptionError(f"option kafka.{setting} is managed by the source; remove it")
@@ -124,5 +134,6 @@ def _check_librdkafka_accepts(config: Mapping[str, str]) -> None:
 
 # the names a misspelled kafka.* setting may be meant as: what librdkafka takes and kafkasource lets through
 _SUGGESTED_SETTINGS = sorted(SETTINGS - set(UNSUPPORTED_KAFKA_SETTINGS) - MANAGED_KAFKA_SETTINGS)
-_LIBRDKAFKA_NAMES = ("Options prefixed with kafka. are passed to librdkafka; see its CONFIGURATION.md for the names "
-                     "it accepts")
+_LIBRDKAFKA_NAMES = (
+    "Options prefixed with kafka. are passed to librdkafka; see its CONFIGURATION.md for the names it accepts"
+)

@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Callable
+from collections.abc import Callable
 
 from confluent_kafka import Consumer, KafkaError, KafkaException
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 
-from kafkasource.commit import metadata as committer
 from kafkasource.cluster.client import COORDINATOR_RETRIABLE
+from kafkasource.commit import metadata as committer
 from kafkasource.commit.outcomes import CommitOutcome, OutcomeSender
 from kafkasource.errors import CommitError
 from kafkasource.planning.partitions import Positions, TopicPartition, describe, listing, partition_name
@@ -28,10 +28,19 @@ from kafkasource.runtime.shutdown import close_within, signal_deferred
 
 log = logging.getLogger(__name__)
 
-RETRIABLE = COORDINATOR_RETRIABLE | {KafkaError.REQUEST_TIMED_OUT, KafkaError.NETWORK_EXCEPTION, KafkaError._TIMED_OUT,
-                                     KafkaError._TRANSPORT, KafkaError.REBALANCE_IN_PROGRESS}
-GROUP_IN_USE = {KafkaError.UNKNOWN_MEMBER_ID, KafkaError.ILLEGAL_GENERATION,
-                getattr(KafkaError, "FENCED_MEMBER_EPOCH", -999), getattr(KafkaError, "STALE_MEMBER_EPOCH", -999)}
+RETRIABLE = COORDINATOR_RETRIABLE | {
+    KafkaError.REQUEST_TIMED_OUT,
+    KafkaError.NETWORK_EXCEPTION,
+    KafkaError._TIMED_OUT,
+    KafkaError._TRANSPORT,
+    KafkaError.REBALANCE_IN_PROGRESS,
+}
+GROUP_IN_USE = {
+    KafkaError.UNKNOWN_MEMBER_ID,
+    KafkaError.ILLEGAL_GENERATION,
+    getattr(KafkaError, "FENCED_MEMBER_EPOCH", -999),
+    getattr(KafkaError, "STALE_MEMBER_EPOCH", -999),
+}
 ASYNC_FLUSH_SECONDS = 10.0
 SYNC_ANSWER_SLICE_S = 0.002
 # The group coordinator writes one OffsetCommit request as one record batch to __consumer_offsets and refuses a batch
@@ -46,12 +55,16 @@ OFFSET_RECORD_BYTES = 100
 def explain(group_id: str, positions: Positions, error: KafkaError) -> str:
     base = f"committing offsets of group {group_id} for {describe(positions)} failed: {error.str()}"
     if error.code() in GROUP_IN_USE:
-        return (f"{base}. The group has active members (another application consumes with subscribe() under this "
-                "group.id), so the broker rejects commits from this source, which reads partitions itself and is "
-                "not a group member. Give this query a kafka.group.id of its own")
+        return (
+            f"{base}. The group has active members (another application consumes with subscribe() under this "
+            "group.id), so the broker rejects commits from this source, which reads partitions itself and is "
+            "not a group member. Give this query a kafka.group.id of its own"
+        )
     if error.code() == KafkaError.GROUP_AUTHORIZATION_FAILED:
-        return (f"{base}. Committing needs the READ permission on group {group_id} (kafka-acls --add "
-                f"--allow-principal User:<name> --operation Read --group {group_id})")
+        return (
+            f"{base}. Committing needs the READ permission on group {group_id} (kafka-acls --add "
+            f"--allow-principal User:<name> --operation Read --group {group_id})"
+        )
     return base
 
 
@@ -62,8 +75,14 @@ class OffsetCommitter:
     """Commits positions for one query. `consumer_factory(on_commit)` makes the group's client, which hands every
     commit's answer to `on_commit` (confluent-kafka's on_commit setting)."""
 
-    def __init__(self, group_id: str, mode: str, timeout_ms: int,
-                 consumer_factory: Callable[[Callable], Consumer], outcomes: OutcomeSender | None = None):
+    def __init__(
+        self,
+        group_id: str,
+        mode: str,
+        timeout_ms: int,
+        consumer_factory: Callable[[Callable], Consumer],
+        outcomes: OutcomeSender | None = None,
+    ):
         self.group_id = group_id
         self.mode = mode
         self.timeout_s = timeout_ms / 1000
@@ -126,8 +145,11 @@ class OffsetCommitter:
         self._await_answers(deadline)
         if self._in_flight is not None or self._queued:
             # an unanswered older commit could still land after a newer one: never send over it
-            log.warning("the final async commit of group %s got no answer within commitTimeoutMs: %s",
-                        self.group_id, describe({**(self._in_flight or {}), **(self._queued or {})}))
+            log.warning(
+                "the final async commit of group %s got no answer within commitTimeoutMs: %s",
+                self.group_id,
+                describe({**(self._in_flight or {}), **(self._queued or {})}),
+            )
             return
         unconfirmed = {tp: o for tp, o in positions.items() if o > self._confirmed.get(tp, -1)}
         if not unconfirmed:
@@ -143,8 +165,11 @@ class OffsetCommitter:
             return
         self._await_answers(time.monotonic() + min(self.timeout_s, ASYNC_FLUSH_SECONDS))
         if self._in_flight is not None or self._queued:
-            log.warning("stopped with async commits of group %s unanswered for %s", self.group_id,
-                        describe({**(self._in_flight or {}), **(self._queued or {})}))
+            log.warning(
+                "stopped with async commits of group %s unanswered for %s",
+                self.group_id,
+                describe({**(self._in_flight or {}), **(self._queued or {})}),
+            )
         close_within(self._consumer, f"commit client of group {self.group_id}")
         self._consumer = None
 
@@ -170,8 +195,10 @@ class OffsetCommitter:
                 raise CommitError(explain(self.group_id, positions, error))
             if time.monotonic() + backoff > deadline:
                 self._report("failure", error, positions)
-                raise CommitError(explain(self.group_id, positions, error) +
-                                  f" (still failing after retrying for {self.timeout_s:.0f} s, commitTimeoutMs)")
+                raise CommitError(
+                    explain(self.group_id, positions, error)
+                    + f" (still failing after retrying for {self.timeout_s:.0f} s, commitTimeoutMs)"
+                )
             self._report("retry", error, positions)
             log.warning("commit of group %s failed (%s); retrying in %.1f s", self.group_id, error.str(), backoff)
             time.sleep(backoff)
@@ -194,7 +221,7 @@ class OffsetCommitter:
             answer, self._sync_answer = self._sync_answer, None
         if answer is _PENDING:
             return KafkaError(KafkaError._TIMED_OUT, "the group coordinator did not answer")
-        return answer
+        return answer if isinstance(answer, KafkaError) else None
 
     # -- async ------------------------------------------------------------------------------------
     def _send_next_async(self) -> None:
@@ -250,8 +277,9 @@ class OffsetCommitter:
     def _report(self, outcome: str, error: KafkaError | None, positions: Positions) -> None:
         """One outcome for the metrics exporter, labelled with the query's commitMode (an async query's final
         commit waits for its answer, and still counts as async)."""
-        self._outcomes.send(CommitOutcome(self.group_id, outcome, error.name() if error is not None else "",
-                                          len(positions), self.mode))
+        self._outcomes.send(
+            CommitOutcome(self.group_id, outcome, error.name() if error is not None else "", len(positions), self.mode)
+        )
 
 
 def commit_requests(positions: Positions, group_id: str, metadata: str) -> list[Positions]:

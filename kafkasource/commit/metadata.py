@@ -20,8 +20,8 @@ import json
 import os
 import socket
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Mapping
 
 ENV_APP_ID = "KAFKASOURCE_SPARK_APP_ID"
 ENV_APP_NAME = "KAFKASOURCE_SPARK_APP_NAME"
@@ -50,9 +50,15 @@ def committer_environment(app_id: str, app_name: str) -> dict[str, str]:
 def metadata(environ: Mapping[str, str] | None = None, now_ms: int | None = None) -> str:
     """The metadata of a commit made now by this process, at most MAX_BYTES of UTF-8."""
     environ = os.environ if environ is None else environ
-    fields = {"by": "kafkasource", "version": _VERSION, "app_id": environ.get(ENV_APP_ID),
-              "app": environ.get(ENV_APP_NAME), "host": _HOST, "pid": os.getpid(),
-              "at": int(time.time() * 1000) if now_ms is None else now_ms}
+    fields = {
+        "by": "kafkasource",
+        "version": _VERSION,
+        "app_id": environ.get(ENV_APP_ID),
+        "app": environ.get(ENV_APP_NAME),
+        "host": _HOST,
+        "pid": os.getpid(),
+        "at": int(time.time() * 1000) if now_ms is None else now_ms,
+    }
     fields = {k: v for k, v in fields.items() if v is not None}
     text = _dumps(fields)
     for name in ("app", "host", "app_id", "version"):  # names that can be long, the likeliest first
@@ -65,7 +71,7 @@ def metadata(environ: Mapping[str, str] | None = None, now_ms: int | None = None
 def _shorter(value: str, excess: int) -> str:
     """`value` cut, ending in '…', by about `excess` bytes of JSON: a character takes 1 to 6 bytes there (\\u00XX)."""
     value = value.removesuffix("…")
-    return value[:max(0, len(value) - excess // 6 - 3)] + "…"
+    return value[: max(0, len(value) - excess // 6 - 3)] + "…"
 
 
 def _dumps(fields: dict) -> str:
@@ -108,6 +114,12 @@ def parse(text: str | None) -> CommitAuthor | None:
     if not isinstance(fields, dict) or fields.get("by") != "kafkasource":
         return CommitAuthor(by=text)
     at, pid = fields.get("at"), fields.get("pid")
-    return CommitAuthor(by="kafkasource", app_id=fields.get("app_id"), app=fields.get("app"), host=fields.get("host"),
-                     pid=pid if isinstance(pid, int) else None, at_ms=at if isinstance(at, int) else None,
-                     version=fields.get("version"))
+    return CommitAuthor(
+        by="kafkasource",
+        app_id=fields.get("app_id"),
+        app=fields.get("app"),
+        host=fields.get("host"),
+        pid=pid if isinstance(pid, int) else None,
+        at_ms=at if isinstance(at, int) else None,
+        version=fields.get("version"),
+    )

@@ -17,8 +17,8 @@ import json
 import logging
 import os
 import socket
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Mapping
 
 log = logging.getLogger(__name__)
 
@@ -42,8 +42,13 @@ class CommitOutcome:
     def decode(cls, data: bytes) -> CommitOutcome | None:
         try:
             fields = json.loads(data)
-            outcome = cls(str(fields["group"]), str(fields["outcome"]), str(fields["reason"]),
-                          int(fields["partitions"]), str(fields["mode"]))
+            outcome = cls(
+                str(fields["group"]),
+                str(fields["outcome"]),
+                str(fields["reason"]),
+                int(fields["partitions"]),
+                str(fields["mode"]),
+            )
         except (ValueError, KeyError, TypeError):
             return None
         return outcome if outcome.outcome in OUTCOMES else None
@@ -84,14 +89,14 @@ class OutcomeReceiver:
     def __init__(self, host: str = "127.0.0.1", port: int = 0):
         self._socket = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         self._socket.bind((host, port))
-        self.address = "%s:%d" % self._socket.getsockname()
+        self.address = "{}:{}".format(*self._socket.getsockname())
 
     def receive(self, timeout: float) -> CommitOutcome | None:
         """The next outcome, or None after `timeout` seconds (or for a datagram that is not one)."""
         self._socket.settimeout(timeout)
         try:
             data = self._socket.recv(MAX_DATAGRAM)
-        except (socket.timeout, OSError):
+        except (TimeoutError, OSError):
             return None
         return CommitOutcome.decode(data)
 

@@ -13,7 +13,8 @@ import logging.config
 import re
 import sys
 import tomllib
-from typing import TYPE_CHECKING, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import kafkasource
 from kafkasource.errors import KafkaSourceError
@@ -31,9 +32,12 @@ _OUR_ERROR = re.compile(r"kafkasource\.errors\.(\w+): ([^\n]*)")
 
 
 def add_common_arguments(parser: argparse.ArgumentParser, example: str) -> None:
-    parser.add_argument("--config", required=True,
-                        help=f"the job's TOML file (see {example}): a local path, the name of a file shipped with "
-                             f"--files, or a URI Spark reads (s3a://..., hdfs://..., file:/...)")
+    parser.add_argument(
+        "--config",
+        required=True,
+        help=f"the job's TOML file (see {example}): a local path, the name of a file shipped with "
+        f"--files, or a URI Spark reads (s3a://..., hdfs://..., file:/...)",
+    )
     parser.add_argument("--log-level", default="INFO", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
     parser.add_argument("--log-config", help="Python logging settings as TOML for dictConfig (see conf/logging.toml)")
 
@@ -64,8 +68,10 @@ def load_config(location: str, remote: str | None, **checks) -> tuple[JobConfig,
         try:
             data = files.read_bytes(spark, location)
         except FileNotFoundError:
-            raise ConfigError(f"config file {location} does not exist (not a local file, not shipped with --files "
-                              f"by that name, not on a file system Spark reads)") from None
+            raise ConfigError(
+                f"config file {location} does not exist (not a local file, not shipped with --files "
+                f"by that name, not on a file system Spark reads)"
+            ) from None
         except OSError as exc:
             raise ConfigError(f"--config {location}: {exc}") from None
         return load(location, data=data, **checks), spark

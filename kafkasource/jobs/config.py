@@ -11,9 +11,10 @@ import difflib
 import os
 import re
 import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Any, Mapping, overload
+from typing import Any, overload
 
 from kafkasource.errors import OptionError
 from kafkasource.options import SourceOptions, parse_duration_ms, parse_options
@@ -33,6 +34,7 @@ class ConfigError(Exception):
 @dataclass(frozen=True)
 class ValueDecoding:
     """The job's [decode] section: how the value column becomes the rows the job writes."""
+
     value: str  # raw | text | json | avro | protobuf | json-schema
     schema: str | None  # Spark DDL, for json
     dead_letter_topic: str | None = None  # avro: records that do not decode go there instead of _corrupt
@@ -50,6 +52,7 @@ class Trigger:
 @dataclass(frozen=True)
 class Metrics:
     """[metrics]: Prometheus metrics over HTTP (port) and/or as a file for node_exporter's textfile collector."""
+
     port: int | None
     host: str
     textfile: str | None
@@ -81,12 +84,15 @@ def parse_trigger(text: str, where: str) -> Trigger:
         return Trigger(True)
     name, _, interval = text.partition("=")
     if name.strip().lower() != "processingtime" or not interval.strip():
-        raise ConfigError(f"{where} must be availableNow or processingTime=<interval> (like processingTime=30s), "
-                          f"got {text!r}")
+        raise ConfigError(
+            f"{where} must be availableNow or processingTime=<interval> (like processingTime=30s), got {text!r}"
+        )
     try:
         return Trigger(False, parse_duration_ms("trigger", interval.strip()))
     except OptionError:
-        raise ConfigError(f"{where}: the interval in {text!r} must be a duration such as 500ms, 30s, 15m or 1h") from None
+        raise ConfigError(
+            f"{where}: the interval in {text!r} must be a duration such as 500ms, 30s, 15m or 1h"
+        ) from None
 
 
 class _Section:
@@ -99,8 +105,10 @@ class _Section:
         if known is not None:
             for key in data:
                 if key not in known:
-                    raise ConfigError(f"{path}: unknown key {key!r} in [{name}]{_did_you_mean(key, known)}; "
-                                      f"known keys: {', '.join(known)}")
+                    raise ConfigError(
+                        f"{path}: unknown key {key!r} in [{name}]{_did_you_mean(key, known)}; "
+                        f"known keys: {', '.join(known)}"
+                    )
 
     def where(self, key: str) -> str:
         return f"{self.path}: [{self.name}] {key}"
@@ -156,8 +164,10 @@ def _expand_env(value: str, where: str, environ: Mapping[str, str] | None = None
             return environ[name]
         if default is not None:
             return default
-        raise ConfigError(f"{where} reads the environment variable {name}, which is not set; "
-                          f"export {name}=... before starting the job")
+        raise ConfigError(
+            f"{where} reads the environment variable {name}, which is not set; "
+            f"export {name}=... before starting the job"
+        )
 
     return ENV_REFERENCE.sub(substitute, value)
 
@@ -176,10 +186,15 @@ def _read_toml(path: str, data: bytes | None) -> dict:
         raise ConfigError(f"{path} is not valid TOML: {exc}") from None
 
 
-SECTIONS = {"kafka": None, "source": None, "schema_registry": None,
-            "decode": ("value", "schema", "subject", "version", "schema_id", "message", "dead_letter_topic"),
-            "sink": ("path", "checkpoint", "partition_by_date"), "job": ("name", "trigger"),
-            "metrics": ("port", "host", "textfile", "broker_interval")}
+SECTIONS = {
+    "kafka": None,
+    "source": None,
+    "schema_registry": None,
+    "decode": ("value", "schema", "subject", "version", "schema_id", "message", "dead_letter_topic"),
+    "sink": ("path", "checkpoint", "partition_by_date"),
+    "job": ("name", "trigger"),
+    "metrics": ("port", "host", "textfile", "broker_interval"),
+}
 
 
 def _metrics(section: _Section) -> Metrics | None:
@@ -187,48 +202,62 @@ def _metrics(section: _Section) -> Metrics | None:
         return None
     port = section.data.get("port")
     if port is not None and (isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535):
-        raise ConfigError(f"{section.where('port')} must be a port number from 0 to 65535 (0: any free port), "
-                          f"got {port!r}")
+        raise ConfigError(
+            f"{section.where('port')} must be a port number from 0 to 65535 (0: any free port), got {port!r}"
+        )
     textfile = section.text("textfile")
     if port is None and textfile is None:
-        raise ConfigError(f"{section.path}: [metrics] needs port (Prometheus scrapes http://host:port/metrics) or "
-                          f"textfile (a .prom file for node_exporter's textfile collector), or both")
+        raise ConfigError(
+            f"{section.path}: [metrics] needs port (Prometheus scrapes http://host:port/metrics) or "
+            f"textfile (a .prom file for node_exporter's textfile collector), or both"
+        )
     if textfile is not None and not Path(textfile).parent.is_dir():
-        raise ConfigError(f"{section.where('textfile')}: the directory {Path(textfile).parent} does not exist; "
-                          f"point it into node_exporter's --collector.textfile.directory")
+        raise ConfigError(
+            f"{section.where('textfile')}: the directory {Path(textfile).parent} does not exist; "
+            f"point it into node_exporter's --collector.textfile.directory"
+        )
     interval = section.text("broker_interval", default="30s")
     try:
         interval_ms = parse_duration_ms("broker_interval", interval)
     except OptionError:
-        raise ConfigError(f"{section.where('broker_interval')} must be a duration such as 15s or 1m, "
-                          f"got {interval!r}") from None
+        raise ConfigError(
+            f"{section.where('broker_interval')} must be a duration such as 15s or 1m, got {interval!r}"
+        ) from None
     if interval_ms < 1000:
-        raise ConfigError(f"{section.where('broker_interval')} must be at least 1s: it bounds how often the group's "
-                          f"offsets are read from the brokers, got {interval!r}")
+        raise ConfigError(
+            f"{section.where('broker_interval')} must be at least 1s: it bounds how often the group's "
+            f"offsets are read from the brokers, got {interval!r}"
+        )
     return Metrics(port, section.text("host", default="127.0.0.1"), textfile, interval_ms / 1000)
 
 
-def load(path: str | Path, required: tuple[str, ...] = (), trigger_override: str | None = None,
-         data: bytes | None = None) -> JobConfig:
+def load(
+    path: str | Path, required: tuple[str, ...] = (), trigger_override: str | None = None, data: bytes | None = None
+) -> JobConfig:
     """Read and check a job's config file (see conf/*.example.toml); `required` names [sink] keys the job needs.
     `data` is the file's content when the caller read it already (from a cluster's file system)."""
     path = str(path)
     tables = _read_toml(path, data)
     for name in tables:
         if name not in SECTIONS:
-            raise ConfigError(f"{path}: unknown section [{name}]{_did_you_mean(name, tuple(SECTIONS))}; "
-                              f"known sections: {', '.join(f'[{s}]' for s in SECTIONS)}")
+            raise ConfigError(
+                f"{path}: unknown section [{name}]{_did_you_mean(name, tuple(SECTIONS))}; "
+                f"known sections: {', '.join(f'[{s}]' for s in SECTIONS)}"
+            )
     section = {name: _Section(path, name, tables.get(name, {}), known) for name, known in SECTIONS.items()}
 
     kafka = section["kafka"].options()
     if "bootstrap.servers" not in kafka:
-        raise ConfigError(f"{section['kafka'].where('bootstrap.servers')} is required: the brokers, "
-                          f"like \"broker1:9092,broker2:9092\"")
+        raise ConfigError(
+            f'{section["kafka"].where("bootstrap.servers")} is required: the brokers, like "broker1:9092,broker2:9092"'
+        )
     source = section["source"].options()
     prefixed = [key for key in source if key.lower().startswith("kafka.")]
     if prefixed:
-        raise ConfigError(f"{section['source'].where(prefixed[0])}: Kafka client settings go in [kafka] without "
-                          f"the kafka. prefix, like [kafka] {prefixed[0][len('kafka.'):]} = ...")
+        raise ConfigError(
+            f"{section['source'].where(prefixed[0])}: Kafka client settings go in [kafka] without "
+            f"the kafka. prefix, like [kafka] {prefixed[0][len('kafka.') :]} = ..."
+        )
     source_options = {**{f"kafka.{k}": v for k, v in kafka.items()}, **source}
 
     decode = section["decode"]
@@ -237,36 +266,48 @@ def load(path: str | Path, required: tuple[str, ...] = (), trigger_override: str
         raise ConfigError(f"{decode.where('value')} must be one of {', '.join(VALUE_FORMATS)}, got {value!r}")
     schema = decode.text("schema")
     if value == "json" and not schema:
-        raise ConfigError(f"{decode.where('schema')} is required with value = \"json\": a Spark DDL schema, "
-                          f"like \"order_id BIGINT, amount DOUBLE\"")
+        raise ConfigError(
+            f'{decode.where("schema")} is required with value = "json": a Spark DDL schema, '
+            f'like "order_id BIGINT, amount DOUBLE"'
+        )
     if schema and value != "json":
-        raise ConfigError(f"{decode.where('schema')} applies to value = \"json\" only; remove it or set value = \"json\"")
+        raise ConfigError(f'{decode.where("schema")} applies to value = "json" only; remove it or set value = "json"')
     registry = section["schema_registry"].options(prefix="schema.registry.")
     source_options.update(registry)
     dead_letter_topic = decode.text("dead_letter_topic")
-    registry_keys = [key for key in ("subject", "version", "schema_id", "message", "dead_letter_topic")
-                     if key in decode.data]
+    registry_keys = [
+        key for key in ("subject", "version", "schema_id", "message", "dead_letter_topic") if key in decode.data
+    ]
     if value in REGISTRY_FORMATS:
         if "schema.registry.url" not in registry:
-            raise ConfigError(f"{section['schema_registry'].where('url')} is required with value = \"{value}\": "
-                              "the schema registry, like \"http://registry:8081\"")
+            raise ConfigError(
+                f'{section["schema_registry"].where("url")} is required with value = "{value}": '
+                'the schema registry, like "http://registry:8081"'
+            )
         # a record that does not decode is kept (in _corrupt, or sent to the dead-letter topic), never dropped
         source_options.update({"valueFormat": REGISTRY_FORMATS[value], "onDecodeError": "keep"})
-        for key, option in (("subject", "valueSubject"), ("version", "valueSchemaVersion"),
-                            ("schema_id", "valueSchemaId"), ("message", "valueMessage")):
+        for key, option in (
+            ("subject", "valueSubject"),
+            ("version", "valueSchemaVersion"),
+            ("schema_id", "valueSchemaId"),
+            ("message", "valueMessage"),
+        ):
             if key in decode.data:
                 source_options[option] = decode.options()[key]
         if dead_letter_topic:
             source_options["includeHeaders"] = "true"  # the dead-letter topic gets each record's headers
     elif registry_keys or registry:
         where = decode.where(registry_keys[0]) if registry_keys else f"{path}: [schema_registry]"
-        raise ConfigError(f"{where} applies to value = \"avro\", \"protobuf\" or \"json-schema\" only; remove it or set "
-                          "value")
+        raise ConfigError(
+            f'{where} applies to value = "avro", "protobuf" or "json-schema" only; remove it or set value'
+        )
     if schema:
         clashes = [c for c in INGESTION_COLUMNS if re.search(rf"(^|,)\s*`?{c}`?\s", schema, re.IGNORECASE)]
         if clashes:
-            raise ConfigError(f"{decode.where('schema')} defines {clashes[0]}, a column the job adds itself; "
-                              f"rename that field (columns added: {', '.join(INGESTION_COLUMNS)})")
+            raise ConfigError(
+                f"{decode.where('schema')} defines {clashes[0]}, a column the job adds itself; "
+                f"rename that field (columns added: {', '.join(INGESTION_COLUMNS)})"
+            )
 
     sink, job = section["sink"], section["job"]
     trigger_text = trigger_override or job.text("trigger", default="availableNow")

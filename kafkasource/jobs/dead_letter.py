@@ -11,18 +11,31 @@ that completion replays the batch: at least once into the dead-letter topic, nev
 
 from __future__ import annotations
 
-from typing import Iterator, Mapping
+from collections.abc import Iterator, Mapping
 
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql import DataFrame
 
 SOURCE_TOPIC, SOURCE_PARTITION, SOURCE_OFFSET, ERROR = (
-    "kafkasource.source.topic", "kafkasource.source.partition", "kafkasource.source.offset", "kafkasource.error")
+    "kafkasource.source.topic",
+    "kafkasource.source.partition",
+    "kafkasource.source.offset",
+    "kafkasource.error",
+)
 FLUSH_TIMEOUT_S = 120
 # the source's consumer settings a producer has no use for (librdkafka would warn about each)
-CONSUMER_ONLY = {"group.id", "auto.offset.reset", "isolation.level", "enable.auto.commit", "session.timeout.ms",
-                 "fetch.wait.max.ms", "max.partition.fetch.bytes", "fetch.min.bytes", "fetch.max.bytes"}
+CONSUMER_ONLY = {
+    "group.id",
+    "auto.offset.reset",
+    "isolation.level",
+    "enable.auto.commit",
+    "session.timeout.ms",
+    "fetch.wait.max.ms",
+    "max.partition.fetch.bytes",
+    "fetch.min.bytes",
+    "fetch.max.bytes",
+}
 
 
 class DeadLetterError(RuntimeError):
@@ -31,8 +44,11 @@ class DeadLetterError(RuntimeError):
 
 def producer_config(source_options: Mapping[str, str]) -> dict[str, str]:
     """The source's kafka.* settings as a producer's (secrets included: never print)."""
-    return {name[len("kafka."):]: value for name, value in source_options.items()
-            if name.startswith("kafka.") and name[len("kafka."):] not in CONSUMER_ONLY}
+    return {
+        name[len("kafka.") :]: value
+        for name, value in source_options.items()
+        if name.startswith("kafka.") and name[len("kafka.") :] not in CONSUMER_ONLY
+    }
 
 
 def route_dead_letters(kafka_rows: DataFrame, topic: str, config: Mapping[str, str]) -> DataFrame:
@@ -66,16 +82,22 @@ class _Sender:
         """Produce each bad record and wait for every acknowledgement; DeadLetterError if any failed."""
         for row in bad.to_pylist():
             headers = [(h["key"], h["value"]) for h in row.get("headers") or ()] + [
-                (SOURCE_TOPIC, row["topic"].encode()), (SOURCE_PARTITION, str(row["partition"]).encode()),
-                (SOURCE_OFFSET, str(row["offset"]).encode()), (ERROR, row["value_error"].encode())]
-            self.producer.produce(self.topic, key=row["key"], value=row["value_raw"], headers=headers,
-                                  on_delivery=self._delivered)
+                (SOURCE_TOPIC, row["topic"].encode()),
+                (SOURCE_PARTITION, str(row["partition"]).encode()),
+                (SOURCE_OFFSET, str(row["offset"]).encode()),
+                (ERROR, row["value_error"].encode()),
+            ]
+            self.producer.produce(
+                self.topic, key=row["key"], value=row["value_raw"], headers=headers, on_delivery=self._delivered
+            )
             self.producer.poll(0)
         left = self.producer.flush(FLUSH_TIMEOUT_S)
         if left or self.failures:
-            raise DeadLetterError(f"the dead-letter topic {self.topic} did not take {left + len(self.failures)} "
-                                  f"record(s) within {FLUSH_TIMEOUT_S} s: "
-                                  f"{'; '.join(self.failures[:3]) or 'no acknowledgement'}")
+            raise DeadLetterError(
+                f"the dead-letter topic {self.topic} did not take {left + len(self.failures)} "
+                f"record(s) within {FLUSH_TIMEOUT_S} s: "
+                f"{'; '.join(self.failures[:3]) or 'no acknowledgement'}"
+            )
 
     def _delivered(self, error, message) -> None:
         if error is not None:

@@ -18,8 +18,12 @@ _CORRUPT_FIELD = "_corrupt"  # the field from_json fills with the text of a malf
 
 
 def _ingestion_columns(partition_by_date: bool) -> list[Column]:
-    columns = [F.col("topic").alias("kafka_topic"), F.col("partition").alias("kafka_partition"),
-               F.col("offset").alias("kafka_offset"), F.col("timestamp").alias("kafka_timestamp")]
+    columns = [
+        F.col("topic").alias("kafka_topic"),
+        F.col("partition").alias("kafka_partition"),
+        F.col("offset").alias("kafka_offset"),
+        F.col("timestamp").alias("kafka_timestamp"),
+    ]
     if partition_by_date:
         columns.append(F.to_date("timestamp").alias("date"))  # in spark.sql.session.timeZone
     return columns
@@ -48,9 +52,14 @@ def decode(kafka_rows: DataFrame, decoding: ValueDecoding, partition_by_date: bo
     else:
         schema = f"{decoding.schema}, {_CORRUPT_FIELD} STRING"
         text = value.cast("string")
-        kafka_rows = kafka_rows.withColumn("_parsed", F.from_json(
-            F.when(F.is_valid_utf8(text), text), schema,
-            {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": _CORRUPT_FIELD}))
+        kafka_rows = kafka_rows.withColumn(
+            "_parsed",
+            F.from_json(
+                F.when(F.is_valid_utf8(text), text),
+                schema,
+                {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": _CORRUPT_FIELD},
+            ),
+        )
         parsed = F.col("_parsed")
         failed = value.isNotNull() & (parsed.isNull() | parsed[_CORRUPT_FIELD].isNotNull())
         assert decoding.schema is not None  # the config requires a schema with value = "json"

@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import argparse
 import sys
-
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from kafkasource.commit.metadata import CommitAuthor
 from kafkasource.jobs import plan
-from kafkasource.jobs.config import ConfigError
 from kafkasource.jobs.cli import add_common_arguments, load_config, run_main, setup_logging
+from kafkasource.jobs.config import ConfigError
 
 EXIT_LAG_ABOVE_MAX = 3
 
@@ -37,11 +36,16 @@ def report(config_path: str, max_lag: int | None) -> int:
     if not options.group_id:
         raise ConfigError(f"{config.path}: [kafka] group.id is required: the group whose lag to show")
     found = plan.positions(options)
-    rows = [[options.group_id, t, p, s.committed, s.log_end, s.lag, *committed_by(s.committer)]
-            for s in found for t, p in [s.partition]]
-    print(plan.table(["GROUP", "TOPIC", "PARTITION", "COMMITTED", "LOG-END", "LAG", "COMMITTED-AT", "COMMITTED-BY"], rows)
-          if rows
-          else f"no partition matches {options.subscription.describe()}")
+    rows = [
+        [options.group_id, t, p, s.committed, s.log_end, s.lag, *committed_by(s.committer)]
+        for s in found
+        for t, p in [s.partition]
+    ]
+    print(
+        plan.table(["GROUP", "TOPIC", "PARTITION", "COMMITTED", "LOG-END", "LAG", "COMMITTED-AT", "COMMITTED-BY"], rows)
+        if rows
+        else f"no partition matches {options.subscription.describe()}"
+    )
     total = sum(s.lag for s in found)
     print(f"total lag: {total:,} records over {len(found)} partitions")
     if max_lag is not None and total > max_lag:
@@ -55,8 +59,7 @@ def committed_by(who: CommitAuthor | None) -> list[str | None]:
     and the time; commits by older kafkasource versions say "kafkasource", other clients' their own metadata."""
     if who is None:
         return [None, None]
-    at = (datetime.fromtimestamp(who.at_ms / 1000, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-          if who.at_ms is not None else None)
+    at = datetime.fromtimestamp(who.at_ms / 1000, UTC).strftime("%Y-%m-%dT%H:%M:%SZ") if who.at_ms is not None else None
     return [at, who.describe()]
 
 

@@ -10,10 +10,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from kafkasource.cluster.client import KafkaClient
-from kafkasource.commit.metadata import CommitAuthor, parse
-from kafkasource.planning.partitions import TopicPartition
 from kafkasource.cluster.settings import redact
+from kafkasource.commit.metadata import CommitAuthor, parse
 from kafkasource.options import SourceOptions
+from kafkasource.planning.partitions import TopicPartition
 
 
 @dataclass(frozen=True)
@@ -25,7 +25,6 @@ class PartitionPositions:
     log_start: int
     log_end: int
     committer: CommitAuthor | None = None  # who made the commit, as its metadata says
-
 
     def to_read(self) -> int:
         """Records from where a read starts to where it ends (the log end for a stream); the start was asked."""
@@ -52,20 +51,34 @@ def positions(options: SourceOptions, resolve: bool = False) -> list[PartitionPo
         log_start, log_end = client.beginning(partitions), client.end(partitions)
     finally:
         client.close()
-    return [PartitionPositions(tp, committed.get(tp, (None, ""))[0], starts.get(tp), ends.get(tp), log_start[tp],
-                               log_end[tp], parse(committed.get(tp, (None, ""))[1]))
-            for tp in partitions]
+    return [
+        PartitionPositions(
+            tp,
+            committed.get(tp, (None, ""))[0],
+            starts.get(tp),
+            ends.get(tp),
+            log_start[tp],
+            log_end[tp],
+            parse(committed.get(tp, (None, ""))[1]),
+        )
+        for tp in partitions
+    ]
 
 
 def table(headers: list[str], rows: Sequence[Sequence[object]]) -> str:
     """A plain text table, numbers right-aligned, like Kafka's own tools print."""
-    cells = [headers] + [["-" if v is None else (f"{v}" if not isinstance(v, int) else str(v)) for v in row]
-                         for row in rows]
+    cells = [headers] + [
+        ["-" if v is None else (f"{v}" if not isinstance(v, int) else str(v)) for v in row] for row in rows
+    ]
     widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
     numeric = [all(isinstance(row[i], int) or row[i] is None for row in rows) for i in range(len(headers))]
-    return "\n".join("  ".join(c.rjust(w) if num and i else c.ljust(w)
-                               for i, (c, w, num) in enumerate(zip(row, widths, numeric))).rstrip()
-                     for row in cells)
+    return "\n".join(
+        "  ".join(
+            c.rjust(w) if num and i else c.ljust(w)
+            for i, (c, w, num) in enumerate(zip(row, widths, numeric, strict=True))
+        ).rstrip()
+        for row in cells
+    )
 
 
 def describe_source(options: SourceOptions) -> str:

@@ -14,28 +14,40 @@ import argparse
 import logging
 import sys
 from dataclasses import replace
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from kafkasource.jobs import plan
+from kafkasource.jobs.cli import add_common_arguments, load_config, run_main, session, setup_logging
 from kafkasource.jobs.config import ConfigError, JobConfig
 from kafkasource.jobs.decode import decode
-from kafkasource.jobs.cli import add_common_arguments, load_config, run_main, session, setup_logging
 from kafkasource.planning.partitions import partition_name
 
 log = logging.getLogger("kafkasource.jobs.replay")
 
-RANGE_OPTIONS = ("startingOffsets", "startingTimestamp", "startingOffsetsByTimestamp",
-                 "endingOffsets", "endingTimestamp", "endingOffsetsByTimestamp")
+RANGE_OPTIONS = (
+    "startingOffsets",
+    "startingTimestamp",
+    "startingOffsetsByTimestamp",
+    "endingOffsets",
+    "endingTimestamp",
+    "endingOffsetsByTimestamp",
+)
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="replay", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        prog="replay", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     add_common_arguments(p, "conf/replay.example.toml")
     p.add_argument("--from", dest="start", required=True, help="where to start: earliest, offsets JSON, a time")
     p.add_argument("--to", dest="end", required=True, help="where to stop (exclusive): latest, offsets JSON, a time")
     p.add_argument("--output", help="the Parquet path to write; overrides [sink] path")
-    p.add_argument("--mode", default="errorifexists", choices=("errorifexists", "append", "overwrite"),
-                   help="when the output exists: fail (default), add to it, or replace it")
+    p.add_argument(
+        "--mode",
+        default="errorifexists",
+        choices=("errorifexists", "append", "overwrite"),
+        help="when the output exists: fail (default), add to it, or replace it",
+    )
     p.add_argument("--dry-run", action="store_true", help="print the ranges to read per partition and exit")
     return p
 
@@ -50,10 +62,12 @@ def range_option(flag: str, text: str, prefix: str) -> dict[str, str]:
     try:
         when = datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError:
-        raise ConfigError(f"{flag} {text!r} is not earliest, latest, offsets JSON like {{\"orders\": {{\"0\": 42}}}}, "
-                          f"a time like 2026-11-01T00:00:00Z, or epoch milliseconds") from None
+        raise ConfigError(
+            f'{flag} {text!r} is not earliest, latest, offsets JSON like {{"orders": {{"0": 42}}}}, '
+            f"a time like 2026-11-01T00:00:00Z, or epoch milliseconds"
+        ) from None
     if when.tzinfo is None:
-        when = when.replace(tzinfo=timezone.utc)
+        when = when.replace(tzinfo=UTC)
     return {f"{prefix}Timestamp": str(int(when.timestamp() * 1000))}
 
 
@@ -76,6 +90,7 @@ def _replay(args, config: JobConfig, spark) -> int:
     config = replace(config, source_options=with_range(config, args.start, args.end))
     options = config.parsed_options(streaming=False)  # checked before Spark starts
     output = args.output or config.sink_path
+    assert output is not None  # without --output, the config's [sink] path is required
     ranges = plan.positions(options, resolve=True)
     planned = sum(s.to_read() for s in ranges)
     described = f"{options.subscription.describe()} from {options.starting} to {options.ending}"
@@ -84,15 +99,22 @@ def _replay(args, config: JobConfig, spark) -> int:
         print(f"  source: {plan.describe_source(options)}")
         print(f"  range:  {described}; never commits")
         print(f"  sink:   Parquet at {output} (mode {args.mode})")
-        print(plan.table(["PARTITION", "FROM", "TO", "RECORDS"],
-                         [[partition_name(t, p), s.start, s.end, s.to_read()] for s in ranges for t, p in [s.partition]]))
+        print(
+            plan.table(
+                ["PARTITION", "FROM", "TO", "RECORDS"],
+                [[partition_name(t, p), s.start, s.end, s.to_read()] for s in ranges for t, p in [s.partition]],
+            )
+        )
         if spark is not None:
             spark.stop()
         return 0
     spark = spark or session(config.app_name, getattr(args, "remote", None))
     try:
-        rows = decode(spark.read.format("kafkasource").options(**config.source_options).load(),
-                      config.decoding, config.partition_by_date)
+        rows = decode(
+            spark.read.format("kafkasource").options(**config.source_options).load(),
+            config.decoding,
+            config.partition_by_date,
+        )
         writer = rows.write.mode(args.mode)
         if config.partition_by_date:
             writer = writer.partitionBy("date")

@@ -105,9 +105,13 @@ class BatchLog:
             self.rows += rows
             self.batches += 1
             rate = rows_per_second(progress)
-            log.info("batch %d: %s rows, %s rows/s, lag %s", batch, f"{rows:,}",
-                     f"{rate:,.0f}" if rate >= 100 else f"{rate:.2g}",
-                     f"{lag.total:,}" if lag is not None else "unknown")
+            log.info(
+                "batch %d: %s rows, %s rows/s, lag %s",
+                batch,
+                f"{rows:,}",
+                f"{rate:,.0f}" if rate >= 100 else f"{rate:.2g}",
+                f"{lag.total:,}" if lag is not None else "unknown",
+            )
 
 
 def run_query(query, stop: StopRequest, batch_log: BatchLog, idle_wait_s: float = 120.0) -> bool:

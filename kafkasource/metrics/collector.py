@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Iterable
+from collections.abc import Iterable
 
 from prometheus_client import CollectorRegistry, generate_latest, start_http_server, write_to_textfile
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
@@ -34,27 +34,44 @@ GROUP_PARTITION = ["group", "topic", "partition"]
 
 def query_families(queries: Queries, now: float) -> list[Metric]:
     """The queries' positions, lag and batches, as their progress told them."""
-    offset = GaugeMetricFamily("kafkasource_partition_offset",
-                               "Offset the query's last batch reached in the partition (the next one it reads)",
-                               labels=QUERY_PARTITION)
-    log_end = GaugeMetricFamily("kafkasource_partition_log_end_offset",
-                                "Log end offset of the partition as the source last saw it", labels=QUERY_PARTITION)
-    lag = GaugeMetricFamily("kafkasource_partition_lag_records",
-                            "Records between the query's offset and the log end it last saw", labels=QUERY_PARTITION)
-    lag_s = GaugeMetricFamily("kafkasource_partition_lag_seconds",
-                              "Seconds since the log end passed the query's offset (interpolated log end growth)",
-                              labels=QUERY_PARTITION)
+    offset = GaugeMetricFamily(
+        "kafkasource_partition_offset",
+        "Offset the query's last batch reached in the partition (the next one it reads)",
+        labels=QUERY_PARTITION,
+    )
+    log_end = GaugeMetricFamily(
+        "kafkasource_partition_log_end_offset",
+        "Log end offset of the partition as the source last saw it",
+        labels=QUERY_PARTITION,
+    )
+    lag = GaugeMetricFamily(
+        "kafkasource_partition_lag_records",
+        "Records between the query's offset and the log end it last saw",
+        labels=QUERY_PARTITION,
+    )
+    lag_s = GaugeMetricFamily(
+        "kafkasource_partition_lag_seconds",
+        "Seconds since the log end passed the query's offset (interpolated log end growth)",
+        labels=QUERY_PARTITION,
+    )
     rows = CounterMetricFamily("kafkasource_query_input_rows", "Rows the query's batches read from Kafka", labels=QUERY)
     batches = CounterMetricFamily("kafkasource_query_batches", "Micro-batches the query completed", labels=QUERY)
-    rate = GaugeMetricFamily("kafkasource_query_rows_per_second",
-                             "Rows per second of the last batch (its input rows over its trigger's duration)",
-                             labels=QUERY)
-    duration = GaugeMetricFamily("kafkasource_query_batch_duration_seconds", "Duration of the last batch's trigger",
-                                 labels=QUERY)
-    last = GaugeMetricFamily("kafkasource_query_last_progress_timestamp_seconds",
-                             "Unix time of the query's last progress (its trigger's start)", labels=QUERY)
-    active = GaugeMetricFamily("kafkasource_query_active", "1 while the query runs, 0 once it has terminated",
-                               labels=QUERY)
+    rate = GaugeMetricFamily(
+        "kafkasource_query_rows_per_second",
+        "Rows per second of the last batch (its input rows over its trigger's duration)",
+        labels=QUERY,
+    )
+    duration = GaugeMetricFamily(
+        "kafkasource_query_batch_duration_seconds", "Duration of the last batch's trigger", labels=QUERY
+    )
+    last = GaugeMetricFamily(
+        "kafkasource_query_last_progress_timestamp_seconds",
+        "Unix time of the query's last progress (its trigger's start)",
+        labels=QUERY,
+    )
+    active = GaugeMetricFamily(
+        "kafkasource_query_active", "1 while the query runs, 0 once it has terminated", labels=QUERY
+    )
     for state in sorted(queries.by_id.values(), key=lambda s: s.query_id):
         q = [state.label, state.query_id]
         for (topic, partition), end in sorted(state.log_ends.items()):
@@ -78,20 +95,31 @@ def query_families(queries: Queries, now: float) -> list[Metric]:
 
 def group_families(views: list[GroupView]) -> list[Metric]:
     """The consumer groups' committed offsets as the brokers report them."""
-    committed = GaugeMetricFamily("kafkasource_group_committed_offset",
-                                  "The consumer group's committed offset for the partition, as the brokers report it",
-                                  labels=GROUP_PARTITION)
-    lag = GaugeMetricFamily("kafkasource_group_lag_records",
-                            "Log end offset minus the group's committed offset, both read from the brokers at the "
-                            "same time", labels=GROUP_PARTITION)
-    commit_time = GaugeMetricFamily("kafkasource_group_commit_timestamp_seconds",
-                                    "Unix time of the group's last commit for the partition, from the commit's "
-                                    "metadata", labels=GROUP_PARTITION)
-    read_at = GaugeMetricFamily("kafkasource_group_offsets_read_timestamp_seconds",
-                                "Unix time the exporter last read the group's offsets from the brokers",
-                                labels=["group"])
-    errors = CounterMetricFamily("kafkasource_group_offsets_read_errors",
-                                 "Failed reads of the group's offsets from the brokers", labels=["group"])
+    committed = GaugeMetricFamily(
+        "kafkasource_group_committed_offset",
+        "The consumer group's committed offset for the partition, as the brokers report it",
+        labels=GROUP_PARTITION,
+    )
+    lag = GaugeMetricFamily(
+        "kafkasource_group_lag_records",
+        "Log end offset minus the group's committed offset, both read from the brokers at the same time",
+        labels=GROUP_PARTITION,
+    )
+    commit_time = GaugeMetricFamily(
+        "kafkasource_group_commit_timestamp_seconds",
+        "Unix time of the group's last commit for the partition, from the commit's metadata",
+        labels=GROUP_PARTITION,
+    )
+    read_at = GaugeMetricFamily(
+        "kafkasource_group_offsets_read_timestamp_seconds",
+        "Unix time the exporter last read the group's offsets from the brokers",
+        labels=["group"],
+    )
+    errors = CounterMetricFamily(
+        "kafkasource_group_offsets_read_errors",
+        "Failed reads of the group's offsets from the brokers",
+        labels=["group"],
+    )
     for view in sorted(views, key=lambda v: v.group):
         for (topic, partition), offset in sorted(view.committed.items()):
             labels = [view.group, topic, str(partition)]
@@ -109,14 +137,19 @@ def group_families(views: list[GroupView]) -> list[Metric]:
 
 def commit_families(counts: CommitCounts) -> list[Metric]:
     """The outcomes of the source's commits, sent to the exporter by the processes that made them."""
-    successes = CounterMetricFamily("kafkasource_commits", "Commits the brokers accepted, per group and mode",
-                                    labels=["group", "mode"])
-    failures = CounterMetricFamily("kafkasource_commit_failures",
-                                   "Commits that failed for good, per group, mode and Kafka error name",
-                                   labels=["group", "mode", "reason"])
-    retries = CounterMetricFamily("kafkasource_commit_retries",
-                                  "Commits retried after a retriable error, per group and Kafka error name",
-                                  labels=["group", "reason"])
+    successes = CounterMetricFamily(
+        "kafkasource_commits", "Commits the brokers accepted, per group and mode", labels=["group", "mode"]
+    )
+    failures = CounterMetricFamily(
+        "kafkasource_commit_failures",
+        "Commits that failed for good, per group, mode and Kafka error name",
+        labels=["group", "mode", "reason"],
+    )
+    retries = CounterMetricFamily(
+        "kafkasource_commit_retries",
+        "Commits retried after a retriable error, per group and Kafka error name",
+        labels=["group", "reason"],
+    )
     for key, n in sorted(counts.successes.items()):
         successes.add_metric(list(key), n)
     for key3, n in sorted(counts.failures.items()):
@@ -138,8 +171,11 @@ class ExporterCollector:
 
     def collect(self) -> Iterable[Metric]:
         with self._lock:
-            return (query_families(self._queries, time.time()) + group_families(list(self._views.values()))
-                    + commit_families(self._commits))
+            return (
+                query_families(self._queries, time.time())
+                + group_families(list(self._views.values()))
+                + commit_families(self._commits)
+            )
 
     def describe(self) -> Iterable[Metric]:
         """The families without samples: their names for the registry (and for a scrape's `name[]` filter)."""
@@ -164,7 +200,10 @@ class Exposition:
     @property
     def address(self) -> tuple[str, int] | None:
         """(host, port) of the HTTP server; None without one."""
-        return tuple(self._server.server_address[:2]) if self._server is not None else None
+        if self._server is None:
+            return None
+        host, port = self._server.server_address[:2]
+        return str(host), int(port)
 
     def text(self) -> str:
         """The metrics in Prometheus' text format, as a scrape that does not ask for OpenMetrics gets them."""
@@ -176,7 +215,7 @@ class Exposition:
 
     def close(self) -> None:
         """Stop serving."""
-        if self._server is not None:
+        if self._server is not None and self._thread is not None:
             self._server.shutdown()
             self._server.server_close()
             self._thread.join(timeout=15)

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import logging
 import threading
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from pyspark.sql.streaming import StreamingQueryListener
 
@@ -29,8 +30,10 @@ def _collector_module():
     try:
         import prometheus_client  # noqa: F401
     except ImportError:
-        raise ImportError('kafkasource.metrics.serve needs prometheus_client: pip install "kafkasource[metrics]"',
-                          name="prometheus_client") from None
+        raise ImportError(
+            'kafkasource.metrics.serve needs prometheus_client: pip install "kafkasource[metrics]"',
+            name="prometheus_client",
+        ) from None
     from kafkasource.metrics import collector
 
     return collector
@@ -56,21 +59,29 @@ class _Listener(StreamingQueryListener):
 class Exporter:
     """Holds the metrics and serves them; made by serve()."""
 
-    def __init__(self, spark, port: int | None, host: str, textfile: str | None,
-                 source_options: Sequence[Mapping[str, str] | SourceOptions], broker_interval_s: float):
+    def __init__(
+        self,
+        spark,
+        port: int | None,
+        host: str,
+        textfile: str | None,
+        source_options: Sequence[Mapping[str, str] | SourceOptions],
+        broker_interval_s: float,
+    ):
         collector = _collector_module()  # before anything starts: without prometheus_client, nothing does
         self._lock = threading.Lock()
         self._queries = Queries()
         self._commits = CommitCounts()
         self._groups = [group_offsets.group_options(o) for o in source_options]  # checked before anything starts
-        self._views = {o.group_id: group_offsets.GroupView(o.group_id) for o in self._groups}
+        self._views = {o.group_id: group_offsets.GroupView(group_offsets.group_id(o)) for o in self._groups}
         self._clients = [KafkaClient(o) for o in self._groups]  # used by the groups' thread only
         self._broker_interval_s = max(1.0, broker_interval_s)
         self._closing = threading.Event()
         self._spark = spark
         self._receiver = OutcomeReceiver(host="127.0.0.1")
-        self._threads = [threading.Thread(target=self._receive_outcomes, name="kafkasource-metrics-commits",
-                                          daemon=True)]
+        self._threads = [
+            threading.Thread(target=self._receive_outcomes, name="kafkasource-metrics-commits", daemon=True)
+        ]
         # the groups are read on a thread of their own, so that a read waiting on a slow or unreachable broker (each of
         # its requests up to kafkaConsumer.pollTimeoutMs) holds up no query and no caller's loop, such as the ingest
         # job's, which watches for stop requests; that thread alone uses these clients. The crashes once blamed on
@@ -78,10 +89,14 @@ class Exporter:
         # issue #5040, see KafkaClient.committed_with_metadata), which crashes from a single thread too: threads were
         # never the cause, and that call is made nowhere now
         if self._groups:
-            self._threads.append(threading.Thread(target=self._read_groups_every_interval,
-                                                  name="kafkasource-metrics-groups", daemon=True))
+            self._threads.append(
+                threading.Thread(
+                    target=self._read_groups_every_interval, name="kafkasource-metrics-groups", daemon=True
+                )
+            )
         self._exposition: Exposition = collector.Exposition(
-            collector.ExporterCollector(self._lock, self._queries, self._views, self._commits), host, port, textfile)
+            collector.ExporterCollector(self._lock, self._queries, self._views, self._commits), host, port, textfile
+        )
         for thread in self._threads:
             thread.start()
         import kafkasource
@@ -146,7 +161,7 @@ class Exporter:
 
     def read_groups(self) -> None:
         """Read the groups' committed offsets from the brokers now."""
-        for options, client in zip(self._groups, self._clients):
+        for options, client in zip(self._groups, self._clients, strict=True):
             try:
                 view = group_offsets.read_group(options, client)
             except Exception as exc:  # the brokers may be away for a while: keep the last view, count the error
@@ -192,9 +207,14 @@ class Exporter:
         self.write_textfile()
 
 
-def serve(spark, port: int | None = DEFAULT_PORT, host: str = "127.0.0.1", textfile: str | None = None,
-          source_options: Mapping[str, str] | SourceOptions | Sequence[Mapping[str, str] | SourceOptions] = (),
-          broker_interval_s: float = 30.0) -> Exporter:
+def serve(
+    spark,
+    port: int | None = DEFAULT_PORT,
+    host: str = "127.0.0.1",
+    textfile: str | None = None,
+    source_options: Mapping[str, str] | SourceOptions | Sequence[Mapping[str, str] | SourceOptions] = (),
+    broker_interval_s: float = 30.0,
+) -> Exporter:
     """Export the metrics of this session's kafkasource queries in Prometheus' text format (OpenMetrics to a scraper
     that asks for it) at http://host:port/metrics (port 0: any free one, see `exporter.port`; None: no HTTP, e.g.
     with `textfile` only). Needs prometheus_client: `pip install "kafkasource[metrics]"`.

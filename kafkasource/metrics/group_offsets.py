@@ -1,17 +1,16 @@
 """The consumer group's committed offsets as the brokers report them: what Burrow or kafka-consumer-groups see.
 
 Read with the source's own driver client (OffsetFetch for the group through a consumer that never joins it,
-ListOffsets for the log ends, read uncommitted as Kafka's own tools do) for the partitions the query's options subscribe to, at most
-once per interval, on the exporter's own thread: never on a query's path.
+ListOffsets for the log ends, read uncommitted as Kafka's own tools do) for the partitions the query's options
+subscribe to, at most once per interval, on the exporter's own thread: never on a query's path.
 """
 
 from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Mapping
-
 
 from kafkasource.cluster.client import KafkaClient
 from kafkasource.commit.metadata import CommitAuthor, parse
@@ -34,14 +33,23 @@ class GroupView:
 def group_options(source_options: Mapping[str, str] | SourceOptions) -> SourceOptions:
     """A query's source options (as given to the reader, or already parsed), checked as the source checks them;
     they must name a kafka.group.id."""
-    options = (source_options if isinstance(source_options, SourceOptions)
-               else parse_options(source_options, streaming=True))
+    options = (
+        source_options if isinstance(source_options, SourceOptions) else parse_options(source_options, streaming=True)
+    )
     if not options.group_id:
         from kafkasource.errors import OptionError
 
-        raise OptionError("the metrics exporter reads the committed offsets of a consumer group: the source options "
-                          "given to it need kafka.group.id")
+        raise OptionError(
+            "the metrics exporter reads the committed offsets of a consumer group: the source options "
+            "given to it need kafka.group.id"
+        )
     return options
+
+
+def group_id(options: SourceOptions) -> str:
+    """The group of options group_options() has checked."""
+    assert options.group_id is not None
+    return options.group_id
 
 
 def read_group(options: SourceOptions, client: KafkaClient) -> GroupView:
@@ -49,7 +57,7 @@ def read_group(options: SourceOptions, client: KafkaClient) -> GroupView:
     The client lives as long as the exporter: a client closed with a request still pending is a risk not worth
     taking once a second."""
     partitions = sorted(options.subscription.partitions(client.topics()))
-    view = GroupView(options.group_id)
+    view = GroupView(group_id(options))
     if not partitions:
         return view
     for tp, (offset, metadata) in client.committed_with_metadata(partitions).items():

@@ -15,6 +15,7 @@ shows older than it is: an estimate, as kafka-lag-exporter's.
 from __future__ import annotations
 
 from collections import deque
+from itertools import pairwise
 
 MAX_POINTS = 64
 
@@ -42,7 +43,7 @@ class LogEndHistory:
             if en > e0 and tn > t0:
                 return t0 - (e0 - offset) * (tn - t0) / (en - e0)
             return t0
-        for (t1, e1), (t2, e2) in zip(points, points[1:]):
+        for (t1, e1), (t2, e2) in pairwise(points):
             if e1 < offset <= e2:
                 return t1 + (offset - e1) * (t2 - t1) / (e2 - e1)
         return tn  # beyond the newest log end seen: not lagging
@@ -53,4 +54,6 @@ class LogEndHistory:
             return None
         if offset >= self._points[-1][1]:
             return 0.0
-        return max(0.0, now - self.reached_at(offset + 1))
+        reached = self.reached_at(offset + 1)
+        assert reached is not None  # there is a history
+        return max(0.0, now - reached)

@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 from pyspark.sql.streaming import StreamingQueryListener
 
@@ -134,8 +135,14 @@ class LagListener(StreamingQueryListener):
         lag = lag_from_progress(event.progress)
         if lag is not None:
             self.latest[str(event.progress.id)] = lag
-            log.info("query %s: batch %s read %d rows; lag %d records in all, at most %d on one partition",
-                     event.progress.id, event.progress.batchId, input_rows(event.progress), lag.total, lag.max)
+            log.info(
+                "query %s: batch %s read %d rows; lag %d records in all, at most %d on one partition",
+                event.progress.id,
+                event.progress.batchId,
+                input_rows(event.progress),
+                lag.total,
+                lag.max,
+            )
 
     def onQueryIdle(self, event) -> None:
         pass

@@ -13,8 +13,14 @@ from datetime import datetime
 from typing import Any
 
 from kafkasource.metrics.lag_seconds import LogEndHistory
+from kafkasource.metrics.progress import (
+    _as_dict,
+    batch_duration_s,
+    input_rows,
+    positions_from_progress,
+    rows_per_second,
+)
 from kafkasource.planning.partitions import Positions, TopicPartition
-from kafkasource.metrics.progress import _as_dict, batch_duration_s, input_rows, positions_from_progress, rows_per_second
 
 
 @dataclass

@@ -14,8 +14,10 @@ def report_data_loss(what: str, fail_on_data_loss: bool, then: str) -> None:
     """Under failOnDataLoss=true raise, saying `what` was lost; else log it as a warning with what the query
     does instead (`then`, e.g. "skipping them")."""
     if fail_on_data_loss:
-        raise DataLossError(f"{what}. Some data may have been lost. If this is expected, set "
-                            "failOnDataLoss=false to skip what is gone and go on")
+        raise DataLossError(
+            f"{what}. Some data may have been lost. If this is expected, set "
+            "failOnDataLoss=false to skip what is gone and go on"
+        )
     log.warning("%s (failOnDataLoss=false: %s)", what, then)
 
 
@@ -25,7 +27,11 @@ def unread_records(partitions: list[TopicPartition], positions: Positions, seen:
     lost = {tp: seen[tp] - positions[tp] for tp in partitions if seen.get(tp, -1) > positions[tp]}
     if not lost:
         return "; it held no record the query had seen and not read"
-    ranges = listing([f"{partition_name(t, p)} {positions[(t, p)]}..{positions[(t, p)] + n - 1}"
-                      for (t, p), n in sorted(lost.items())])
+    ranges = listing(
+        [
+            f"{partition_name(t, p)} {positions[(t, p)]}..{positions[(t, p)] + n - 1}"
+            for (t, p), n in sorted(lost.items())
+        ]
+    )
     total = sum(lost.values())
     return f"; at least {total} record{'' if total == 1 else 's'} the query had not read are lost ({ranges})"

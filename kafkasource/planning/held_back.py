@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from typing import Callable
+from collections.abc import Callable
 
 from kafkasource.planning.partitions import Positions, TopicPartition, partition_name
 
@@ -39,12 +39,18 @@ class HeldBackWatch:
             if at != offset:
                 since, warned = now, None
             if now - since >= HELD_BACK_WARN_AFTER_S and (warned is None or now - warned >= HELD_BACK_WARN_EVERY_S):
-                log.warning("an open transaction holds back %s: its last stable offset has stayed at %d for %.0f s "
-                            "while the log ends at %d; under kafka.isolation.level=read_committed the query reads "
-                            "nothing from offset %d on until the transaction commits or aborts (the brokers abort it "
-                            "once its producer's transaction.timeout.ms has passed; kafka-transactions.sh "
-                            "find-hanging lists transactions that never end)",
-                            partition_name(*tp), offset, now - since, end, offset)
+                log.warning(
+                    "an open transaction holds back %s: its last stable offset has stayed at %d for %.0f s "
+                    "while the log ends at %d; under kafka.isolation.level=read_committed the query reads "
+                    "nothing from offset %d on until the transaction commits or aborts (the brokers abort it "
+                    "once its producer's transaction.timeout.ms has passed; kafka-transactions.sh "
+                    "find-hanging lists transactions that never end)",
+                    partition_name(*tp),
+                    offset,
+                    now - since,
+                    end,
+                    offset,
+                )
                 warned = now
             held[tp] = (offset, since, warned)
         self._held = held

@@ -8,9 +8,10 @@ the broker (after Flink's OffsetsInitializer), so the logic is testable without 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import Enum
-from typing import Literal, Mapping, Protocol
+from typing import Literal, Protocol
 
 from kafkasource.errors import NoCommittedOffsetError, OptionError
 from kafkasource.planning.partitions import Positions, TopicPartition, describe, partition_name
@@ -34,8 +35,9 @@ class OutsideLog(Enum):
 TOPIC_IDS_KEY = "@topicIds"
 
 
-def to_json_dict(positions: Mapping[TopicPartition, int],
-                 topic_ids: Mapping[str, str] | None = None) -> dict[str, dict[str, int] | dict[str, str]]:
+def to_json_dict(
+    positions: Mapping[TopicPartition, int], topic_ids: Mapping[str, str] | None = None
+) -> dict[str, dict[str, int] | dict[str, str]]:
     """Positions in the built-in source's checkpoint shape: {"topic": {"0": 42}}; with `topic_ids`, those of the
     topics in `positions` are kept beside the map: {"topic": {"0": 42}, "@topicIds": {"topic": "<id>"}}."""
     out: dict = {}
@@ -49,8 +51,9 @@ def to_json_dict(positions: Mapping[TopicPartition, int],
 
 def from_json_dict(data: Mapping[str, Mapping[str, int]]) -> Positions:
     """The positions of an offsets JSON (the topic ids beside them left out)."""
-    return {(topic, int(p)): int(o) for topic, parts in data.items() if topic != TOPIC_IDS_KEY
-            for p, o in parts.items()}
+    return {
+        (topic, int(p)): int(o) for topic, parts in data.items() if topic != TOPIC_IDS_KEY for p, o in parts.items()
+    }
 
 
 def topic_ids_of(data: Mapping[str, Mapping]) -> dict[str, str]:
@@ -70,8 +73,9 @@ class OffsetLookup(Protocol):
     def for_times(self, timestamps: Mapping[TopicPartition, int]) -> dict[TopicPartition, int | None]: ...
 
 
-def within_log(wanted: Mapping[TopicPartition, int], lookup: OffsetLookup, reset: AutoOffsetReset,
-               what: str) -> Positions:
+def within_log(
+    wanted: Mapping[TopicPartition, int], lookup: OffsetLookup, reset: AutoOffsetReset, what: str
+) -> Positions:
     """Keep each wanted offset inside [log start, log end]; outside it, follow `reset` as Kafka does."""
     begin, end = _log_bounds(wanted, lookup)
     out: Positions = {}
@@ -88,7 +92,8 @@ def within_log(wanted: Mapping[TopicPartition, int], lookup: OffsetLookup, reset
     if outside:
         raise NoCommittedOffsetError(
             f"{what} outside the log for {', '.join(outside)} and kafka.auto.offset.reset=none; "
-            "set kafka.auto.offset.reset to earliest or latest, or give startingOffsets explicitly")
+            "set kafka.auto.offset.reset to earliest or latest, or give startingOffsets explicitly"
+        )
     return out
 
 
@@ -138,7 +143,8 @@ class Committed:
             raise NoCommittedOffsetError(
                 f"the consumer group has no committed offset for {describe(missing)} and "
                 "kafka.auto.offset.reset=none; commit offsets for them first, or set "
-                "kafka.auto.offset.reset to earliest or latest")
+                "kafka.auto.offset.reset to earliest or latest"
+            )
         fallback: Earliest | Latest = Earliest() if self.reset == "earliest" else Latest()
         out = fallback.resolve(missing, lookup)
         found = {tp: offset for tp in partitions if (offset := committed.get(tp)) is not None}
@@ -197,7 +203,8 @@ class Timestamps:
         if unnamed:
             raise OptionError(
                 f"startingOffsetsByTimestamp/endingOffsetsByTimestamp names no timestamp for {describe(unnamed)}; "
-                "give one for every partition the query reads")
+                "give one for every partition the query reads"
+            )
         wanted = {tp: ts for tp, ts in named.items() if ts is not None}
         found = lookup.for_times(wanted) if wanted else {}
         none_found = [tp for tp in partitions if found.get(tp) is None]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 TopicPartition = tuple[str, int]  # (topic, partition)
 Positions = dict[TopicPartition, int]  # per partition, the next offset to read

@@ -6,8 +6,9 @@ Pure functions over positions, no broker: fast to test.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Mapping
+from itertools import pairwise
 
 from kafkasource.planning.partitions import Positions, TopicPartition
 
@@ -44,7 +45,7 @@ def split_ranges(ranges: list[OffsetRange], min_partitions: int | None) -> list[
         parts = max(1, min(r.size, math.ceil(r.size / total * min_partitions)))
         step = r.size / parts
         bounds = [r.start + round(i * step) for i in range(parts)] + [r.until]
-        out.extend(OffsetRange(r.topic, r.partition, a, b) for a, b in zip(bounds, bounds[1:]) if b > a)
+        out.extend(OffsetRange(r.topic, r.partition, a, b) for a, b in pairwise(bounds) if b > a)
     return out
 
 
@@ -69,8 +70,9 @@ def pack_ranges(ranges: list[OffsetRange], records_per_task: int | None) -> list
     return tasks
 
 
-def rate_limit(start: Mapping[TopicPartition, int], latest: Mapping[TopicPartition, int],
-               max_records: int) -> Positions:
+def rate_limit(
+    start: Mapping[TopicPartition, int], latest: Mapping[TopicPartition, int], max_records: int
+) -> Positions:
     """End positions holding at most `max_records` records in all, shared in proportion to each
     partition's backlog. So that a small backlog is not starved by large ones: when the limit allows
     one record per backlogged partition, each gets one first and the rest is shared in proportion;
@@ -85,8 +87,10 @@ def rate_limit(start: Mapping[TopicPartition, int], latest: Mapping[TopicPartiti
     share = {tp: first[tp] + (size - first[tp]) * budget // rest for tp, size in backlog.items()}
     left = max_records - sum(share.values())
     # zero shares first, then by the fraction rounding dropped; ties by name for determinism
-    order = sorted((tp for tp, size in backlog.items() if size > share[tp]),
-                   key=lambda tp: (share[tp] > 0, -(((backlog[tp] - first[tp]) * budget) % rest), tp))
+    order = sorted(
+        (tp for tp, size in backlog.items() if size > share[tp]),
+        key=lambda tp: (share[tp] > 0, -(((backlog[tp] - first[tp]) * budget) % rest), tp),
+    )
     for tp in order[:left]:
         share[tp] += 1
     return {tp: start[tp] + share[tp] for tp in latest}

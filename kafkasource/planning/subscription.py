@@ -8,8 +8,9 @@ request made by the client) and returns the partitions to read.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import ClassVar, Mapping, Protocol
+from typing import ClassVar, Protocol
 
 from kafkasource.planning.partitions import TopicPartition, partition_name
 
@@ -54,8 +55,9 @@ class SubscribePattern:
 
     def partitions(self, topics: Mapping[str, int]) -> list[TopicPartition]:
         regex = re.compile(self.pattern)
-        return [(t, p) for t in sorted(topics) if t not in INTERNAL_TOPICS and regex.search(t)
-                for p in range(topics[t])]
+        return [
+            (t, p) for t in sorted(topics) if t not in INTERNAL_TOPICS and regex.search(t) for p in range(topics[t])
+        ]
 
     def named_topics(self) -> tuple[str, ...]:
         return ()

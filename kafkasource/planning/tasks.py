@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pyspark.sql.datasource import InputPartition
 
-from kafkasource.reading.consumers import FetchConfig
 from kafkasource.options import SourceOptions
 from kafkasource.planning.ranges import OffsetRange, pack_ranges, split_ranges
+from kafkasource.reading.consumers import FetchConfig
 
 
 class KafkaInputPartition(InputPartition):
@@ -18,8 +18,14 @@ class KafkaInputPartition(InputPartition):
 
 
 def fetch_config(options: SourceOptions) -> FetchConfig:
-    return FetchConfig(options.client_config(), options.include_headers, options.fail_on_data_loss,
-                       options.poll_timeout_ms, options.group_id, options.read_path)
+    return FetchConfig(
+        options.client_config(),
+        options.include_headers,
+        options.fail_on_data_loss,
+        options.poll_timeout_ms,
+        options.group_id,
+        options.read_path,
+    )
 
 
 def plan_partitions(ranges: list[OffsetRange], options: SourceOptions) -> list[KafkaInputPartition]:

@@ -19,8 +19,9 @@ import pyarrow as pa
 from confluent_kafka import Message
 
 # names, types and nullability of Spark's built-in format("kafka") source (every field nullable)
-BASE_SCHEMA_DDL = ("key binary, value binary, topic string, partition int, offset long, "
-                   "timestamp timestamp, timestampType int")
+BASE_SCHEMA_DDL = (
+    "key binary, value binary, topic string, partition int, offset long, timestamp timestamp, timestampType int"
+)
 HEADERS_DDL = "headers array<struct<key:string,value:binary>>"
 
 HEADER_TYPE = pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))

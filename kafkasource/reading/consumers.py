@@ -11,15 +11,15 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Callable, Iterator
 
 from confluent_kafka import Consumer, KafkaError
 
-from kafkasource.runtime import native_extension
 from kafkasource.cluster.settings import NEVER_COMMITTING_GROUP_ID
 from kafkasource.errors import KafkaSourceError
 from kafkasource.reading.native import NativeConsumer
+from kafkasource.runtime import native_extension
 
 log = logging.getLogger(__name__)
 
@@ -50,17 +50,25 @@ class FetchConfig:
 
     def wants_native(self) -> bool:
         if self.read_path == "native" and not native_extension.available():
-            raise KafkaSourceError(f"readPath is native, but kafkasource's native extension "
-                                   f"{native_extension.why_unavailable().replace(' here', ' on this executor')}: install "
-                                   "kafkasource where a Rust toolchain is present (pip install builds it), or set "
-                                   "readPath to auto or python")
+            raise KafkaSourceError(
+                f"readPath is native, but kafkasource's native extension "
+                f"{native_extension.why_unavailable().replace(' here', ' on this executor')}: install "
+                "kafkasource where a Rust toolchain is present (pip install builds it), or set "
+                "readPath to auto or python"
+            )
         if self.read_path == "auto":
             native_extension.warn_if_broken()
         return self.read_path == "native" or (self.read_path == "auto" and native_extension.available())
 
     def consumer_config(self) -> dict[str, object]:
-        return {**FETCH_DEFAULTS, **self.kafka_config, "group.id": self.group_id or NEVER_COMMITTING_GROUP_ID,
-                "enable.auto.commit": False, "enable.auto.offset.store": False, "auto.offset.reset": "error"}
+        return {
+            **FETCH_DEFAULTS,
+            **self.kafka_config,
+            "group.id": self.group_id or NEVER_COMMITTING_GROUP_ID,
+            "enable.auto.commit": False,
+            "enable.auto.offset.store": False,
+            "auto.offset.reset": "error",
+        }
 
     def pool_key(self) -> tuple:
         return tuple(sorted((k, str(v)) for k, v in self.consumer_config().items()))
@@ -70,15 +78,18 @@ class ConsumerPool:
     """Idle consumers of this worker process, by configuration and kind (native or confluent-kafka)."""
 
     def __init__(self) -> None:
-        self._idle: dict[tuple, list[tuple[Consumer, float]]] = {}
+        self._idle: dict[tuple, list[tuple[ReadConsumer | NativeConsumer, float]]] = {}
         self._native_refused: set[tuple] = set()  # configurations the native consumer could not take
 
-    def acquire(self, config: FetchConfig, native_ok: bool = True) -> Consumer | NativeConsumer:
+    def acquire(self, config: FetchConfig, native_ok: bool = True) -> ReadConsumer | NativeConsumer:
         """A consumer for `config`: the native one when it is wanted and `native_ok` (its caller reads one
         range: the native consumer reads no more at once), else confluent-kafka's."""
         self._close_idle()
-        use_native = native_ok and config.wants_native() and (
-            config.read_path == "native" or config.pool_key() not in self._native_refused)
+        use_native = (
+            native_ok
+            and config.wants_native()
+            and (config.read_path == "native" or config.pool_key() not in self._native_refused)
+        )
         idle = self._idle.get(self._key(config, use_native))
         if idle:
             return idle.pop()[0]
@@ -89,8 +100,10 @@ class ConsumerPool:
                 # the extension's librdkafka is an older version than confluent-kafka's: read with
                 # confluent-kafka's, unless the user asked for the native path
                 if config.read_path == "native":
-                    raise KafkaSourceError(f"readPath is native, but the native consumer refused the configuration: "
-                                           f"{exc}. Set readPath to auto or python") from None
+                    raise KafkaSourceError(
+                        f"readPath is native, but the native consumer refused the configuration: "
+                        f"{exc}. Set readPath to auto or python"
+                    ) from None
                 log.warning("the native consumer refused the configuration (%s); reading with confluent-kafka", exc)
                 self._native_refused.add(config.pool_key())
         return ReadConsumer(config.consumer_config())
@@ -99,7 +112,7 @@ class ConsumerPool:
     def _key(config: FetchConfig, native: bool) -> tuple:
         return (native, *config.pool_key())
 
-    def release(self, config: FetchConfig, consumer: Consumer | NativeConsumer, healthy: bool) -> None:
+    def release(self, config: FetchConfig, consumer: ReadConsumer | NativeConsumer, healthy: bool) -> None:
         if healthy:
             try:
                 consumer.unassign()  # an idle consumer must not keep prefetching (and buffering) records
@@ -143,7 +156,7 @@ class ReadConsumer(Consumer):
         return errors
 
 
-def _close_quietly(consumer: Consumer) -> None:
+def _close_quietly(consumer: Consumer | NativeConsumer) -> None:
     try:
         consumer.close()
     except Exception:  # a broken consumer may fail to close; it is dropped either way
@@ -153,8 +166,12 @@ def _close_quietly(consumer: Consumer) -> None:
 POOL = ConsumerPool()
 
 
-def pooled(read: Callable[[Consumer | NativeConsumer], Iterator], config: FetchConfig, pool: ConsumerPool,
-           native_ok: bool = True) -> Iterator:
+def pooled(
+    read: Callable[[ReadConsumer | NativeConsumer], Iterator],
+    config: FetchConfig,
+    pool: ConsumerPool,
+    native_ok: bool = True,
+) -> Iterator:
     """Run `read` with a consumer from the pool; one that failed is closed rather than pooled."""
     consumer = pool.acquire(config, native_ok)
     healthy = False

@@ -10,17 +10,17 @@ when a range is done, for either.
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
 from types import ModuleType
-from typing import Iterator
 
 import pyarrow as pa
 from confluent_kafka import KafkaError
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 
-from kafkasource.reading import settings as read_settings
-from kafkasource.reading.arrow import HEADER_TYPE, TIMESTAMP_TYPE, arrow_schema, repeated_int32, repeated_string
 from kafkasource.planning.partitions import TopicPartition
 from kafkasource.planning.ranges import OffsetRange
+from kafkasource.reading import settings as read_settings
+from kafkasource.reading.arrow import HEADER_TYPE, TIMESTAMP_TYPE, arrow_schema, repeated_int32, repeated_string
 from kafkasource.reading.python_rows import ErrorEvents
 from kafkasource.runtime.native_extension import EXTENSION, why_unavailable
 
@@ -35,8 +35,11 @@ def _announce() -> None:
     global _announced
     if not _announced:
         _announced = True
-        log.info("reading with the native extension %s (librdkafka %s)", _extension().__file__,
-                 _extension().librdkafka_version())
+        log.info(
+            "reading with the native extension %s (librdkafka %s)",
+            _extension().__file__,
+            _extension().librdkafka_version(),
+        )
 
 
 def _extension() -> ModuleType:
@@ -63,8 +66,10 @@ class NativeConsumer:
         return [KafkaTopicPartition(topic, partition) for topic, partition in self.native.assignment()]
 
     def position(self, partitions: list[KafkaTopicPartition]) -> list[KafkaTopicPartition]:
-        return [KafkaTopicPartition(tp.topic, tp.partition, self.native.position(tp.topic, tp.partition))
-                for tp in partitions]
+        return [
+            KafkaTopicPartition(tp.topic, tp.partition, self.native.position(tp.topic, tp.partition))
+            for tp in partitions
+        ]
 
     def client_errors(self) -> list[KafkaError]:
         """The errors librdkafka reported about the client rather than a partition (authentication, the TLS
@@ -87,8 +92,9 @@ class NativeRows:
     """A range's records as the native consumer appends them (only those below the range's end), handed over
     as Arrow record batches. The native consumer reads one range at a time."""
 
-    def __init__(self, consumer: NativeConsumer, offset_range: OffsetRange, include_headers: bool,
-                 on_error_event: ErrorEvents):
+    def __init__(
+        self, consumer: NativeConsumer, offset_range: OffsetRange, include_headers: bool, on_error_event: ErrorEvents
+    ):
         self.key = (offset_range.topic, offset_range.partition)
         self.range = offset_range
         self.native = consumer.native
@@ -98,8 +104,9 @@ class NativeRows:
     def consume(self, count: int, timeout_s: float) -> dict[TopicPartition, int]:
         """As python_rows.MessageRows.consume: the offset after the last record appended, unless an error event moved
         the read position, in which case the records appended after that event are dropped."""
-        appended, last, events = self.native.consume(count, int(timeout_s * 1000), self.range.until,
-                                                     self.include_headers)
+        appended, last, events = self.native.consume(
+            count, int(timeout_s * 1000), self.range.until, self.include_headers
+        )
         for row, topic, partition, code, text in events:
             error = KafkaError(code, text, fatal=code == KafkaError._FATAL)
             if self.on_error_event(topic, partition, error):
@@ -117,8 +124,9 @@ class NativeRows:
             yield self.take()
 
     def take(self) -> pa.RecordBatch:
-        return record_batch(self.native.take(self.include_headers), self.range.topic, self.range.partition,
-                            self.include_headers)
+        return record_batch(
+            self.native.take(self.include_headers), self.range.topic, self.range.partition, self.include_headers
+        )
 
 
 def record_batch(taken, topic: str, partition: int, include_headers: bool) -> pa.RecordBatch:
@@ -137,12 +145,18 @@ def record_batch(taken, topic: str, partition: int, include_headers: bool) -> pa
         headers = taken.headers
         keys = headers.keys
         entries = len(keys.offsets) // 4 - 1
-        entry = pa.Array.from_buffers(HEADER_TYPE.value_type, entries, [None], children=[
-            pa.Array.from_buffers(pa.string(), entries, [None, buf(keys.offsets), buf(keys.data)]),  # never null
-            _binary_array(entries, headers.values),
-        ])
-        columns.append(pa.Array.from_buffers(HEADER_TYPE, rows, [buf(headers.validity), buf(headers.offsets)],
-                                             children=[entry]))
+        entry = pa.Array.from_buffers(
+            HEADER_TYPE.value_type,
+            entries,
+            [None],
+            children=[
+                pa.Array.from_buffers(pa.string(), entries, [None, buf(keys.offsets), buf(keys.data)]),  # never null
+                _binary_array(entries, headers.values),
+            ],
+        )
+        columns.append(
+            pa.Array.from_buffers(HEADER_TYPE, rows, [buf(headers.validity), buf(headers.offsets)], children=[entry])
+        )
     return pa.RecordBatch.from_arrays(columns, schema=arrow_schema(include_headers))
 
 

@@ -16,20 +16,20 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Iterator
+from collections.abc import Iterator
 
 from confluent_kafka import KafkaError
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 
-from kafkasource.reading import settings as read_settings
-from kafkasource.planning.data_loss import report_data_loss
+from kafkasource.cluster.refusal import is_refusal, refusal_error
 from kafkasource.errors import AccessError, KafkaSourceError
-from kafkasource.reading.consumers import POOL, ConsumerPool, FetchConfig, ReadConsumer, pooled
-from kafkasource.reading.python_rows import MessageRows
-from kafkasource.reading.native import NativeConsumer, NativeRows
+from kafkasource.planning.data_loss import report_data_loss
 from kafkasource.planning.partitions import TopicPartition, partition_name
 from kafkasource.planning.ranges import OffsetRange
-from kafkasource.cluster.refusal import is_refusal, refusal_error
+from kafkasource.reading import settings as read_settings
+from kafkasource.reading.consumers import POOL, ConsumerPool, FetchConfig, ReadConsumer, pooled
+from kafkasource.reading.native import NativeConsumer, NativeRows
+from kafkasource.reading.python_rows import MessageRows
 
 log = logging.getLogger(__name__)
 
@@ -40,8 +40,9 @@ STALLED_NAMED = 5  # partitions a stall error names, so that a wide task's error
 def read_ranges(ranges: tuple[OffsetRange, ...], config: FetchConfig, pool: ConsumerPool = POOL) -> Iterator:
     """Yield pyarrow.RecordBatch objects holding exactly the records of each range's [start, until) that exist."""
     # the native consumer reads one range at a time: several at once go through confluent-kafka
-    return pooled(lambda consumer: TaskReader(consumer, ranges, config).batches(), config, pool,
-                  native_ok=len(ranges) == 1)
+    return pooled(
+        lambda consumer: TaskReader(consumer, ranges, config).batches(), config, pool, native_ok=len(ranges) == 1
+    )
 
 
 class RangeState:
@@ -70,30 +71,41 @@ class RangeState:
             self._out_of_range()
             return True
         if code in GONE:
-            self._data_loss(f"{self.name} no longer exists ({error.str()}); records {self.position}.."
-                            f"{self.range.until - 1} ({_count(self.range.until - self.position)}) cannot be read",
-                            skip_to=self.range.until)
+            self._data_loss(
+                f"{self.name} no longer exists ({error.str()}); records {self.position}.."
+                f"{self.range.until - 1} ({_count(self.range.until - self.position)}) cannot be read",
+                skip_to=self.range.until,
+            )
             return True
         if code == KafkaError.TOPIC_AUTHORIZATION_FAILED:
-            raise AccessError(f"not authorized to read topic {self.range.topic} ({error.str()}): the principal this "
-                              f"query authenticates as needs the READ permission on topic {self.range.topic} "
-                              f"(kafka-acls --add --allow-principal User:<name> --operation Read "
-                              f"--topic {self.range.topic})")
+            raise AccessError(
+                f"not authorized to read topic {self.range.topic} ({error.str()}): the principal this "
+                f"query authenticates as needs the READ permission on topic {self.range.topic} "
+                f"(kafka-acls --add --allow-principal User:<name> --operation Read "
+                f"--topic {self.range.topic})"
+            )
         if error.fatal():
             raise KafkaSourceError(f"reading {self.name} failed: {error.str()}")
         return False
 
     def _out_of_range(self) -> None:
         low, high = self.consumer.get_watermark_offsets(
-            KafkaTopicPartition(self.range.topic, self.range.partition), timeout=self.config.poll_timeout_ms / 1000)
+            KafkaTopicPartition(self.range.topic, self.range.partition), timeout=self.config.poll_timeout_ms / 1000
+        )
         if self.position < low:
             lost_until = min(low, self.range.until)
-            self._data_loss(f"records {self.position}..{lost_until - 1} of {self.name} are gone "
-                            f"({_count(lost_until - self.position)}): the log now starts at {low} "
-                            "(retention or deleted records)", skip_to=low)
+            self._data_loss(
+                f"records {self.position}..{lost_until - 1} of {self.name} are gone "
+                f"({_count(lost_until - self.position)}): the log now starts at {low} "
+                "(retention or deleted records)",
+                skip_to=low,
+            )
         else:
-            self._data_loss(f"offset {self.position} of {self.name} is beyond the log end {high} (the partition was "
-                            "truncated or recreated)", skip_to=self.range.until)
+            self._data_loss(
+                f"offset {self.position} of {self.name} is beyond the log end {high} (the partition was "
+                "truncated or recreated)",
+                skip_to=self.range.until,
+            )
 
     def _data_loss(self, what: str, skip_to: int) -> None:
         report_data_loss(what, self.config.fail_on_data_loss, then="skipping them")
@@ -116,14 +128,16 @@ class TaskReader:
         self.last_error: KafkaError | None = None  # the latest error librdkafka retried since the last progress
         self.logged: set[int] = set()  # error codes warned about: brokers down repeat theirs many times a second
 
-    def _rows(self, consumer: ReadConsumer | NativeConsumer, ranges: tuple[OffsetRange, ...]
-              ) -> NativeRows | MessageRows:
+    def _rows(
+        self, consumer: ReadConsumer | NativeConsumer, ranges: tuple[OffsetRange, ...]
+    ) -> NativeRows | MessageRows:
         include_headers = self.config.include_headers
         if isinstance(consumer, NativeConsumer):
             (only,) = ranges
             return NativeRows(consumer, only, include_headers, self.on_error_event)
-        return MessageRows(consumer, {(r.topic, r.partition): r for r in ranges}, include_headers,
-                           self.is_reading, self.on_error_event)
+        return MessageRows(
+            consumer, {(r.topic, r.partition): r for r in ranges}, include_headers, self.is_reading, self.on_error_event
+        )
 
     def is_reading(self, key: TopicPartition) -> bool:
         """Does the range of `key` still take records: not done, and not moved by an error event since it was
@@ -218,8 +232,11 @@ class TaskReader:
         """The ranges still being read that an error event is about: one partition's, a whole topic's
         (partition -1 or none), or the client's (no topic: told once, to the first range). Events about other
         partitions are late news for a pooled consumer."""
-        ranges = [state for state in self.active.values() if topic in (None, state.range.topic)
-                  and partition in (None, -1, state.range.partition)]
+        ranges = [
+            state
+            for state in self.active.values()
+            if topic in (None, state.range.topic) and partition in (None, -1, state.range.partition)
+        ]
         return ranges[:1] if topic is None else ranges
 
     def _advance(self, after_last: dict[TopicPartition, int]) -> None:
@@ -248,8 +265,9 @@ class TaskReader:
         self.paused.extend(finished)
 
 
-def stall_error(stalled: list[RangeState], poll_timeout_ms: int, last_error: KafkaError | None = None
-                ) -> KafkaSourceError:
+def stall_error(
+    stalled: list[RangeState], poll_timeout_ms: int, last_error: KafkaError | None = None
+) -> KafkaSourceError:
     """The error of a task whose ranges saw no progress within kafkaConsumer.pollTimeoutMs, naming the last error
     librdkafka reported meanwhile, if any (the reason is otherwise only in librdkafka's log)."""
     if len(stalled) == 1:
@@ -258,9 +276,11 @@ def stall_error(stalled: list[RangeState], poll_timeout_ms: int, last_error: Kaf
         named = ", ".join(f"{state.name} at {state.position} {state.where()}" for state in stalled[:STALLED_NAMED])
         what = f"{len(stalled)} partitions stalled: {named}"
     cause = f"; the last error from the brokers: {last_error.str()}" if last_error is not None else ""
-    return KafkaSourceError(f"reading {what}: nothing arrived within {poll_timeout_ms} ms "
-                            f"(kafkaConsumer.pollTimeoutMs){cause}. Check that the brokers are reachable from the "
-                            "executors")
+    return KafkaSourceError(
+        f"reading {what}: nothing arrived within {poll_timeout_ms} ms "
+        f"(kafkaConsumer.pollTimeoutMs){cause}. Check that the brokers are reachable from the "
+        "executors"
+    )
 
 
 def _count(records: int) -> str:

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import importlib
 import logging
+from collections.abc import Callable
 from types import ModuleType
-from typing import Callable
 
 log = logging.getLogger(__name__)
 
@@ -53,8 +53,11 @@ def warn_if_broken() -> None:
     global _warned
     if LOAD_ERROR and not _warned:
         _warned = True
-        log.warning("readPath=auto: kafkasource's native extension could not be loaded (%s); reading with the "
-                    "slower Python path", LOAD_ERROR)
+        log.warning(
+            "readPath=auto: kafkasource's native extension could not be loaded (%s); reading with the "
+            "slower Python path",
+            LOAD_ERROR,
+        )
 
 
 def librdkafka_version() -> str | None:

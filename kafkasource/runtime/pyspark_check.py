@@ -10,20 +10,26 @@ import sys
 
 # Python stream readers get admission control (latestOffset(start, limit)) from Spark 4.2 on
 MINIMUM = (4, 2)
-INSTALL_HINT = ("Install one with `pip install 'kafkasource[spark]'` (or `pip install 'pyspark>=4.2'`), "
-                "or run under a Spark 4.2 or newer: spark-submit and the pyspark shell put its python/ on sys.path.")
+INSTALL_HINT = (
+    "Install one with `pip install 'kafkasource[spark]'` (or `pip install 'pyspark>=4.2'`), "
+    "or run under a Spark 4.2 or newer: spark-submit and the pyspark shell put its python/ on sys.path."
+)
 
 
 def require_pyspark() -> None:
     try:
         import pyspark
     except ImportError as error:
-        raise ImportError(f"kafkasource needs PySpark 4.2 or newer, and this Python ({sys.executable}) "
-                          f"cannot import pyspark ({error}). {INSTALL_HINT}") from None
+        raise ImportError(
+            f"kafkasource needs PySpark 4.2 or newer, and this Python ({sys.executable}) "
+            f"cannot import pyspark ({error}). {INSTALL_HINT}"
+        ) from None
     found = getattr(pyspark, "__version__", "")
     if version_tuple(found) < MINIMUM:
-        raise ImportError(f"kafkasource needs PySpark 4.2 or newer, but this Python imports pyspark "
-                          f"{found or '(no version)'} from {pyspark.__file__}. {INSTALL_HINT}")
+        raise ImportError(
+            f"kafkasource needs PySpark 4.2 or newer, but this Python imports pyspark "
+            f"{found or '(no version)'} from {pyspark.__file__}. {INSTALL_HINT}"
+        )
 
 
 def version_tuple(version: str) -> tuple[int, int]:
