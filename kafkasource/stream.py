@@ -26,7 +26,6 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Protocol
 
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import (
@@ -38,50 +37,21 @@ from pyspark.sql.streaming.datasource import (
 )
 
 from kafkasource.cluster.client import KafkaClient
-from kafkasource.commit.committer import OffsetCommitter
+from kafkasource.commit.committer import Committer, OffsetCommitter
 from kafkasource.commit.outcomes import OutcomeSender
 from kafkasource.errors import BrokerUnavailableError, DataLossError, KafkaSourceError
 from kafkasource.formats.decoding import decode_batches
 from kafkasource.options import SourceOptions
 from kafkasource.planning.data_loss import report_data_loss, unread_records
 from kafkasource.planning.held_back import HeldBackWatch
-from kafkasource.planning.offsets import TOPIC_IDS_KEY, OffsetLookup, from_json_dict, to_json_dict, topic_ids_of
+from kafkasource.planning.offsets import TOPIC_IDS_KEY, Cluster, from_json_dict, to_json_dict, topic_ids_of
 from kafkasource.planning.partitions import Positions, TopicPartition, describe, partition_name
 from kafkasource.planning.ranges import batch_ranges, rate_limit
 from kafkasource.planning.tasks import KafkaInputPartition, fetch_config, plan_partitions
 from kafkasource.reading.task_reader import read_ranges
 from kafkasource.runtime import shutdown
 
-if TYPE_CHECKING:
-    from confluent_kafka import Consumer
-
 log = logging.getLogger(__name__)
-
-
-class Cluster(OffsetLookup, Protocol):
-    """What planning asks the brokers; client.KafkaClient answers for real."""
-
-    def topics(self) -> dict[str, int]: ...
-
-    def topic_ids(self, topics: list[str]) -> dict[str, str]: ...
-
-    def new_group_consumer(self, **extra: object) -> Consumer: ...
-
-    def high_watermarks(self, partitions: list[TopicPartition]) -> Positions: ...
-
-    def close(self) -> None: ...
-
-
-class Committer(Protocol):
-    """Where the positions of completed batches go; commit.OffsetCommitter commits them to the group."""
-
-    def commit(self, positions: Positions) -> None: ...
-
-    def restart(self, partitions: list[TopicPartition]) -> None: ...
-
-    def commit_final(self, positions: Positions) -> None: ...
-
-    def close(self) -> None: ...
 
 
 class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):

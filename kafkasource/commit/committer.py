@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
+from typing import Protocol
 
 from confluent_kafka import Consumer, KafkaError, KafkaException
 from confluent_kafka import TopicPartition as KafkaTopicPartition
@@ -69,6 +70,18 @@ def explain(group_id: str, positions: Positions, error: KafkaError) -> str:
 
 
 _PENDING = object()  # a sync commit's answer that has not arrived yet
+
+
+class Committer(Protocol):
+    """Where the positions of completed batches go; OffsetCommitter commits them to the group."""
+
+    def commit(self, positions: Positions) -> None: ...
+
+    def restart(self, partitions: list[TopicPartition]) -> None: ...
+
+    def commit_final(self, positions: Positions) -> None: ...
+
+    def close(self) -> None: ...
 
 
 class OffsetCommitter:

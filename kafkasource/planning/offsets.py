@@ -11,10 +11,13 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import Enum
-from typing import Literal, Protocol
+from typing import TYPE_CHECKING, Literal, Protocol
 
 from kafkasource.errors import NoCommittedOffsetError, OptionError
 from kafkasource.planning.partitions import Positions, TopicPartition, describe, partition_name
+
+if TYPE_CHECKING:
+    from confluent_kafka import Consumer
 
 EARLIEST = -2  # Spark's JSON markers in startingOffsets / endingOffsets
 LATEST = -1
@@ -218,3 +221,17 @@ class Timestamps:
 
 # where a read starts or ends, as the options say; each resolves against an OffsetLookup
 OffsetSpec = Earliest | Latest | Committed | SpecificOffsets | Timestamps
+
+
+class Cluster(OffsetLookup, Protocol):
+    """What a stream's planning asks the brokers; cluster.client.KafkaClient answers for real."""
+
+    def topics(self) -> dict[str, int]: ...
+
+    def topic_ids(self, topics: list[str]) -> dict[str, str]: ...
+
+    def new_group_consumer(self, **extra: object) -> Consumer: ...
+
+    def high_watermarks(self, partitions: list[TopicPartition]) -> Positions: ...
+
+    def close(self) -> None: ...

@@ -15,7 +15,7 @@ from typing import Literal, Mapping, get_args
 
 from kafkasource.cluster import settings as kafka_settings
 from kafkasource.errors import OptionError
-from kafkasource.options import _check_topic_name, _choice, _get, _shown
+from kafkasource.options.values import _check_topic_name, _choice, _get, _shown
 
 DeliveryGuarantee = Literal["at-least-once", "exactly-once", "none"]
 SINK_OPTIONS = ("topic", "deliveryGuarantee", "transactionalIdPrefix", "markerTopic")

@@ -8,16 +8,31 @@ lower case. `parse_options` takes any mapping, so a job that reads a config file
 from __future__ import annotations
 
 import difflib
-import json
 import logging
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal, TypeVar, get_args
+from typing import Any, Literal, get_args
 
 from kafkasource.cluster import settings as kafka_settings
 from kafkasource.errors import OptionError
 from kafkasource.formats import decoding
+from kafkasource.options.values import (
+    MAX_LONG,
+    MAX_PARTITION,
+    MAX_TIMEOUT_MS,
+    _bool,
+    _check_topic_name,
+    _choice,
+    _get,
+    _json_object,
+    _positive_int,
+    _positive_int_or,
+    _shown,
+    _whole_number,
+    _whole_number_option,
+    parse_duration_ms,
+)
 from kafkasource.planning.offsets import (
     EARLIEST,
     LATEST,
@@ -70,11 +85,6 @@ IGNORED_BUILTIN_OPTIONS = {
     "fetchoffset.retryintervalms": "driver requests retry until kafkaConsumer.pollTimeoutMs",
     "groupidprefix": "executor consumers never join a group",
 }
-# Kafka's limits: topic names (Topic.java), partition numbers (int32), offsets and timestamps (int64)
-TOPIC_NAME = re.compile(r"[a-zA-Z0-9._-]{1,249}")
-MAX_PARTITION = 2**31 - 1
-MAX_LONG = 2**63 - 1
-MAX_TIMEOUT_MS = 2**31 - 1  # about 24.8 days: what librdkafka's int timeouts hold
 
 CommitMode = Literal["sync", "async", "none"]  # commitMode
 # a stream asks for the cluster's topics, partitions and topic ids at most this often (every trigger in between
@@ -145,72 +155,6 @@ class SourceOptions:
         )
 
 
-def _get(options: Mapping[str, str], name: str) -> str | None:
-    value = options.get(name.lower())
-    if value is None:
-        return None
-    value = str(value).strip()
-    return value or None
-
-
-def _shown(raw: str, limit: int = 80) -> str:
-    """A value for an error message: quoted, and cut short if huge."""
-    return repr(raw if len(raw) <= limit else raw[:limit] + "...")
-
-
-def _whole_number(name: str, raw: str, low: int, high: int, meaning: str = "a whole number") -> int:
-    """`raw` as an int within [low, high], or an error naming the option and the range."""
-    try:
-        value = int(raw) if re.fullmatch(r"\s*[-+]?\d{1,30}\s*", raw) else None
-    except ValueError:
-        value = None
-    if value is None:
-        raise OptionError(f"option {name} must be {meaning}, got {_shown(raw)}")
-    if value < low:
-        raise OptionError(
-            f"option {name} must be {'a positive number' if low == 1 else f'at least {low}'}, got {raw.strip()}"
-        )
-    if value > high:
-        raise OptionError(f"option {name} must be at most {high}, got {raw.strip()}")
-    return value
-
-
-def _positive_int(options: Mapping[str, str], name: str, high: int = MAX_LONG) -> int | None:
-    raw = _get(options, name)
-    return None if raw is None else _whole_number(name, raw, 1, high)
-
-
-def _positive_int_or(options: Mapping[str, str], name: str, default: int, high: int = MAX_LONG) -> int:
-    found = _positive_int(options, name, high)
-    return default if found is None else found
-
-
-def _whole_number_option(options: Mapping[str, str], name: str, default: int) -> int:
-    raw = _get(options, name)
-    return default if raw is None else _whole_number(name, raw, 0, MAX_TIMEOUT_MS)
-
-
-def _bool(options: Mapping[str, str], name: str, default: bool) -> bool:
-    raw = _get(options, name)
-    if raw is None:
-        return default
-    if raw.lower() in ("true", "false"):
-        return raw.lower() == "true"
-    raise OptionError(f"option {name} must be true or false, got {_shown(raw)}")
-
-
-Choice = TypeVar("Choice", bound=str)
-
-
-def _choice(options: Mapping[str, str], name: str, choices: tuple[Choice, ...], default: Choice) -> Choice:
-    raw = _get(options, name)
-    if raw is None:
-        return default
-    if raw.lower() not in choices:
-        raise OptionError(f"option {name} must be one of {', '.join(choices)}, got {_shown(raw)}")
-    return next(choice for choice in choices if choice == raw.lower())
-
-
 def _read_path(options: Mapping[str, str]) -> ReadPath:
     path = _choice(options, "readPath", READ_PATHS, "auto")
     if path == "native" and not native_extension.available():
@@ -220,51 +164,6 @@ def _read_path(options: Mapping[str, str]) -> ReadPath:
             "or set readPath to auto (native when built) or python"
         )
     return path
-
-
-_DURATION_UNITS = {
-    "ms": 1,
-    "s": 1000,
-    "sec": 1000,
-    "second": 1000,
-    "seconds": 1000,
-    "m": 60_000,
-    "min": 60_000,
-    "minute": 60_000,
-    "minutes": 60_000,
-    "h": 3_600_000,
-    "hour": 3_600_000,
-    "hours": 3_600_000,
-}
-
-
-def parse_duration_ms(name: str, raw: str) -> int:
-    """'15m', '30s', '500ms', '2 minutes', or a bare number of milliseconds."""
-    match = re.fullmatch(r"\s*(\d{1,15})\s*([a-zA-Z]*)\s*", raw)
-    if match is None or (match.group(2) and match.group(2).lower() not in _DURATION_UNITS):
-        raise OptionError(f"option {name} must be a duration such as 500ms, 30s, 15m or 1h, got {_shown(raw)}")
-    return int(match.group(1)) * _DURATION_UNITS[match.group(2).lower() or "ms"]
-
-
-def _json_object(name: str, raw: str) -> dict:
-    try:
-        value = json.loads(raw)
-    except json.JSONDecodeError as exc:
-        raise OptionError(f"option {name} is not valid JSON ({exc.msg} at position {exc.pos}): {_shown(raw)}") from None
-    except RecursionError:
-        raise OptionError(f"option {name} is nested too deeply to be offsets or partitions: {_shown(raw)}") from None
-    if not isinstance(value, dict):
-        raise OptionError(f'option {name} must be a JSON object like {{"topic": {{"0": 42}}}}, got {_shown(raw)}')
-    for topic in value:
-        _check_topic_name(name, topic)
-    return value
-
-
-def _check_topic_name(name: str, topic: str) -> None:
-    if not TOPIC_NAME.fullmatch(topic) or topic in (".", ".."):
-        raise OptionError(
-            f"option {name}: {_shown(topic)} is not a Kafka topic name (1 to 249 of the characters a-z A-Z 0-9 . _ -)"
-        )
 
 
 def _per_partition(name: str, raw: str, example: str) -> tuple[tuple[TopicPartition, int], ...]:

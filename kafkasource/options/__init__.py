@@ -1,0 +1,7 @@
+"""The options of format("kafkasource"): one frozen, typed view of a reader's options (SourceOptions), every bad
+value refused naming the option (options/source.py), from helpers that read one option's text (options/values.py)."""
+
+from kafkasource.options.source import IGNORED_BUILTIN_OPTIONS, SOURCE_OPTIONS, SourceOptions, parse_options
+from kafkasource.options.values import parse_duration_ms
+
+__all__ = ["IGNORED_BUILTIN_OPTIONS", "SOURCE_OPTIONS", "SourceOptions", "parse_duration_ms", "parse_options"]
