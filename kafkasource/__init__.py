@@ -34,11 +34,14 @@ __all__ = [
 
 
 def register(spark, environment: dict[str, str] | None = None) -> None:
-    """Register format("kafkasource") on this session explicitly (it also registers itself on install).
+    """Register format("kafkasource") on this session explicitly.
 
-    On classic Spark this also tells the source's readers the application's id and name (for the metadata of
+    Spark registers it by itself at startup, from pyspark_kafkasource.py, where its scan of the Python path finds
+    the package (not inside a --py-files zip); that registration carries no environment but PYTHONPATH. On
+    classic Spark this call also tells the source's readers the application's id and name (for the metadata of
     their commits) and any `environment` given, through the session's Python environment, which Spark hands to
-    the process that runs a registered source's reader. Queries started after the call see it."""
+    the process that runs a registered source's reader: so it replaces Spark's registration, on purpose (see
+    _quiet_replacement_warnings). Queries started after the call see it."""
     from kafkasource.commit.metadata import committer_environment
 
     try:
@@ -50,7 +53,28 @@ def register(spark, environment: dict[str, str] | None = None) -> None:
         context.environment.update(environment or {})
         _reach_driver_side_runner(spark)
         _propagate_log_levels(spark)
+        _quiet_replacement_warnings(spark)
     spark.dataSource.register(KafkaDataSource)
+
+
+# the JVM logger that says, and says nothing else, that a registration "replaced a statically registered data
+# source" (one of Spark's startup scan) or "a previously registered" one
+_REGISTRY_LOGGER = "org.apache.spark.sql.execution.datasources.DataSourceManager"
+
+
+def _quiet_replacement_warnings(spark) -> None:
+    """Set that logger to ERROR, unless the JVM's logging configuration gives it a level of its own.
+
+    Spark warns when register replaces its startup registration, and again each time it clones the session (every
+    streaming query start does) for as long as the application runs: the clone registers the session's sources
+    anew beside the startup ones. Replacing is the point of register, not a mistake for the user to look for.
+    Where the JVM's logging is not log4j's, the warnings stay."""
+    try:
+        log4j = spark.sparkContext._jvm.org.apache.logging.log4j
+        if log4j.LogManager.getContext(False).getConfiguration().getLoggers().get(_REGISTRY_LOGGER) is None:
+            log4j.core.config.Configurator.setLevel(_REGISTRY_LOGGER, log4j.Level.ERROR)
+    except Exception:
+        pass
 
 
 def _propagate_log_levels(spark) -> None:

@@ -51,7 +51,9 @@ def session(app_name: str | None, remote: str | None) -> SparkSession:
     if app_name:
         builder = builder.appName(app_name)
     spark = (builder.remote(remote) if remote else builder).getOrCreate()
-    kafkasource.register(spark)  # format("kafkasource") even where the package came by --py-files
+    # format("kafkasource") even where the package came by --py-files, and on every run the application's id and
+    # name for the commits' metadata and the log levels, which Spark's own registration at startup does not carry
+    kafkasource.register(spark)
     return spark
 
 
