@@ -8,7 +8,7 @@ partition must land.
 from __future__ import annotations
 
 import time
-from typing import Mapping
+from collections.abc import Mapping
 
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
 

@@ -31,7 +31,8 @@ def main(argv: list[str]) -> int:
     spark.sparkContext.setLogLevel("WARN")
     kafkasource.register(spark)
     try:
-        for source, (a, b, c) in (("kafka", (builtin_a, builtin_b, builtin_c)), ("kafkasource", (ours_a, ours_b, ours_c))):
+        sinks = (("kafka", (builtin_a, builtin_b, builtin_c)), ("kafkasource", (ours_a, ours_b, ours_c)))
+        for source, (a, b, c) in sinks:
             frame = sample_frame(spark, a, b)
             write_batch(frame, {"kafka.bootstrap.servers": bootstrap}, source)
             write_batch(frame, {"kafka.bootstrap.servers": bootstrap, "topic": c}, source)

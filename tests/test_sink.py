@@ -20,6 +20,7 @@ from tests.query_helpers import QUERY_TIMEOUT_S, stream
 from tests.security_helpers import PASSWORDS, sasl_options
 from tests.sink_helpers import PARTITIONS, expected_records, read_topic, sample_frame, sample_rows, write_batch
 
+
 def base(kafka, **options) -> dict[str, str]:
     return {"kafka.bootstrap.servers": kafka.bootstrap_servers, **options}
 
@@ -176,13 +177,15 @@ def test_trigger_continuous_hands_the_sink_no_row_and_every_epochs_commit_is_ref
              .option("topic", topic).option("checkpointLocation", str(checkpoint))
              .trigger(continuous="1 second").start())
     try:
-        await_condition("three epochs planned", lambda: (checkpoint / "offsets" / "2").exists(), timeout=QUERY_TIMEOUT_S)
+        await_condition("three epochs planned", lambda: (checkpoint / "offsets" / "2").exists(),
+                        timeout=QUERY_TIMEOUT_S)
         assert not any(p.name.isdigit() for p in (checkpoint / "commits").iterdir())
     finally:
         query.stop()
     assert read_topic(kafka, topic, 1) == []
 
-    writer = KafkaDataSource(base(kafka, topic=topic)).streamWriter(StructType([StructField("value", StringType())]), False)
+    schema = StructType([StructField("value", StringType())])
+    writer = KafkaDataSource(base(kafka, topic=topic)).streamWriter(schema, False)
     with pytest.raises(ContinuousTriggerError) as refused:
         writer.commit([None, None], 7)
     assert str(refused.value) == CONTINUOUS_REFUSED == (
@@ -262,6 +265,6 @@ def test_a_principal_without_write_on_the_topic_is_told_so_without_its_password(
 
     message = failure_of(spark, [("v",)], "value string", {**options, "kafka.enable.idempotence": "false"})
     assert (f"the brokers at {sasl.bootstrap_servers} refused to let this client as user carol write to topic "
-            f"{topic} partition 0 (TOPIC_AUTHORIZATION_FAILED). Grant the principal WRITE (and DESCRIBE) on topic {topic}, or "
-            "use credentials (kafka.sasl.username) that have them") in message
+            f"{topic} partition 0 (TOPIC_AUTHORIZATION_FAILED). Grant the principal WRITE (and DESCRIBE) on topic "
+            f"{topic}, or use credentials (kafka.sasl.username) that have them") in message
     assert PASSWORDS["carol"] not in message

@@ -15,8 +15,15 @@ from kafkasource.writing.options import parse_sink_options
 from kafkasource.writing.transactions import Outcome, StreamBatch, write_transaction
 from tests.kafka_helpers import Record
 from tests.query_helpers import QUERY_TIMEOUT_S, stream
-from tests.sink_helpers import (PARTITIONS, expected_records, read_topic, sample_frame, sample_rows, without_offsets,
-                                write_batch)
+from tests.sink_helpers import (
+    PARTITIONS,
+    expected_records,
+    read_topic,
+    sample_frame,
+    sample_rows,
+    without_offsets,
+    write_batch,
+)
 
 
 def base(kafka, **options) -> dict[str, str]:
@@ -49,13 +56,12 @@ def forget_last_commit(checkpoint: Path) -> int:
     return last
 
 
-def source_end(checkpoint: Path, batch: int) -> dict[int, int]:
-    """Where batch `batch` ended in the source's partitions, from the checkpoint's offset log."""
+def source_end(checkpoint: Path, topic: str, batch: int) -> dict[int, int]:
+    """Where batch `batch` ended in the source topic's partitions, from the checkpoint's offset log."""
     if batch < 0:
         return {}
     lines = (checkpoint / "offsets" / str(batch)).read_text().splitlines()
-    (topic_offsets,) = json.loads(lines[2]).values()
-    return {int(p): o for p, o in topic_offsets.items()}
+    return {int(p): o for p, o in json.loads(lines[2])[topic].items()}
 
 
 def test_a_replayed_batch_is_written_once_under_exactly_once_and_again_under_at_least_once(spark, kafka, tmp_path):
@@ -91,7 +97,8 @@ def test_a_replayed_batch_is_written_once_under_exactly_once_and_again_under_at_
 
     # the contrast: at-least-once wrote the replayed batch's records a second time, at the end of each partition
     sink, replayed, _, at_least_once = outputs["at-least-once"]
-    start, end = source_end(tmp_path / "at-least-once", replayed - 1), source_end(tmp_path / "at-least-once", replayed)
+    checkpoint = tmp_path / "at-least-once"
+    start, end = source_end(checkpoint, source, replayed - 1), source_end(checkpoint, source, replayed)
     expected, twice = [], 0
     for partition in range(PARTITIONS):
         records = sorted((r for r in produced if r.partition == partition), key=lambda r: r.offset)

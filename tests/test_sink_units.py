@@ -6,14 +6,20 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 from confluent_kafka import KafkaError
-from pyspark.sql.types import (ArrayType, BinaryType, IntegerType, LongType, StringType, StructField, StructType)
+from pyspark.sql.types import ArrayType, BinaryType, IntegerType, LongType, StringType, StructField, StructType
 
 from kafkasource.errors import OptionError
 from kafkasource.writing.failures import delivery_error
 from kafkasource.writing.options import parse_sink_options
 from kafkasource.writing.rows import HEADERS_TYPE, NULL_TOPIC, ColumnError, Columns, check_columns, messages
-from kafkasource.writing.transactions import (Marker, already_written, marker_group, marker_metadata, parse_marker,
-                                              transactional_id)
+from kafkasource.writing.transactions import (
+    Marker,
+    already_written,
+    marker_group,
+    marker_metadata,
+    parse_marker,
+    transactional_id,
+)
 from kafkasource.writing.writer import OVERWRITE_REFUSED, batch_writer
 
 BASE = {"kafka.bootstrap.servers": "broker:9092", "topic": "out"}

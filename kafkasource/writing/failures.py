@@ -77,8 +77,8 @@ def delivery_error(error: KafkaError, options: SinkOptions, topic: str | None, p
     if code == KafkaError.CLUSTER_AUTHORIZATION_FAILED:
         return DeliveryError(
             f"the brokers at {servers} refused this client{as_user} an idempotent producer "
-            f"(CLUSTER_AUTHORIZATION_FAILED) while writing to {place}: {reason}. Brokers since Kafka 3.0 allow one to a "
-            f"principal that may WRITE to some topic: grant it WRITE (and DESCRIBE) on topic {topic}, or "
+            f"(CLUSTER_AUTHORIZATION_FAILED) while writing to {place}: {reason}. Brokers since Kafka 3.0 allow one to "
+            f"a principal that may WRITE to some topic: grant it WRITE (and DESCRIBE) on topic {topic}, or "
             f"IDEMPOTENT_WRITE on the cluster; under deliveryGuarantee at-least-once, "
             f"kafka.enable.idempotence=false also does without")
     if code in FENCED:

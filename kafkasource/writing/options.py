@@ -10,8 +10,9 @@ librdkafka checks them once more as a producer would take them, since some setti
 from __future__ import annotations
 
 import difflib
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Literal, Mapping, get_args
+from typing import Literal, get_args
 
 from kafkasource.cluster import settings as kafka_settings
 from kafkasource.errors import OptionError

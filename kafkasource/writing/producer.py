@@ -13,8 +13,8 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable
 
 from confluent_kafka import KafkaError, KafkaException, Producer
 

@@ -13,8 +13,9 @@ time it is produced).
 from __future__ import annotations
 
 import itertools
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any
 
 from kafkasource.errors import KafkaSourceError
 
@@ -26,7 +27,8 @@ NULL_TOPIC = ("The Kafka message data sent to the producer contains a null topic
               "setting a default topic.")
 
 # topic, key, value, headers, partition: what Producer.produce takes for one record
-Message = tuple[str, Any, Any, "list[tuple[str, bytes | None]] | None", int]
+Header = tuple[str, str | bytes | None]  # what Producer.produce takes; the sink gives bytes or None
+Message = tuple[str, Any, Any, "list[Header] | None", int]
 
 
 class ColumnError(KafkaSourceError, ValueError):
@@ -90,7 +92,7 @@ def messages(batch, columns: Columns) -> Iterator[Message]:
     values = batch.column(VALUE).to_pylist()
     headers: Any = _headers(batch.column(HEADERS)) if columns.headers else itertools.repeat(None, rows)
     partitions: Any = _partitions(batch.column(PARTITION)) if columns.partition else itertools.repeat(UNASSIGNED, rows)
-    return zip(topics, keys, values, headers, partitions)
+    return zip(topics, keys, values, headers, partitions, strict=True)
 
 
 def _partitions(column) -> list[int]:
@@ -104,8 +106,8 @@ def _partitions(column) -> list[int]:
     return [UNASSIGNED if p is None else p for p in column.to_pylist()]
 
 
-def _headers(column) -> list[list[tuple[str, bytes | None]] | None]:
-    out: list[list[tuple[str, bytes | None]] | None] = []
+def _headers(column) -> list[list[Header] | None]:
+    out: list[list[Header] | None] = []
     for row in column.to_pylist():
         if not row:  # null or empty: a record without headers
             out.append(None)

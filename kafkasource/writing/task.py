@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import itertools
 import logging
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Iterable, Iterator
 
 from pyspark.sql.datasource import WriterCommitMessage
 

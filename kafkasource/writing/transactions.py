@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
@@ -119,7 +119,7 @@ def write_transaction(options: SinkOptions, partition_id: int, messages: Iterabl
         began = True
         count = send(producer, deliveries, messages, options, transactional_id=tid)
         if batch is not None and consumer is not None:
-            offset = TopicPartition(options.marker_topic, MARKER_PARTITION, batch.batch_id + 1,
+            offset = TopicPartition(_marker_topic(options), MARKER_PARTITION, batch.batch_id + 1,
                                     marker_metadata(batch.query_id, batch.batch_id, partition_id))
             producer.send_offsets_to_transaction([offset], consumer.consumer_group_metadata(), timeout)
         producer.commit_transaction(timeout)
@@ -138,10 +138,16 @@ def write_transaction(options: SinkOptions, partition_id: int, messages: Iterabl
 
 
 def _read_marker(consumer: Consumer, options: SinkOptions, timeout: float) -> Marker | None:
-    found = consumer.committed([TopicPartition(options.marker_topic, MARKER_PARTITION)], timeout=timeout)
+    found = consumer.committed([TopicPartition(_marker_topic(options), MARKER_PARTITION)], timeout=timeout)
     if found[0].error is not None:
         raise KafkaException(found[0].error)
     return parse_marker(found[0].offset, found[0].metadata)
+
+
+def _marker_topic(options: SinkOptions) -> str:
+    if options.marker_topic is None:  # parse_sink_options gives every exactly-once stream one
+        raise ValueError("an exactly-once stream's options without a marker topic")
+    return options.marker_topic
 
 
 def _transaction_error(error: KafkaError, deliveries: Deliveries, options: SinkOptions, tid: str,

@@ -12,15 +12,20 @@ every row of each result.
 from __future__ import annotations
 
 import logging
-from typing import Iterator, Mapping
+from collections.abc import Iterator, Mapping
 
 from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowWriter, WriterCommitMessage
 
 from kafkasource.errors import OptionError
 from kafkasource.writing.options import SinkOptions, parse_sink_options
 from kafkasource.writing.rows import Columns, check_columns
-from kafkasource.writing.task import (CONTINUOUS_REFUSED, ContinuousTriggerError, SinkCommitMessage, task_info,
-                                      write_task)
+from kafkasource.writing.task import (
+    CONTINUOUS_REFUSED,
+    ContinuousTriggerError,
+    SinkCommitMessage,
+    task_info,
+    write_task,
+)
 
 log = logging.getLogger(__name__)
 
