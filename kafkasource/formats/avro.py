@@ -20,17 +20,16 @@ import datetime
 import io
 import json
 import uuid
+from collections.abc import Mapping, Sequence
 from decimal import Decimal
-from typing import Mapping, Sequence
 
 import pyarrow as pa
 
-from kafkasource.formats import avro_schema
+from kafkasource.formats import avro_resolution, avro_schema
 from kafkasource.formats.avro_schema import Node, SchemaError, Unresolvable
 from kafkasource.formats.registry import RegistrySchema
-from kafkasource.runtime import native_extension
 from kafkasource.formats.wire_format import HEADER_SIZE, Unusable, as_binary, decode_each, unresolvable_reason
-
+from kafkasource.runtime import native_extension
 
 
 def arrow_type(reader_schema: str, references: Sequence[tuple[str, str]] = ()) -> pa.DataType:
@@ -47,13 +46,16 @@ class AvroDecoder:
         self.reader = avro_schema.parse(reader_schema, references)
         self.arrow_type = avro_schema.arrow_type(self.reader)
         if native and not native_extension.avro_decoder_available():
-            raise RuntimeError("the native Avro decoder is not available: kafkasource._native is not built "
-                               "(no Rust toolchain when kafkasource was installed); decode with native=False")
+            raise RuntimeError(
+                "the native Avro decoder is not available: kafkasource._native is not built "
+                "(no Rust toolchain when kafkasource was installed); decode with native=False"
+            )
         self.impl = NativeDecoder(self.arrow_type) if native else PythonDecoder(self.reader, reader_schema, references)
         self.known: dict[int, RegistrySchema] = {}  # id -> the writer schema resolved for it
 
-    def decode(self, payloads: pa.BinaryArray, writer_schemas: Mapping[int, RegistrySchema]) \
-            -> tuple[pa.Array, pa.StringArray]:
+    def decode(
+        self, payloads: pa.BinaryArray, writer_schemas: Mapping[int, RegistrySchema]
+    ) -> tuple[pa.Array, pa.StringArray]:
         """(values, reasons): a value of `arrow_type` per payload, null where it failed, and the reason beside it
         (null where it decoded). A null payload is a null value with a null reason."""
         for schema_id, schema in writer_schemas.items():
@@ -65,7 +67,7 @@ class AvroDecoder:
     def _plan(self, schema_id: int, schema: RegistrySchema) -> tuple | str:
         """The resolution plan for this writer schema, or the reason it cannot be read (a str)."""
         try:
-            return avro_schema.resolve(avro_schema.parse(schema.text, schema.references), self.reader)
+            return avro_resolution.resolve(avro_schema.parse(schema.text, schema.references), self.reader)
         except SchemaError as e:
             return unresolvable_reason(schema_id, f"it is not a valid Avro schema: {e}")
         except Unresolvable as e:
@@ -89,8 +91,9 @@ class NativeDecoder:
         if len(payloads) == 0:
             return pa.array([], self.arrow_type), pa.array([], pa.string())
         validity, offsets, data = payloads.buffers()
-        values, reasons = self.native.decode(len(payloads), payloads.offset, validity, offsets,
-                                             data if data is not None else pa.py_buffer(b""))
+        values, reasons = self.native.decode(
+            len(payloads), payloads.offset, validity, offsets, data if data is not None else pa.py_buffer(b"")
+        )
         return _from_buffers(self.arrow_type, values), _from_buffers(pa.string(), reasons)
 
 
@@ -124,8 +127,12 @@ def _from_buffers(arrow_type: pa.DataType, column) -> pa.Array:
         child_types = [arrow_type.value_type]
     else:
         child_types = []
-    return pa.Array.from_buffers(arrow_type, length, [pa.py_buffer(validity), *map(pa.py_buffer, buffers)],
-                                 children=[_from_buffers(t, c) for t, c in zip(child_types, children)])
+    return pa.Array.from_buffers(
+        arrow_type,
+        length,
+        [pa.py_buffer(validity), *map(pa.py_buffer, buffers)],
+        children=[_from_buffers(t, c) for t, c in zip(child_types, children)],
+    )
 
 
 class PythonDecoder:
@@ -165,8 +172,9 @@ class PythonDecoder:
 
     def _decode_one(self, schema_id: int, writer: object, payload: bytes) -> tuple[object, str | None]:
         try:
-            value = self.fastavro.schemaless_reader(io.BytesIO(payload[HEADER_SIZE:]), writer, self.reader_schema,
-                                                    return_named_type=True)
+            value = self.fastavro.schemaless_reader(
+                io.BytesIO(payload[HEADER_SIZE:]), writer, self.reader_schema, return_named_type=True
+            )
             return (self.convert(value) if self.convert and value is not None else value), None
         except self.fastavro.read.SchemaResolutionError as e:
             return None, unresolvable_reason(schema_id, str(e))
@@ -175,6 +183,7 @@ class PythonDecoder:
 
 
 # ---- fastavro's Python values -> what pyarrow builds the Arrow type from; None where they are that already ----
+
 
 def _converter(node: Node):
     kind, logical = node.kind, node.logical
@@ -197,6 +206,7 @@ def _converter(node: Node):
                 if value[name] is not None:
                     value[name] = convert(value[name])
             return value
+
         return record
     if kind in ("array", "map"):
         inner = _converter(node.items)
@@ -221,6 +231,7 @@ def _union_converter(node: Node):
             if isinstance(value, tuple):
                 value = value[1]
             return inner(value) if inner else value
+
         return one
     members = [(i, branch, _converter(branch)) for i, branch in enumerate(shape)]
 
@@ -229,21 +240,33 @@ def _union_converter(node: Node):
         if isinstance(value, tuple):
             value = value[1]
         return {f"member{i}": convert(value) if convert else value}
+
     return member
 
 
-PYTHON_KINDS = [(bool, ("boolean",)), (int, ("int", "long")), (float, ("float", "double")), (str, ("string",)),
-                (bytes, ("bytes",)), (list, ("array",)), (dict, ("map",)), (Decimal, ("bytes", "fixed")),
-                (datetime.datetime, ("long",)), (datetime.date, ("int",)), (datetime.time, ("int", "long")),
-                (uuid.UUID, ("string",))]
+PYTHON_KINDS = [
+    (bool, ("boolean",)),
+    (int, ("int", "long")),
+    (float, ("float", "double")),
+    (str, ("string",)),
+    (bytes, ("bytes",)),
+    (list, ("array",)),
+    (dict, ("map",)),
+    (Decimal, ("bytes", "fixed")),
+    (datetime.datetime, ("long",)),
+    (datetime.date, ("int",)),
+    (datetime.time, ("int", "long")),
+    (uuid.UUID, ("string",)),
+]
 
 
 def _member(members: list, value) -> tuple:
     if isinstance(value, tuple):
         name = value[0].rpartition(".")[2]
         for i, branch, convert in members:
-            if branch.name and (branch.name.rpartition(".")[2] == name
-                                or name in (alias.rpartition(".")[2] for alias in branch.aliases)):
+            if branch.name and (
+                branch.name.rpartition(".")[2] == name or name in (alias.rpartition(".")[2] for alias in branch.aliases)
+            ):
                 return i, convert
     else:
         for python_type, kinds in PYTHON_KINDS:
@@ -262,6 +285,7 @@ def _decimal_check(precision: int, scale: int):
         if value.copy_abs() >= limit:  # copy_abs: abs() would round to the context's 28 digits
             raise ValueError(f"decimal {value} does not fit decimal({precision}, {scale})")
         return value
+
     return check
 
 

@@ -11,19 +11,19 @@ a writer schema whose references the registry lost.
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Iterator, Literal, Mapping
+from typing import Literal
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from kafkasource.runtime import native_extension
-from kafkasource.reading.arrow import arrow_schema
 from kafkasource.errors import DecodeError, OptionError
-from kafkasource.formats.registry import (WRITER_SCHEMAS, RegistrySchema, UnknownSchemaId, reader_schema,
-                                         registry_config)
-from kafkasource.planning.subscription import Subscription
+from kafkasource.formats.registry import WRITER_SCHEMAS, RegistrySchema, UnknownSchemaId, reader_schema, registry_config
 from kafkasource.formats.wire_format import schema_id_of, schema_ids
+from kafkasource.planning.subscription import Subscription
+from kafkasource.reading.arrow import arrow_schema
+from kafkasource.runtime import native_extension
 
 Format = Literal["binary", "avro", "protobuf", "json"]
 FORMATS: tuple[Format, ...] = ("binary", "avro", "protobuf", "json")
@@ -33,14 +33,27 @@ SCHEMA_TYPES = {"avro": "AVRO", "protobuf": "PROTOBUF", "json": "JSON"}
 # each format's decoder: a module with arrow_type(reader schema text, **settings) and a class taking (reader
 # schema text, native, **settings) whose decode(payloads, writer RegistrySchemas by id) gives (values, reasons);
 # settings: ColumnFormat.settings()
-DECODERS = {"avro": ("kafkasource.formats.avro", "AvroDecoder"),
-            "json": ("kafkasource.formats.json_schema", "JsonSchemaDecoder"),
-            "protobuf": ("kafkasource.formats.protobuf", "ProtobufDecoder")}
+DECODERS = {
+    "avro": ("kafkasource.formats.avro", "AvroDecoder"),
+    "json": ("kafkasource.formats.json_schema", "JsonSchemaDecoder"),
+    "protobuf": ("kafkasource.formats.protobuf", "ProtobufDecoder"),
+}
 # the form each format's schemas are asked for: Protobuf's serialized (a descriptor), not .proto text
 SCHEMA_FORMS = {"protobuf": "serialized"}
 COLUMNS = ("key", "value")
-OPTIONS = ("valueFormat", "keyFormat", "valueSubject", "keySubject", "valueSchemaVersion", "keySchemaVersion",
-           "valueSchemaId", "keySchemaId", "valueMessage", "keyMessage", "onDecodeError")
+OPTIONS = (
+    "valueFormat",
+    "keyFormat",
+    "valueSubject",
+    "keySubject",
+    "valueSchemaVersion",
+    "keySchemaVersion",
+    "valueSchemaId",
+    "keySchemaId",
+    "valueMessage",
+    "keyMessage",
+    "onDecodeError",
+)
 
 
 @dataclass(frozen=True)
@@ -74,8 +87,10 @@ class Decoding:
 
     def output_fields(self, include_headers: bool) -> list[pa.Field]:
         decoded = {c.column: c for c in self.columns}
-        fields = [pa.field(f.name, decoded[f.name].arrow_type()) if f.name in decoded else f
-                  for f in arrow_schema(include_headers)]
+        fields = [
+            pa.field(f.name, decoded[f.name].arrow_type()) if f.name in decoded else f
+            for f in arrow_schema(include_headers)
+        ]
         for column in self.columns:
             fields.append(pa.field(f"{column.column}_raw", pa.binary()))
             if self.on_error == "keep":
@@ -97,14 +112,17 @@ def output_schema(decoding: Decoding | None, include_headers: bool):
 
 # ---- options, on the driver --------------------------------------------------------------------------------
 
+
 def _format(options: Mapping[str, str], column: str) -> Format:
     raw = options.get(f"{column}Format".lower())
     if raw is None:
         return "binary"
     chosen = raw.lower()
     if chosen not in FORMATS:
-        raise OptionError(f"option {column}Format must be one of {', '.join(FORMATS)} (json: JSON Schema in the "
-                          f"registry's wire format), got {raw[:40]!r}")
+        raise OptionError(
+            f"option {column}Format must be one of {', '.join(FORMATS)} (json: JSON Schema in the "
+            f"registry's wire format), got {raw[:40]!r}"
+        )
     return chosen
 
 
@@ -125,10 +143,12 @@ def _subject(options: Mapping[str, str], column: str, subscription: Subscription
         return None
     topics = subscription.named_topics()  # subscribe and assign name theirs; a pattern names none
     if len(topics) != 1:
-        raise OptionError(f"option {column}Format reads every topic with one reader schema, and "
-                          f"{subscription.describe()} does not name exactly one topic to take it from "
-                          f"(<topic>-{column}): set {column}Subject (the subject whose schema to read with) or "
-                          f"{column}SchemaId")
+        raise OptionError(
+            f"option {column}Format reads every topic with one reader schema, and "
+            f"{subscription.describe()} does not name exactly one topic to take it from "
+            f"(<topic>-{column}): set {column}Subject (the subject whose schema to read with) or "
+            f"{column}SchemaId"
+        )
     return f"{topics[0]}-{column}"
 
 
@@ -145,8 +165,10 @@ def parse_decoding(options: Mapping[str, str], subscription: Subscription, read_
     if not decoded:
         named = [name for name in OPTIONS[2:] if options.get(name.lower()) is not None] + registry_options
         if named:
-            raise OptionError(f"option {named[0]} has no effect while valueFormat and keyFormat are binary; set "
-                              "valueFormat or keyFormat (avro, protobuf or json), or remove it")
+            raise OptionError(
+                f"option {named[0]} has no effect while valueFormat and keyFormat are binary; set "
+                "valueFormat or keyFormat (avro, protobuf or json), or remove it"
+            )
         return None
     config = registry_config(options)
     columns = []
@@ -154,32 +176,43 @@ def parse_decoding(options: Mapping[str, str], subscription: Subscription, read_
         schema_id = _number(options, f"{column}SchemaId")
         version_raw = options.get(f"{column}SchemaVersion".lower())
         if schema_id is not None and (version_raw is not None or options.get(f"{column}Subject".lower()) is not None):
-            raise OptionError(f"option {column}SchemaId names the reader schema by itself; remove {column}Subject "
-                              f"and {column}SchemaVersion, or {column}SchemaId")
-        version = None if version_raw is None or version_raw.lower() == "latest" else \
-            _number(options, f"{column}SchemaVersion")
+            raise OptionError(
+                f"option {column}SchemaId names the reader schema by itself; remove {column}Subject "
+                f"and {column}SchemaVersion, or {column}SchemaId"
+            )
+        version = (
+            None
+            if version_raw is None or version_raw.lower() == "latest"
+            else _number(options, f"{column}SchemaVersion")
+        )
         subject = _subject(options, column, subscription)
         reader = reader_schema(config, column, subject, version, schema_id, SCHEMA_FORMS.get(formats[column]))
         expected = SCHEMA_TYPES[formats[column]]
         if reader.schema_type != expected:
-            raise OptionError(f"{column}Format is {formats[column]}, but the reader schema (id {reader.schema_id}) "
-                              f"is of type {reader.schema_type}; set {column}Format to match it")
+            raise OptionError(
+                f"{column}Format is {formats[column]}, but the reader schema (id {reader.schema_id}) "
+                f"is of type {reader.schema_type}; set {column}Format to match it"
+            )
         message = options.get(f"{column}Message".lower())
         if message is not None and formats[column] != "protobuf":
-            raise OptionError(f"option {column}Message names a Protobuf message; it has no effect with "
-                              f"{column}Format={formats[column]}; remove it")
+            raise OptionError(
+                f"option {column}Message names a Protobuf message; it has no effect with "
+                f"{column}Format={formats[column]}; remove it"
+            )
         columns.append(ColumnFormat(column, formats[column], reader, message))
     for column in columns:
         try:
             column.arrow_type()
         except Exception as exc:
-            raise OptionError(f"the {column.column} column's reader schema (id {column.reader.schema_id}) cannot be "
-                              f"read: {exc}") from None
+            raise OptionError(
+                f"the {column.column} column's reader schema (id {column.reader.schema_id}) cannot be read: {exc}"
+            ) from None
     native_avro = read_path != "python" and native_extension.avro_decoder_available()
     return Decoding(tuple(columns), on_error.lower(), native_avro, config)
 
 
 # ---- decoding, on the executors ------------------------------------------------------------------------------
+
 
 def _decoder_module(fmt: Format):
     import importlib
@@ -195,8 +228,9 @@ def _decoder(column: ColumnFormat, native_decoder: bool):
     found = _DECODERS.get(key)
     if found is None:
         decoder_class = getattr(_decoder_module(column.format), DECODERS[column.format][1])
-        found = _DECODERS[key] = decoder_class(column.reader.text, native_decoder and column.format == "avro",
-                                               **column.settings())
+        found = _DECODERS[key] = decoder_class(
+            column.reader.text, native_decoder and column.format == "avro", **column.settings()
+        )
     return found
 
 
@@ -245,7 +279,9 @@ def _decode_error(batch: pa.RecordBatch, column: str, payloads: pa.Array, reason
     offset = batch.column("offset")[row].as_py()
     bad = len(reasons) - reasons.null_count
     more = f" ({bad - 1} more in this batch)" if bad > 1 else ""
-    return DecodeError(f"cannot decode the {column} of the record at {topic}-{partition} offset {offset} "
-                       f"({_schema_id_of(payloads[row].as_py())}): {reasons[row].as_py()}{more}. Set "
-                       "onDecodeError=keep to keep such records as a null "
-                       f"{column} with their bytes ({column}_raw) and the reason ({column}_error)")
+    return DecodeError(
+        f"cannot decode the {column} of the record at {topic}-{partition} offset {offset} "
+        f"({_schema_id_of(payloads[row].as_py())}): {reasons[row].as_py()}{more}. Set "
+        "onDecodeError=keep to keep such records as a null "
+        f"{column} with their bytes ({column}_raw) and the reason ({column}_error)"
+    )

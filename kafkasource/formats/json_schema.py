@@ -16,14 +16,13 @@ boolean -> boolean; `["null", T]`, or `oneOf`/`anyOf` of null and one schema, ->
 from __future__ import annotations
 
 import json
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import pyarrow as pa
 from referencing.exceptions import Unresolvable  # jsonschema's: this module serves valueFormat=json only
 
 from kafkasource.formats.registry import RegistrySchema
 from kafkasource.formats.wire_format import HEADER_SIZE, Unusable, WriterCache, decode_each, unresolvable_reason
-
 
 REFERENCES = "$kafkasourceReferences"  # where referenced schemas are placed inside the reader schema
 
@@ -49,15 +48,19 @@ def with_references(root: object, references: Sequence[tuple[str, str]]) -> obje
 
     def rewrite(node: object, base: str) -> object:
         if isinstance(node, dict):
-            return {key: local(value, base) if key == "$ref" and isinstance(value, str) else rewrite(value, base)
-                    for key, value in node.items()}
+            return {
+                key: local(value, base) if key == "$ref" and isinstance(value, str) else rewrite(value, base)
+                for key, value in node.items()
+            }
         if isinstance(node, list):
             return [rewrite(item, base) for item in node]
         return node
 
     whole = rewrite(root, "")
-    whole[REFERENCES] = {name: rewrite(document, f"/{_pointer_part(REFERENCES)}/{_pointer_part(name)}")
-                         for name, document in documents.items()}
+    whole[REFERENCES] = {
+        name: rewrite(document, f"/{_pointer_part(REFERENCES)}/{_pointer_part(name)}")
+        for name, document in documents.items()
+    }
     return whole
 
 
@@ -74,8 +77,10 @@ class _Schema:
         if ref is None:
             return node
         if depth > 32 or not isinstance(ref, str) or not ref.startswith("#/"):
-            raise ValueError(f"$ref {ref!r} is neither a reference into this schema (#/definitions/.. or "
-                             "#/$defs/..) nor to a schema the registry lists among its references")
+            raise ValueError(
+                f"$ref {ref!r} is neither a reference into this schema (#/definitions/.. or "
+                "#/$defs/..) nor to a schema the registry lists among its references"
+            )
         target = self.root
         for part in ref[2:].split("/"):
             part = part.replace("~1", "/").replace("~0", "~")
@@ -132,8 +137,9 @@ class Mismatch(ValueError):
 
 
 def _json_kind(value: object) -> str:
-    return {bool: "boolean", int: "integer", float: "number", str: "string", list: "array",
-            dict: "object"}.get(type(value), type(value).__name__)
+    return {bool: "boolean", int: "integer", float: "number", str: "string", list: "array", dict: "object"}.get(
+        type(value), type(value).__name__
+    )
 
 
 def _lay(value: object, arrow: pa.DataType, path: str) -> object:
@@ -146,9 +152,9 @@ def _lay(value: object, arrow: pa.DataType, path: str) -> object:
         if isinstance(value, bool):
             return value
     elif pa.types.is_int64(arrow):
-        if isinstance(value, int) and not isinstance(value, bool) and -2**63 <= value < 2**63:
+        if isinstance(value, int) and not isinstance(value, bool) and -(2**63) <= value < 2**63:
             return value
-        if isinstance(value, float) and value.is_integer() and -2**63 <= value < 2**63:
+        if isinstance(value, float) and value.is_integer() and -(2**63) <= value < 2**63:
             return int(value)
     elif pa.types.is_float64(arrow):
         if isinstance(value, (int, float)) and not isinstance(value, bool):
@@ -167,8 +173,10 @@ def _lay(value: object, arrow: pa.DataType, path: str) -> object:
         wanted = "an array"
     elif pa.types.is_struct(arrow) or pa.types.is_map(arrow):
         wanted = "an object"
-    raise Mismatch(f"{path} is {'an' if _json_kind(value)[0] in 'aeiou' else 'a'} {_json_kind(value)}, the reader "
-                   f"schema wants {wanted}")
+    raise Mismatch(
+        f"{path} is {'an' if _json_kind(value)[0] in 'aeiou' else 'a'} {_json_kind(value)}, the reader "
+        f"schema wants {wanted}"
+    )
 
 
 def _registry(references: Sequence[tuple[str, str]], validator_class):
@@ -179,7 +187,8 @@ def _registry(references: Sequence[tuple[str, str]], validator_class):
 
     draft = specification_with(validator_class.META_SCHEMA["$schema"])
     return Registry().with_resources(
-        (name, Resource.from_contents(json.loads(text), default_specification=draft)) for name, text in references)
+        (name, Resource.from_contents(json.loads(text), default_specification=draft)) for name, text in references
+    )
 
 
 def _validator(schema_id: int, schema: RegistrySchema):
@@ -213,8 +222,10 @@ class JsonSchemaDecoder:
         try:
             error = next(iter(validator.iter_errors(document)), None)
         except Unresolvable as exc:  # met only where a record reaches the $ref
-            return None, unresolvable_reason(schema_id, f"its $ref {exc.ref!r} names neither a part of it nor a "
-                                                        "schema the registry lists among its references")
+            return None, unresolvable_reason(
+                schema_id,
+                f"its $ref {exc.ref!r} names neither a part of it nor a schema the registry lists among its references",
+            )
         if error is not None:
             where = "$" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path)
             return None, f"record does not match its writer schema {schema_id}: at {where}: {error.message}"

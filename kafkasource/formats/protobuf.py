@@ -20,8 +20,8 @@ set, is null; other scalars read as protobuf reads them (their default when abse
 from __future__ import annotations
 
 import base64
+from collections.abc import Mapping, Sequence
 from decimal import Decimal
-from typing import Mapping, Sequence
 
 import pyarrow as pa
 
@@ -33,11 +33,20 @@ MAX_DEPTH = 32
 
 
 def _well_known_files():
-    from google.protobuf import (any_pb2, duration_pb2, empty_pb2, field_mask_pb2, struct_pb2, timestamp_pb2,
-                                 wrappers_pb2)
+    from google.protobuf import (
+        any_pb2,
+        duration_pb2,
+        empty_pb2,
+        field_mask_pb2,
+        struct_pb2,
+        timestamp_pb2,
+        wrappers_pb2,
+    )
 
-    return {m.DESCRIPTOR.name: m.DESCRIPTOR.serialized_pb
-            for m in (any_pb2, duration_pb2, empty_pb2, field_mask_pb2, struct_pb2, timestamp_pb2, wrappers_pb2)}
+    return {
+        m.DESCRIPTOR.name: m.DESCRIPTOR.serialized_pb
+        for m in (any_pb2, duration_pb2, empty_pb2, field_mask_pb2, struct_pb2, timestamp_pb2, wrappers_pb2)
+    }
 
 
 def _file_proto(text: str, name: str | None = None):
@@ -75,8 +84,10 @@ def parse_file(text: str, references: Sequence[tuple[str, str]] = ()):
             elif dependency in referenced:
                 add(_file_proto(referenced[dependency], dependency))
             else:
-                raise ValueError(f"it imports {dependency}, which is neither one of Google's well-known types nor "
-                                 "among the schema's references in the registry")
+                raise ValueError(
+                    f"it imports {dependency}, which is neither one of Google's well-known types nor "
+                    "among the schema's references in the registry"
+                )
         try:
             pool.Add(proto)
         except TypeError as exc:  # protobuf's word for a file it cannot build (a type it names is nowhere)
@@ -105,12 +116,24 @@ def reader_message(text: str, message: str | None = None, references: Sequence[t
 def _scalar_types():
     from google.protobuf.descriptor import FieldDescriptor as F
 
-    return {F.TYPE_INT32: pa.int32(), F.TYPE_SINT32: pa.int32(), F.TYPE_SFIXED32: pa.int32(),
-            F.TYPE_INT64: pa.int64(), F.TYPE_SINT64: pa.int64(), F.TYPE_SFIXED64: pa.int64(),
-            F.TYPE_UINT32: pa.int64(), F.TYPE_FIXED32: pa.int64(),
-            F.TYPE_UINT64: pa.decimal128(20, 0), F.TYPE_FIXED64: pa.decimal128(20, 0),
-            F.TYPE_FLOAT: pa.float32(), F.TYPE_DOUBLE: pa.float64(), F.TYPE_BOOL: pa.bool_(),
-            F.TYPE_STRING: pa.string(), F.TYPE_BYTES: pa.binary(), F.TYPE_ENUM: pa.string()}
+    return {
+        F.TYPE_INT32: pa.int32(),
+        F.TYPE_SINT32: pa.int32(),
+        F.TYPE_SFIXED32: pa.int32(),
+        F.TYPE_INT64: pa.int64(),
+        F.TYPE_SINT64: pa.int64(),
+        F.TYPE_SFIXED64: pa.int64(),
+        F.TYPE_UINT32: pa.int64(),
+        F.TYPE_FIXED32: pa.int64(),
+        F.TYPE_UINT64: pa.decimal128(20, 0),
+        F.TYPE_FIXED64: pa.decimal128(20, 0),
+        F.TYPE_FLOAT: pa.float32(),
+        F.TYPE_DOUBLE: pa.float64(),
+        F.TYPE_BOOL: pa.bool_(),
+        F.TYPE_STRING: pa.string(),
+        F.TYPE_BYTES: pa.binary(),
+        F.TYPE_ENUM: pa.string(),
+    }
 
 
 def _is_map(field) -> bool:
@@ -127,8 +150,10 @@ def _single_type(field, depth: int) -> pa.DataType:
 
 def _message_type(message, depth: int = 0) -> pa.DataType:
     if depth > MAX_DEPTH:
-        raise ValueError(f"message {message.full_name} nests deeper than {MAX_DEPTH} levels (a recursive "
-                         "message?): Spark has no recursive types")
+        raise ValueError(
+            f"message {message.full_name} nests deeper than {MAX_DEPTH} levels (a recursive "
+            "message?): Spark has no recursive types"
+        )
     fields = []
     for field in message.fields:
         if _is_map(field):
@@ -142,13 +167,15 @@ def _message_type(message, depth: int = 0) -> pa.DataType:
     return pa.struct(fields)
 
 
-def arrow_type(reader_schema: str, message: str | None = None, references: Sequence[tuple[str, str]] = ()) \
-        -> pa.DataType:
+def arrow_type(
+    reader_schema: str, message: str | None = None, references: Sequence[tuple[str, str]] = ()
+) -> pa.DataType:
     """The Arrow type of the reader message of this schema (the registry's serialized form)."""
     return _message_type(reader_message(reader_schema, message, references))
 
 
 # ---- values ---------------------------------------------------------------------------------------------------
+
 
 class _Unreadable(ValueError):
     pass
@@ -175,8 +202,9 @@ def _message_value(message) -> dict:
         value = getattr(message, field.name)
         if _is_map(field):
             entry = field.message_type.fields_by_name
-            out[field.name] = [(_single_value(entry["key"], k), _single_value(entry["value"], v))
-                               for k, v in value.items()]
+            out[field.name] = [
+                (_single_value(entry["key"], k), _single_value(entry["value"], v)) for k, v in value.items()
+            ]
         elif field.is_repeated:
             out[field.name] = [_single_value(field, v) for v in value]
         elif field.has_presence and not message.HasField(field.name):
@@ -241,8 +269,13 @@ def _writer(schema_id: int, schema: RegistrySchema):
 class ProtobufDecoder:
     """Decodes payloads into `arrow_type`, the reader message's type."""
 
-    def __init__(self, reader_schema: str, native: bool = False, message: str | None = None,
-                 references: Sequence[tuple[str, str]] = ()):
+    def __init__(
+        self,
+        reader_schema: str,
+        native: bool = False,
+        message: str | None = None,
+        references: Sequence[tuple[str, str]] = (),
+    ):
         from google.protobuf import message_factory
 
         self.reader = reader_message(reader_schema, message, references)
@@ -260,8 +293,9 @@ class ProtobufDecoder:
         except _Unreadable as exc:
             return None, f"malformed Protobuf record: {exc}"
         if written != self.reader.full_name:
-            return None, unresolvable_reason(schema_id, f"the record is a {written}, the reader reads "
-                                                        f"{self.reader.full_name}")
+            return None, unresolvable_reason(
+                schema_id, f"the record is a {written}, the reader reads {self.reader.full_name}"
+            )
         message = self.message_class()
         try:
             message.ParseFromString(payload[start:])

@@ -10,17 +10,23 @@ outage: it is an answer about that record (UnknownSchemaId).
 from __future__ import annotations
 
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Mapping
 from urllib.parse import urlsplit, urlunsplit
 
-from kafkasource.errors import KafkaSourceError, OptionError
 from kafkasource.cluster.settings import masked
+from kafkasource.errors import KafkaSourceError, OptionError
 
 PREFIX = "schema.registry."
 # what the client takes as numbers; options arrive as text
-NUMERIC_SETTINGS = {"timeout", "cache.capacity", "cache.latest.ttl.sec", "max.retries", "retries.wait.ms",
-                    "retries.max.wait.ms"}
+NUMERIC_SETTINGS = {
+    "timeout",
+    "cache.capacity",
+    "cache.latest.ttl.sec",
+    "max.retries",
+    "retries.wait.ms",
+    "retries.max.wait.ms",
+}
 DEFAULTS = {"timeout": 10}  # seconds per request: httpx's 5 s is short for a registry under load
 
 
@@ -38,7 +44,7 @@ def registry_config(options: Mapping[str, str]) -> dict[str, object]:
     for name, value in options.items():
         if not name.startswith(PREFIX):
             continue
-        setting = name[len(PREFIX):]
+        setting = name[len(PREFIX) :]
         value = str(value).strip()
         if setting in NUMERIC_SETTINGS:
             try:
@@ -66,8 +72,9 @@ def secret_values(config: Mapping[str, object]) -> list[str]:
     found = []
     for one in str(config.get("url", "")).split(","):
         parts = urlsplit(one.strip())
-        found += [v for v in (parts.password, parts.username and parts.password and
-                              f"{parts.username}:{parts.password}") if v]
+        found += [
+            v for v in (parts.password, parts.username and parts.password and f"{parts.username}:{parts.password}") if v
+        ]
     return found
 
 
@@ -81,11 +88,15 @@ def new_client(config: Mapping[str, object]):
     try:
         from confluent_kafka.schema_registry import SchemaRegistryClient
     except ImportError as exc:
-        raise OptionError("valueFormat/keyFormat avro, protobuf and json need confluent-kafka's schema-registry "
-                          f"extras ({exc}): pip install 'kafkasource[registry]'") from None
+        raise OptionError(
+            "valueFormat/keyFormat avro, protobuf and json need confluent-kafka's schema-registry "
+            f"extras ({exc}): pip install 'kafkasource[registry]'"
+        ) from None
     if not config.get("url"):
-        raise OptionError("option schema.registry.url is required with valueFormat or keyFormat avro, protobuf or "
-                          "json: the schema registry's address, like http://registry:8081")
+        raise OptionError(
+            "option schema.registry.url is required with valueFormat or keyFormat avro, protobuf or "
+            "json: the schema registry's address, like http://registry:8081"
+        )
     try:
         return SchemaRegistryClient(dict(config))
     except (ValueError, TypeError, OSError) as exc:
@@ -111,8 +122,12 @@ class MissingReference(Exception):
 
 def _registry_schema(client, schema_id: int, schema, form: str | None) -> RegistrySchema:
     """confluent-kafka's Schema as a RegistrySchema, with the texts of all it references fetched."""
-    return RegistrySchema(schema_id, schema.schema_type or "AVRO", schema.schema_str,
-                          tuple(_referenced(client, schema.references, form, set())))
+    return RegistrySchema(
+        schema_id,
+        schema.schema_type or "AVRO",
+        schema.schema_str,
+        tuple(_referenced(client, schema.references, form, set())),
+    )
 
 
 def _referenced(client, references, form: str | None, seen: set[str]) -> list[tuple[str, str]]:
@@ -125,8 +140,10 @@ def _referenced(client, references, form: str | None, seen: set[str]) -> list[tu
             registered = client.get_version(reference.subject, reference.version, fmt=form)
         except Exception as exc:
             if _is_not_found(exc):
-                raise MissingReference(f"it references {reference.name} as subject {reference.subject!r} version "
-                                       f"{reference.version}, which the registry does not have") from None
+                raise MissingReference(
+                    f"it references {reference.name} as subject {reference.subject!r} version "
+                    f"{reference.version}, which the registry does not have"
+                ) from None
             raise
         found += _referenced(client, registered.schema.references, form, seen)
         found.append((reference.name, registered.schema.schema_str))  # after those it references
@@ -137,34 +154,48 @@ def _failure(config: Mapping[str, object], what: str, exc: Exception) -> Registr
     retries = config.get("max.retries", 3)
     return RegistryUnavailableError(
         f"the schema registry at {url_without_credentials(str(config.get('url')))} could not {what} "
-        f"(after {retries} retries, schema.registry.max.retries): {hide(f'{type(exc).__name__}: {exc}', config)}")
+        f"(after {retries} retries, schema.registry.max.retries): {hide(f'{type(exc).__name__}: {exc}', config)}"
+    )
 
 
 def _is_not_found(exc: Exception) -> bool:
     return getattr(exc, "http_status_code", None) == 404
 
 
-def reader_schema(config: Mapping[str, object], column: str, subject: str, version: int | None,
-                  schema_id: int | None, form: str | None = None) -> RegistrySchema:
+def reader_schema(
+    config: Mapping[str, object],
+    column: str,
+    subject: str,
+    version: int | None,
+    schema_id: int | None,
+    form: str | None = None,
+) -> RegistrySchema:
     """The schema a query reads `column` as: by id, or a subject's version (the latest when None); `form` is the
     registry's `format` parameter (Protobuf's "serialized")."""
     client = new_client(config)
     try:
         if schema_id is not None:
             return _registry_schema(client, schema_id, client.get_schema(schema_id, fmt=form), form)
-        registered = client.get_latest_version(subject, fmt=form) if version is None else \
-            client.get_version(subject, version, fmt=form)
+        registered = (
+            client.get_latest_version(subject, fmt=form)
+            if version is None
+            else client.get_version(subject, version, fmt=form)
+        )
         return _registry_schema(client, registered.schema_id, registered.schema, form)
     except MissingReference as exc:
         raise OptionError(f"the {column} column's reader schema cannot be read: {exc}") from None
     except Exception as exc:
         if _is_not_found(exc):
-            which = (f"schema id {schema_id}" if schema_id is not None else
-                     f"subject {subject!r}" + (f" version {version}" if version is not None else ""))
-            raise OptionError(f"the schema registry at {url_without_credentials(str(config['url']))} has no "
-                              f"{which} for the {column} column ({hide(str(exc), config)}); register the schema, or "
-                              f"name another with {column}Subject, {column}SchemaVersion or {column}SchemaId") \
-                from None
+            which = (
+                f"schema id {schema_id}"
+                if schema_id is not None
+                else f"subject {subject!r}" + (f" version {version}" if version is not None else "")
+            )
+            raise OptionError(
+                f"the schema registry at {url_without_credentials(str(config['url']))} has no "
+                f"{which} for the {column} column ({hide(str(exc), config)}); register the schema, or "
+                f"name another with {column}Subject, {column}SchemaVersion or {column}SchemaId"
+            ) from None
         raise _failure(config, f"give the {column} column's reader schema", exc) from None
     finally:
         close = getattr(client, "close", None)

@@ -4,8 +4,9 @@ the decoders that read one record at a time (the native Avro decoder has a vecto
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Callable, Generic, Mapping, TypeVar
+from typing import Generic, TypeVar
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -46,8 +47,11 @@ def schema_ids(payloads: pa.Array) -> list[int]:
     # the distinct first five bytes, then the few of them that are a prefix: two kernels over the whole batch
     # rather than filtering the prefixed payloads first (bench/AVRO.md)
     heads = pc.unique(pc.binary_slice(as_binary(payloads), 0, HEADER_SIZE)).to_pylist()
-    return sorted(schema_id for schema_id in (None if head is None else schema_id_of(head) for head in heads)
-                  if schema_id is not None)
+    return sorted(
+        schema_id
+        for schema_id in (None if head is None else schema_id_of(head) for head in heads)
+        if schema_id is not None
+    )
 
 
 class WriterCache(Generic[W]):
@@ -68,9 +72,12 @@ class WriterCache(Generic[W]):
         return found
 
 
-def decode_each(payloads: pa.Array, writers: Mapping[int, W | Unusable],
-                decode: Callable[[int, W, bytes], tuple[object, str | None]],
-                arrow_type: pa.DataType) -> tuple[pa.Array, pa.StringArray]:
+def decode_each(
+    payloads: pa.Array,
+    writers: Mapping[int, W | Unusable],
+    decode: Callable[[int, W, bytes], tuple[object, str | None]],
+    arrow_type: pa.DataType,
+) -> tuple[pa.Array, pa.StringArray]:
     """Each record decoded alone by `decode(schema id, writer, payload)`, which gives (value, None) or (None, the
     reason): the values as a column of `arrow_type`, and the reasons beside them. A record without the prefix, of
     an unknown schema id or of an unusable writer gets its reason without `decode`; a null payload stays null."""
@@ -82,8 +89,9 @@ def decode_each(payloads: pa.Array, writers: Mapping[int, W | Unusable],
     return pa.array(values, arrow_type), pa.array(reasons, pa.string())
 
 
-def _decode_one(payload: bytes, writers: Mapping[int, W | Unusable],
-                decode: Callable[[int, W, bytes], tuple[object, str | None]]) -> tuple[object, str | None]:
+def _decode_one(
+    payload: bytes, writers: Mapping[int, W | Unusable], decode: Callable[[int, W, bytes], tuple[object, str | None]]
+) -> tuple[object, str | None]:
     schema_id = schema_id_of(payload)
     if schema_id is None:
         return None, NO_PREFIX

@@ -33,8 +33,15 @@ def where(topic: str | None, partition: int | None) -> str:
     return f"topic {topic}" + (f" partition {partition}" if partition is not None and partition >= 0 else "")
 
 
-def delivery_error(error: KafkaError, options: SinkOptions, topic: str | None, partition: int | None,
-                   size: int | None = None, failed: int = 1, transactional_id: str | None = None) -> DeliveryError:
+def delivery_error(
+    error: KafkaError,
+    options: SinkOptions,
+    topic: str | None,
+    partition: int | None,
+    size: int | None = None,
+    failed: int = 1,
+    transactional_id: str | None = None,
+) -> DeliveryError:
     """The one message for `error`, met writing to `topic` (and `partition`, when known)."""
     config = options.producer_config()
     reason = masked(error.str(), config)
@@ -50,49 +57,58 @@ def delivery_error(error: KafkaError, options: SinkOptions, topic: str | None, p
             f"a record{f' of {size:,} bytes' if size is not None else ''} for {place} is too large: {reason}{more}. "
             f"The producer takes records up to kafka.message.max.bytes ({limit} bytes now) and the brokers up to the "
             f"topic's max.message.bytes: raise both (kafka.message.max.bytes for the sink; max.message.bytes with "
-            f"kafka-configs on the topic), or write smaller records")
+            f"kafka-configs on the topic), or write smaller records"
+        )
     if code == KafkaError._UNKNOWN_PARTITION:
         return DeliveryError(
             f"{place} does not exist: {reason}{more}. Write a partition number the topic has in the partition "
-            f"column, or null to let the partitioner choose")
+            f"column, or null to let the partitioner choose"
+        )
     if code in UNKNOWN_TOPIC:
         return DeliveryError(
             f"{where(topic, None)} does not exist on the brokers at {servers}: {reason}{more}. Create it first "
-            f"(kafka-topics --create), or write to an existing topic (the topic option, or the topic column)")
+            f"(kafka-topics --create), or write to an existing topic (the topic option, or the topic column)"
+        )
     if code == KafkaError.TOPIC_AUTHORIZATION_FAILED:
         return DeliveryError(
             f"the brokers at {servers} refused to let this client{as_user} write to {place} "
             f"(TOPIC_AUTHORIZATION_FAILED){more}. Grant the principal WRITE (and DESCRIBE) on topic {topic}, or use "
-            f"credentials (kafka.sasl.username) that have them")
+            f"credentials (kafka.sasl.username) that have them"
+        )
     if code == KafkaError.TRANSACTIONAL_ID_AUTHORIZATION_FAILED:
         return DeliveryError(
             f"the brokers at {servers} refused this client{as_user} the transactional id {transactional_id} "
             f"(TRANSACTIONAL_ID_AUTHORIZATION_FAILED) while writing to {place}. Grant the principal WRITE and DESCRIBE "
-            f"on transactional ids with the prefix {options.transactional_id_prefix} (a PREFIXED ACL)")
+            f"on transactional ids with the prefix {options.transactional_id_prefix} (a PREFIXED ACL)"
+        )
     if code == KafkaError.GROUP_AUTHORIZATION_FAILED:
         return DeliveryError(
             f"the brokers at {servers} refused this client{as_user} the group of its batch marker "
             f"(GROUP_AUTHORIZATION_FAILED) while writing to {place}. Grant the principal READ and DESCRIBE on groups "
-            f"with the prefix {options.transactional_id_prefix} (a PREFIXED ACL)")
+            f"with the prefix {options.transactional_id_prefix} (a PREFIXED ACL)"
+        )
     if code == KafkaError.CLUSTER_AUTHORIZATION_FAILED:
         return DeliveryError(
             f"the brokers at {servers} refused this client{as_user} an idempotent producer "
             f"(CLUSTER_AUTHORIZATION_FAILED) while writing to {place}: {reason}. Brokers since Kafka 3.0 allow one to "
             f"a principal that may WRITE to some topic: grant it WRITE (and DESCRIBE) on topic {topic}, or "
             f"IDEMPOTENT_WRITE on the cluster; under deliveryGuarantee at-least-once, "
-            f"kafka.enable.idempotence=false also does without")
+            f"kafka.enable.idempotence=false also does without"
+        )
     if code in FENCED:
         return DeliveryError(
             f"the transactional producer {transactional_id} writing to {place} was fenced by a newer producer with "
             f"the same transactional.id: {reason}. Either Spark started a newer attempt of this task (a retry or a "
             f"speculative copy), which carries on, or another sink uses transactionalIdPrefix "
             f"{options.transactional_id_prefix}. Nothing of this attempt was committed. If no other attempt runs, "
-            f"give every query and job its own transactionalIdPrefix")
+            f"give every query and job its own transactionalIdPrefix"
+        )
     if code in TIMED_OUT:
         return DeliveryError(
             f"records for {place} were not delivered within kafka.delivery.timeout.ms "
             f"({options.delivery_timeout_ms():,} ms): {reason}{more}. Check that the brokers at {servers} are up and "
-            f"reachable from the executors, or raise kafka.delivery.timeout.ms to wait longer")
-    return DeliveryError(f"Kafka refused records for {place} ({error.name()}): {reason}{more}. "
-                         f"The brokers are {servers}")
-
+            f"reachable from the executors, or raise kafka.delivery.timeout.ms to wait longer"
+        )
+    return DeliveryError(
+        f"Kafka refused records for {place} ({error.name()}): {reason}{more}. The brokers are {servers}"
+    )

@@ -25,11 +25,11 @@ SPARK_WRITE_OPTIONS = ("checkpointLocation",)
 # kafka.* settings the sink sets itself or that only mean something to Spark's Java producer, with what to do
 REFUSED_PRODUCER_SETTINGS = {
     "key.serializer": "keys are written as the bytes of the key column (a string as its UTF-8 bytes); serialize "
-                      "them in Spark (CAST, to_json, to_avro) into a string or binary key column",
+    "them in Spark (CAST, to_json, to_avro) into a string or binary key column",
     "value.serializer": "values are written as the bytes of the value column (a string as its UTF-8 bytes); "
-                        "serialize them in Spark (CAST, to_json, to_avro) into a string or binary value column",
+    "serialize them in Spark (CAST, to_json, to_avro) into a string or binary value column",
     "transactional.id": "each Spark task's transactional.id is derived from the option transactionalIdPrefix (with "
-                        "deliveryGuarantee=exactly-once); set that instead",
+    "deliveryGuarantee=exactly-once); set that instead",
 }
 # librdkafka's defaults where Spark's built-in sink (the Java producer) behaves otherwise: keyed records land in the
 # partition the Java producer picks (murmur2 of the key), so both sinks place a key alike; at-least-once writes are
@@ -79,14 +79,34 @@ class SinkOptions:
 
 
 # settings only a producer takes: kept from the marker's consumer (see SinkOptions.client_config)
-PRODUCER_ONLY_SETTINGS = frozenset({
-    "acks", "request.required.acks", "linger.ms", "queue.buffering.max.ms", "batch.size", "batch.num.messages",
-    "compression.type", "compression.codec", "compression.level", "enable.idempotence", "enable.gapless.guarantee",
-    "partitioner", "message.timeout.ms", "delivery.timeout.ms", "transaction.timeout.ms",
-    "queue.buffering.max.messages", "queue.buffering.max.kbytes", "retries", "message.send.max.retries",
-    "delivery.report.only.error", "sticky.partitioning.linger.ms", "queue.buffering.backpressure.threshold",
-    "request.timeout.ms", "produce.offset.report",
-})
+PRODUCER_ONLY_SETTINGS = frozenset(
+    {
+        "acks",
+        "request.required.acks",
+        "linger.ms",
+        "queue.buffering.max.ms",
+        "batch.size",
+        "batch.num.messages",
+        "compression.type",
+        "compression.codec",
+        "compression.level",
+        "enable.idempotence",
+        "enable.gapless.guarantee",
+        "partitioner",
+        "message.timeout.ms",
+        "delivery.timeout.ms",
+        "transaction.timeout.ms",
+        "queue.buffering.max.messages",
+        "queue.buffering.max.kbytes",
+        "retries",
+        "message.send.max.retries",
+        "delivery.report.only.error",
+        "sticky.partitioning.linger.ms",
+        "queue.buffering.backpressure.threshold",
+        "request.timeout.ms",
+        "produce.offset.report",
+    }
+)
 
 
 def parse_sink_options(raw_options: Mapping[str, str], streaming: bool) -> SinkOptions:
@@ -95,8 +115,9 @@ def parse_sink_options(raw_options: Mapping[str, str], streaming: bool) -> SinkO
     _check_names(options)
     bootstrap = _get(options, "kafka.bootstrap.servers")
     if bootstrap is None:
-        raise OptionError("option kafka.bootstrap.servers is required: the brokers to connect to, "
-                          "like host1:9092,host2:9092")
+        raise OptionError(
+            "option kafka.bootstrap.servers is required: the brokers to connect to, like host1:9092,host2:9092"
+        )
     if "\x00" in bootstrap:  # librdkafka's C strings would silently end there
         raise OptionError("option kafka.bootstrap.servers holds a NUL character (\\x00); remove it")
     topic = _get(options, "topic")
@@ -106,13 +127,19 @@ def parse_sink_options(raw_options: Mapping[str, str], streaming: bool) -> SinkO
     prefix = _transactional_id_prefix(options, guarantee)
     marker_topic = _marker_topic(options, guarantee, topic, streaming)
     for name in options:
-        setting = name[len("kafka."):]
+        setting = name[len("kafka.") :]
         if name.startswith("kafka.") and setting in REFUSED_PRODUCER_SETTINGS:
-            raise OptionError(f"option kafka.{setting} is not supported by the sink: "
-                              f"{REFUSED_PRODUCER_SETTINGS[setting]}")
-    parsed = SinkOptions(bootstrap_servers=bootstrap, topic=topic, guarantee=guarantee,
-                         transactional_id_prefix=prefix, marker_topic=marker_topic,
-                         kafka_config=kafka_settings.kafka_config(options))
+            raise OptionError(
+                f"option kafka.{setting} is not supported by the sink: {REFUSED_PRODUCER_SETTINGS[setting]}"
+            )
+    parsed = SinkOptions(
+        bootstrap_servers=bootstrap,
+        topic=topic,
+        guarantee=guarantee,
+        transactional_id_prefix=prefix,
+        marker_topic=marker_topic,
+        kafka_config=kafka_settings.kafka_config(options),
+    )
     _check_producer_accepts(parsed)
     return parsed
 
@@ -126,39 +153,50 @@ def _check_names(options: Mapping[str, str]) -> None:
             continue
         close = difflib.get_close_matches(name, list(known), n=1, cutoff=0.75)
         hint = f"did you mean {known[close[0]]}? " if close else ""
-        raise OptionError(f"unknown option {_shown(name)} for the kafkasource sink: {hint}its options are "
-                          f"{', '.join(SINK_OPTIONS)} and kafka.<setting> for librdkafka's producer")
+        raise OptionError(
+            f"unknown option {_shown(name)} for the kafkasource sink: {hint}its options are "
+            f"{', '.join(SINK_OPTIONS)} and kafka.<setting> for librdkafka's producer"
+        )
 
 
 def _transactional_id_prefix(options: Mapping[str, str], guarantee: DeliveryGuarantee) -> str | None:
     prefix = _get(options, "transactionalIdPrefix")
     if guarantee == "exactly-once" and prefix is None:
-        raise OptionError("deliveryGuarantee=exactly-once needs the option transactionalIdPrefix: each Spark task "
-                          "writes in a Kafka transaction whose transactional.id is derived from it (the prefix, a dash "
-                          "and the task's partition number), so a retried task fences its older attempt; give every "
-                          "sink its own prefix, since two sinks sharing one would fence each other")
+        raise OptionError(
+            "deliveryGuarantee=exactly-once needs the option transactionalIdPrefix: each Spark task "
+            "writes in a Kafka transaction whose transactional.id is derived from it (the prefix, a dash "
+            "and the task's partition number), so a retried task fences its older attempt; give every "
+            "sink its own prefix, since two sinks sharing one would fence each other"
+        )
     if guarantee != "exactly-once" and prefix is not None:
-        raise OptionError(f"option transactionalIdPrefix only applies to deliveryGuarantee=exactly-once, but "
-                          f"deliveryGuarantee is {guarantee}; set deliveryGuarantee=exactly-once or remove the prefix")
+        raise OptionError(
+            f"option transactionalIdPrefix only applies to deliveryGuarantee=exactly-once, but "
+            f"deliveryGuarantee is {guarantee}; set deliveryGuarantee=exactly-once or remove the prefix"
+        )
     if prefix is not None and "\x00" in prefix:
         raise OptionError("option transactionalIdPrefix holds a NUL character (\\x00); remove it")
     return prefix
 
 
-def _marker_topic(options: Mapping[str, str], guarantee: DeliveryGuarantee, topic: str | None,
-                  streaming: bool) -> str | None:
+def _marker_topic(
+    options: Mapping[str, str], guarantee: DeliveryGuarantee, topic: str | None, streaming: bool
+) -> str | None:
     """Where exactly-once stream writes keep their batch markers: partition 0 of markerTopic, else of topic."""
     given = _get(options, "markerTopic")
     if given is not None and guarantee != "exactly-once":
-        raise OptionError(f"option markerTopic only applies to deliveryGuarantee=exactly-once, but "
-                          f"deliveryGuarantee is {guarantee}; remove it")
+        raise OptionError(
+            f"option markerTopic only applies to deliveryGuarantee=exactly-once, but "
+            f"deliveryGuarantee is {guarantee}; remove it"
+        )
     if given is not None:
         _check_topic_name("markerTopic", given)
         return given
     if guarantee == "exactly-once" and streaming and topic is None:
-        raise OptionError("deliveryGuarantee=exactly-once on a stream needs a topic for its batch markers (committed "
-                          "offsets of the sink's groups, no records): set the topic option, or markerTopic to an "
-                          "existing topic when a topic column chooses where records go")
+        raise OptionError(
+            "deliveryGuarantee=exactly-once on a stream needs a topic for its batch markers (committed "
+            "offsets of the sink's groups, no records): set the topic option, or markerTopic to an "
+            "existing topic when a topic column chooses where records go"
+        )
     return topic if guarantee == "exactly-once" else None
 
 
@@ -176,5 +214,7 @@ def _check_producer_accepts(options: SinkOptions) -> None:
         Producer(config).close()
     except (KafkaException, ValueError, TypeError) as exc:
         message = str(exc.args[0].str() if exc.args and hasattr(exc.args[0], "str") else exc)
-        raise OptionError(f"librdkafka refused the sink's producer settings (deliveryGuarantee={options.guarantee}): "
-                          f"{kafka_settings.masked(message, config)}. Change the kafka.* option it names") from None
+        raise OptionError(
+            f"librdkafka refused the sink's producer settings (deliveryGuarantee={options.guarantee}): "
+            f"{kafka_settings.masked(message, config)}. Change the kafka.* option it names"
+        ) from None

@@ -65,16 +65,22 @@ class Deliveries:
         if self.first is None:
             return None
         error, topic, partition, size = self.first
-        return delivery_error(error, options, topic, partition, size=size, failed=self.failed,
-                              transactional_id=transactional_id)
+        return delivery_error(
+            error, options, topic, partition, size=size, failed=self.failed, transactional_id=transactional_id
+        )
 
 
 def new_producer(options: SinkOptions, deliveries: Deliveries, **overrides: object) -> Producer:
     return Producer(options.producer_config(error_cb=deliveries.on_error, **overrides))
 
 
-def send(producer: Producer, deliveries: Deliveries, messages: Iterable[Message], options: SinkOptions,
-         transactional_id: str | None = None) -> int:
+def send(
+    producer: Producer,
+    deliveries: Deliveries,
+    messages: Iterable[Message],
+    options: SinkOptions,
+    transactional_id: str | None = None,
+) -> int:
     """Hand every message to the producer; how many it took. Under at-least-once and exactly-once the first
     failure (a record refused at once, or a failed delivery noticed on the way) stops the loop with its error;
     under none, records refused at once are counted as failed and skipped."""
@@ -94,8 +100,9 @@ def send(producer: Producer, deliveries: Deliveries, messages: Iterable[Message]
                 _raise_on_failure(deliveries, options, strict, transactional_id)
             except KafkaException as exc:  # refused before it was sent: too large, or an unknown partition
                 if strict or exc.args[0].fatal():
-                    raise delivery_error(exc.args[0], options, topic, partition, size=size_of(message),
-                                         transactional_id=transactional_id) from None
+                    raise delivery_error(
+                        exc.args[0], options, topic, partition, size=size_of(message), transactional_id=transactional_id
+                    ) from None
                 deliveries.failed += 1
                 break
         if count % POLL_EVERY == 0:
@@ -104,8 +111,9 @@ def send(producer: Producer, deliveries: Deliveries, messages: Iterable[Message]
     return count
 
 
-def serve(producer: Producer, timeout: float, options: SinkOptions, transactional_id: str | None = None,
-          flush: bool = False) -> int:
+def serve(
+    producer: Producer, timeout: float, options: SinkOptions, transactional_id: str | None = None, flush: bool = False
+) -> int:
     """producer.poll() or flush(), whose callbacks report deliveries; a fatal error of the producer (an idempotent
     producer the brokers refuse, a fenced one) raised as its DeliveryError. confluent-kafka raises a fatal error
     from whichever call serves callbacks, and may then run a delivery report while that exception is pending,
@@ -128,8 +136,7 @@ def fatal_error(exc: BaseException | None) -> KafkaError | None:
     return None
 
 
-def _raise_on_failure(deliveries: Deliveries, options: SinkOptions, strict: bool,
-                      transactional_id: str | None) -> None:
+def _raise_on_failure(deliveries: Deliveries, options: SinkOptions, strict: bool, transactional_id: str | None) -> None:
     if deliveries.refusal is not None or (strict and deliveries.failed):
         error = deliveries.error(options, transactional_id)
         if error is not None:
@@ -147,14 +154,20 @@ def drain(producer: Producer, deliveries: Deliveries, options: SinkOptions) -> N
             serve(producer, 1.0, options, flush=True)
             break
         if time.monotonic() > deadline:
-            raise DeliveryError(f"{len(producer):,} records for {where(options.topic, None)} still had no delivery "
-                                f"report {options.delivery_timeout_ms() / 1000 + DRAIN_MARGIN_S:.0f} s after the task "
-                                f"handed them over; check that the brokers at {options.bootstrap_servers} are up, or "
-                                "lower kafka.delivery.timeout.ms so librdkafka gives up on them sooner")
+            raise DeliveryError(
+                f"{len(producer):,} records for {where(options.topic, None)} still had no delivery "
+                f"report {options.delivery_timeout_ms() / 1000 + DRAIN_MARGIN_S:.0f} s after the task "
+                f"handed them over; check that the brokers at {options.bootstrap_servers} are up, or "
+                "lower kafka.delivery.timeout.ms so librdkafka gives up on them sooner"
+            )
     _raise_on_failure(deliveries, options, strict, None)
     if deliveries.failed:
-        log.warning("deliveryGuarantee=none: %d records for %s were not written (the first: %s)", deliveries.failed,
-                    where(options.topic, None), deliveries.error(options))
+        log.warning(
+            "deliveryGuarantee=none: %d records for %s were not written (the first: %s)",
+            deliveries.failed,
+            where(options.topic, None),
+            deliveries.error(options),
+        )
 
 
 @dataclass

@@ -23,8 +23,10 @@ TOPIC, KEY, VALUE, HEADERS, PARTITION = "topic", "key", "value", "headers", "par
 HEADERS_TYPE = "array<struct<key:string,value:binary>>"
 UNASSIGNED = -1  # librdkafka's partition for "let the partitioner choose"
 # the built-in sink's words for a null topic in the data (its error class KAFKA_NULL_TOPIC_IN_DATA)
-NULL_TOPIC = ("The Kafka message data sent to the producer contains a null topic. Use the `topic` option for "
-              "setting a default topic.")
+NULL_TOPIC = (
+    "The Kafka message data sent to the producer contains a null topic. Use the `topic` option for "
+    "setting a default topic."
+)
 
 # topic, key, value, headers, partition: what Producer.produce takes for one record
 Header = tuple[str, str | bytes | None]  # what Producer.produce takes; the sink gives bytes or None
@@ -51,18 +53,25 @@ def check_columns(schema, topic_option: str | None) -> Columns:
     types = {f.name: f.dataType for f in schema.fields}  # exact names, as the built-in matches them
     if topic_option is None:
         if TOPIC not in types:
-            raise ColumnError("topic option required when no 'topic' attribute is present. Use the topic option for "
-                              "setting a topic.")
+            raise ColumnError(
+                "topic option required when no 'topic' attribute is present. Use the topic option for setting a topic."
+            )
         _expect(TOPIC, types[TOPIC], ("string",), "CAST it to string")
     if VALUE not in types:
-        raise ColumnError(f"Required attribute '{VALUE}' not found: the DataFrame needs a value column (string or "
-                          f"binary); its columns are {', '.join(types) or 'none'}")
+        raise ColumnError(
+            f"Required attribute '{VALUE}' not found: the DataFrame needs a value column (string or "
+            f"binary); its columns are {', '.join(types) or 'none'}"
+        )
     _expect(VALUE, types[VALUE], ("string", "binary"), "CAST it, or serialize it (to_json, to_avro)")
     if KEY in types:
         _expect(KEY, types[KEY], ("string", "binary"), "CAST it, or serialize it (to_json, to_avro)")
     if HEADERS in types:
-        _expect(HEADERS, types[HEADERS], (HEADERS_TYPE,),
-                "build it as array(struct(name AS key, CAST(v AS binary) AS value), ...)")
+        _expect(
+            HEADERS,
+            types[HEADERS],
+            (HEADERS_TYPE,),
+            "build it as array(struct(name AS key, CAST(v AS binary) AS value), ...)",
+        )
     if PARTITION in types:
         _expect(PARTITION, types[PARTITION], ("int",), "CAST it to int")
     return Columns(topic=topic_option, key=KEY in types, headers=HEADERS in types, partition=PARTITION in types)
@@ -72,8 +81,9 @@ def _expect(name: str, data_type, allowed: tuple[str, ...], how: str) -> None:
     # simpleString() is Spark's catalogString for these types; nullability never matters, as in the built-in
     shown = data_type.simpleString()
     if shown.lower() not in allowed:
-        raise ColumnError(f"{name} attribute unsupported type {shown}. {name} must be a(n) {' or '.join(allowed)}: "
-                          f"{how}")
+        raise ColumnError(
+            f"{name} attribute unsupported type {shown}. {name} must be a(n) {' or '.join(allowed)}: {how}"
+        )
 
 
 def messages(batch, columns: Columns) -> Iterator[Message]:
@@ -101,8 +111,10 @@ def _partitions(column) -> list[int]:
     lowest = pc.min(column).as_py()
     if lowest is not None and lowest < 0:
         # librdkafka reads -1 as "let the partitioner choose": a negative number must never pass silently
-        raise ColumnError(f"the partition column holds {lowest}: a partition is a number from 0, or null to let the "
-                          "partitioner choose")
+        raise ColumnError(
+            f"the partition column holds {lowest}: a partition is a number from 0, or null to let the "
+            "partitioner choose"
+        )
     return [UNASSIGNED if p is None else p for p in column.to_pylist()]
 
 
@@ -115,8 +127,10 @@ def _headers(column) -> list[list[Header] | None]:
         pairs = []
         for header in row:
             if header is None or header["key"] is None:
-                raise ColumnError("the headers column holds a header with a null key (or a null header): every "
-                                  "header needs a key; filter them out or give them one")
+                raise ColumnError(
+                    "the headers column holds a header with a null key (or a null header): every "
+                    "header needs a key; filter them out or give them one"
+                )
             pairs.append((header["key"], header["value"]))
         out.append(pairs)
     return out

@@ -34,9 +34,11 @@ class ContinuousTriggerError(KafkaSourceError):
 # epoch on the driver with no message from any task, so the rows of the epoch are dropped. Raising in that commit
 # is all a Python sink can do, and Spark only logs it (its epoch coordinator ignores the error and the query runs
 # on): the refusal is in the driver's log, and the topic receives nothing.
-CONTINUOUS_REFUSED = ("kafkasource's sink does not run under Trigger.Continuous: Spark never hands a Python sink's "
-                      "tasks a row under it (it commits each epoch with no task's message), so every record would be "
-                      "lost. Stop the query and use a micro-batch trigger (processingTime, availableNow)")
+CONTINUOUS_REFUSED = (
+    "kafkasource's sink does not run under Trigger.Continuous: Spark never hands a Python sink's "
+    "tasks a row under it (it commits each epoch with no task's message), so every record would be "
+    "lost. Stop the query and use a micro-batch trigger (processingTime, availableNow)"
+)
 
 
 @dataclass
@@ -68,13 +70,16 @@ def task_info() -> TaskInfo:
     return TaskInfo(context.partitionId(), context.attemptNumber(), batch)
 
 
-def write_task(options: SinkOptions, columns: Columns, batches: Iterable, task: TaskInfo,
-               streaming: bool) -> SinkCommitMessage:
+def write_task(
+    options: SinkOptions, columns: Columns, batches: Iterable, task: TaskInfo, streaming: bool
+) -> SinkCommitMessage:
     """Write one task's Arrow record batches; its commit message for the driver."""
     if streaming and options.guarantee == "exactly-once" and task.batch is None:
-        raise KafkaSourceError(f"deliveryGuarantee=exactly-once: Spark did not tell stream task {task.partition_id} "
-                               f"its batch and query (the local properties {BATCH_ID} and {QUERY_ID}), without which "
-                               "it cannot mark what it wrote; this Spark is not one the sink supports")
+        raise KafkaSourceError(
+            f"deliveryGuarantee=exactly-once: Spark did not tell stream task {task.partition_id} "
+            f"its batch and query (the local properties {BATCH_ID} and {QUERY_ID}), without which "
+            "it cannot mark what it wrote; this Spark is not one the sink supports"
+        )
     first, rest = _peek(batches)
     if first is None:  # no rows: no producer, no transaction (a replay of an empty task is empty again)
         return SinkCommitMessage(task.partition_id, 0)
@@ -83,9 +88,14 @@ def write_task(options: SinkOptions, columns: Columns, batches: Iterable, task: 
         outcome = write_transaction(options, task.partition_id, records, task.batch if streaming else None)
     else:
         outcome = Outcome(write_plain(options, records))
-    log.debug("partition %d (attempt %d)%s: %d records written%s", task.partition_id, task.attempt,
-              f" of batch {task.batch.batch_id}" if task.batch else "", outcome.records,
-              " (batch already written: replay skipped)" if outcome.replayed else "")
+    log.debug(
+        "partition %d (attempt %d)%s: %d records written%s",
+        task.partition_id,
+        task.attempt,
+        f" of batch {task.batch.batch_id}" if task.batch else "",
+        outcome.records,
+        " (batch already written: replay skipped)" if outcome.replayed else "",
+    )
     return SinkCommitMessage(task.partition_id, outcome.records, outcome.replayed)
 
 

@@ -52,8 +52,10 @@ class Marker:
 
 
 def marker_metadata(query_id: str, batch_id: int, partition_id: int) -> str:
-    return json.dumps({"kind": MARKER_KIND, "queryId": query_id, "batchId": batch_id, "partition": partition_id},
-                      separators=(",", ":"))
+    return json.dumps(
+        {"kind": MARKER_KIND, "queryId": query_id, "batchId": batch_id, "partition": partition_id},
+        separators=(",", ":"),
+    )
 
 
 def parse_marker(offset: int, metadata: str | None) -> Marker | None:
@@ -91,8 +93,9 @@ class Outcome:
     replayed: bool = False  # the marker showed the batch already written: nothing was written
 
 
-def write_transaction(options: SinkOptions, partition_id: int, messages: Iterable[Message],
-                      batch: StreamBatch | None) -> Outcome:
+def write_transaction(
+    options: SinkOptions, partition_id: int, messages: Iterable[Message], batch: StreamBatch | None
+) -> Outcome:
     """One task's records in one transaction (with the batch's marker for a stream), or nothing at all: any error
     aborts the transaction before it is raised."""
     prefix = options.transactional_id_prefix
@@ -106,21 +109,32 @@ def write_transaction(options: SinkOptions, partition_id: int, messages: Iterabl
     try:
         producer.init_transactions(timeout)
         if batch is not None:
-            consumer = Consumer(options.client_config(**{"group.id": marker_group(prefix, partition_id),
-                                                         "enable.auto.commit": False}))
+            consumer = Consumer(
+                options.client_config(**{"group.id": marker_group(prefix, partition_id), "enable.auto.commit": False})
+            )
             marker = _read_marker(consumer, options, timeout)
             if already_written(marker, batch.query_id, batch.batch_id):
                 skipped = sum(1 for _ in messages)  # Spark's input still has to be read to its end
-                log.info("batch %d of query %s is already written for partition %d (marker of batch %s): "
-                         "skipping its %d records", batch.batch_id, batch.query_id, partition_id,
-                         marker.batch_id if marker else None, skipped)
+                log.info(
+                    "batch %d of query %s is already written for partition %d (marker of batch %s): "
+                    "skipping its %d records",
+                    batch.batch_id,
+                    batch.query_id,
+                    partition_id,
+                    marker.batch_id if marker else None,
+                    skipped,
+                )
                 return Outcome(0, replayed=True)
         producer.begin_transaction()
         began = True
         count = send(producer, deliveries, messages, options, transactional_id=tid)
         if batch is not None and consumer is not None:
-            offset = TopicPartition(_marker_topic(options), MARKER_PARTITION, batch.batch_id + 1,
-                                    marker_metadata(batch.query_id, batch.batch_id, partition_id))
+            offset = TopicPartition(
+                _marker_topic(options),
+                MARKER_PARTITION,
+                batch.batch_id + 1,
+                marker_metadata(batch.query_id, batch.batch_id, partition_id),
+            )
             producer.send_offsets_to_transaction([offset], consumer.consumer_group_metadata(), timeout)
         producer.commit_transaction(timeout)
         return Outcome(count)
@@ -150,8 +164,9 @@ def _marker_topic(options: SinkOptions) -> str:
     return options.marker_topic
 
 
-def _transaction_error(error: KafkaError, deliveries: Deliveries, options: SinkOptions, tid: str,
-                       batch: StreamBatch | None) -> Exception:
+def _transaction_error(
+    error: KafkaError, deliveries: Deliveries, options: SinkOptions, tid: str, batch: StreamBatch | None
+) -> Exception:
     """What a failed transactional call means: the first failed record where some failed (a commit only says that
     some did), else the call's own error, placed at the marker topic when it concerns the marker."""
     from_records = deliveries.error(options, tid)
@@ -161,9 +176,11 @@ def _transaction_error(error: KafkaError, deliveries: Deliveries, options: SinkO
     topic = options.marker_topic if marker and batch is not None else options.topic
     found = delivery_error(error, options, topic, MARKER_PARTITION if marker else None, transactional_id=tid)
     if marker and batch is not None and error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
-        return DeliveryError(f"{found} (the batch markers of deliveryGuarantee=exactly-once are kept on partition "
-                             f"{MARKER_PARTITION} of {where(options.marker_topic, None)}: set markerTopic to an "
-                             "existing topic)")
+        return DeliveryError(
+            f"{found} (the batch markers of deliveryGuarantee=exactly-once are kept on partition "
+            f"{MARKER_PARTITION} of {where(options.marker_topic, None)}: set markerTopic to an "
+            "existing topic)"
+        )
     return found
 
 
@@ -175,6 +192,8 @@ def _abort(producer, error: KafkaError | None, began: bool, timeout: float, tid:
     try:
         producer.abort_transaction(timeout)
     except KafkaException as exc:  # the transaction ends anyway when transaction.timeout.ms passes
-        log.warning("could not abort the transaction of %s (%s): the brokers end it after transaction.timeout.ms",
-                    tid, exc.args[0].str())
-
+        log.warning(
+            "could not abort the transaction of %s (%s): the brokers end it after transaction.timeout.ms",
+            tid,
+            exc.args[0].str(),
+        )

@@ -29,9 +29,11 @@ from kafkasource.writing.task import (
 
 log = logging.getLogger(__name__)
 
-OVERWRITE_REFUSED = ("Save mode Overwrite not allowed for kafkasource: records are only ever appended to a Kafka "
-                     "topic. Use .mode(\"append\"), which writes what the built-in Kafka sink writes in its default "
-                     "mode (Spark refuses ErrorIfExists, its default, for every Python data source)")
+OVERWRITE_REFUSED = (
+    "Save mode Overwrite not allowed for kafkasource: records are only ever appended to a Kafka "
+    'topic. Use .mode("append"), which writes what the built-in Kafka sink writes in its default '
+    "mode (Spark refuses ErrorIfExists, its default, for every Python data source)"
+)
 
 
 def batch_writer(raw_options: Mapping[str, str], schema, overwrite: bool) -> KafkaBatchWriter:
@@ -49,8 +51,9 @@ def stream_writer(raw_options: Mapping[str, str], schema) -> KafkaStreamWriter:
 def _summary(messages: list[WriterCommitMessage | None]) -> str:
     ours = [m for m in messages if isinstance(m, SinkCommitMessage)]
     replayed = sum(1 for m in ours if m.replayed)
-    return (f"{sum(m.records for m in ours):,} records from {len(ours)} tasks"
-            + (f" ({replayed} found their part already written)" if replayed else ""))
+    return f"{sum(m.records for m in ours):,} records from {len(ours)} tasks" + (
+        f" ({replayed} found their part already written)" if replayed else ""
+    )
 
 
 class KafkaBatchWriter(DataSourceArrowWriter):
