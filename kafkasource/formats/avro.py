@@ -131,7 +131,7 @@ def _from_buffers(arrow_type: pa.DataType, column) -> pa.Array:
         arrow_type,
         length,
         [pa.py_buffer(validity), *map(pa.py_buffer, buffers)],
-        children=[_from_buffers(t, c) for t, c in zip(child_types, children)],
+        children=[_from_buffers(t, c) for t, c in zip(child_types, children, strict=True)],
     )
 
 

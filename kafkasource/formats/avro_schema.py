@@ -10,8 +10,9 @@ enum and uuid -> string, fixed and bytes -> binary, decimal -> decimal(p, s), da
 timestamp-millis/micros -> timestamp[us, UTC], local-timestamp-millis/micros -> timestamp[us] (Spark's
 TimestampNTZ), time-millis -> int32 (milliseconds of the day). One difference: time-micros is int64
 (microseconds of the day), where spark-avro 4.1 and later give Spark's TIME(6), a type older Spark versions
-lack. A union of null and one type is that type (nullable); a union of int and long is long, of float and double is double (null or not); any
-other union is a struct of fields member0, member1, ... for its non-null branches in order, exactly one set.
+lack. A union of null and one type is that type (nullable); a union of int and long is long, of float and
+double is double (null or not); any other union is a struct of fields member0, member1, ... for its non-null
+branches in order, exactly one set.
 Recursive types are refused, as Spark refuses them.
 
 Resolution follows the Avro specification: fields the reader adds take their defaults, fields the reader lacks
