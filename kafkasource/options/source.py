@@ -22,6 +22,7 @@ from kafkasource.options.values import (
     MAX_PARTITION,
     MAX_TIMEOUT_MS,
     _bool,
+    _bootstrap_servers,
     _check_topic_name,
     _choice,
     _get,
@@ -352,13 +353,7 @@ def parse_options(raw_options: Mapping[str, str], streaming: bool | None = None)
     """
     options = {str(k).lower(): v for k, v in raw_options.items()}
     _check_names(options)
-    bootstrap = _get(options, "kafka.bootstrap.servers")
-    if bootstrap is None:
-        raise OptionError(
-            "option kafka.bootstrap.servers is required: the brokers to connect to, like host1:9092,host2:9092"
-        )
-    if "\x00" in bootstrap:  # librdkafka's C strings would silently end there
-        raise OptionError("option kafka.bootstrap.servers holds a NUL character (\\x00); remove it")
+    bootstrap = _bootstrap_servers(options)
     subscription = _subscription(options)
     group_id = _get(options, "kafka.group.id")
     reset = _choice(options, "kafka.auto.offset.reset", get_args(AutoOffsetReset), "latest")

@@ -126,3 +126,15 @@ def _check_topic_name(name: str, topic: str) -> None:
         raise OptionError(
             f"option {name}: {_shown(topic)} is not a Kafka topic name (1 to 249 of the characters a-z A-Z 0-9 . _ -)"
         )
+
+
+def _bootstrap_servers(options: Mapping[str, str]) -> str:
+    """kafka.bootstrap.servers, which every read and write needs."""
+    bootstrap = _get(options, "kafka.bootstrap.servers")
+    if bootstrap is None:
+        raise OptionError(
+            "option kafka.bootstrap.servers is required: the brokers to connect to, like host1:9092,host2:9092"
+        )
+    if "\x00" in bootstrap:  # librdkafka's C strings would silently end there
+        raise OptionError("option kafka.bootstrap.servers holds a NUL character (\\x00); remove it")
+    return bootstrap

@@ -16,7 +16,7 @@ from typing import Literal, get_args
 
 from kafkasource.cluster import settings as kafka_settings
 from kafkasource.errors import OptionError
-from kafkasource.options.values import _check_topic_name, _choice, _get, _shown
+from kafkasource.options.values import _bootstrap_servers, _check_topic_name, _choice, _get, _shown
 
 DeliveryGuarantee = Literal["at-least-once", "exactly-once", "none"]
 SINK_OPTIONS = ("topic", "deliveryGuarantee", "transactionalIdPrefix", "markerTopic")
@@ -113,13 +113,7 @@ def parse_sink_options(raw_options: Mapping[str, str], streaming: bool) -> SinkO
     """Validate a write's option map; raise OptionError naming the first bad option and what to change."""
     options = {str(k).lower(): v for k, v in raw_options.items()}
     _check_names(options)
-    bootstrap = _get(options, "kafka.bootstrap.servers")
-    if bootstrap is None:
-        raise OptionError(
-            "option kafka.bootstrap.servers is required: the brokers to connect to, like host1:9092,host2:9092"
-        )
-    if "\x00" in bootstrap:  # librdkafka's C strings would silently end there
-        raise OptionError("option kafka.bootstrap.servers holds a NUL character (\\x00); remove it")
+    bootstrap = _bootstrap_servers(options)
     topic = _get(options, "topic")
     if topic is not None:
         _check_topic_name("topic", topic)
