@@ -3,13 +3,15 @@ from pyspark's own spark-class, executors in their own JVMs with their own Pytho
 reaches them as users ship it: with --py-files as built by `python3 -m scripts.package`; the driver runs
 on a worker in cluster deploy mode, its config shipped with --files.
 
-The workers do not inherit this process's PYTHONPATH: executors import kafkasource only from what the
-job ships them."""
+The workers and the jobs' Python processes run a Python that has this one's packages but not kafkasource
+(dev/bare_python.py), and the workers do not inherit this process's PYTHONPATH: executors import kafkasource
+only from what the job ships them, and each that reads says where it loaded kafkasource from."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -21,16 +23,19 @@ from pathlib import Path
 import pyspark
 import pytest
 
-from dev import packed_env
+from dev import bare_python, packed_env
 from dev.process import free_port
 from dev.submit import SPARK_SUBMIT, SUBMIT_ENV, submit_command
 from scripts.package import build_zip
-from tests.job_helpers import REPO_ROOT, durable_positions, run_job, write_config
+from tests.job_helpers import REPO_ROOT, durable_positions, write_config
 from tests.kafka_helpers import await_condition
 
 pytestmark = pytest.mark.spark  # a Spark standalone cluster and spark-submit
 
 SPARK_HOME = Path(pyspark.__file__).parent
+# kafkasource's lines at INFO in the executors' Python workers: reading/consumers.py's line saying where kafkasource was
+# loaded from is one (the jobs keep kafkasource.reading.consumers at WARNING otherwise)
+EXECUTOR_LOG_LEVEL = ("--conf", "spark.executorEnv.KAFKASOURCE_LOG_LEVEL=INFO")
 
 
 def spark_class(main_class: str, *args: str, log: Path, env: dict) -> subprocess.Popen:
@@ -49,11 +54,36 @@ def alive_workers(ui_port: int) -> int:
         return 0
 
 
+def loaded_from(executors: list[Path]) -> dict[Path, list[str]]:
+    """Where the Python workers of each executor that read loaded kafkasource from, one entry per worker process
+    and read path: reading/consumers.py's line "reading with confluent-kafka ...; kafkasource loaded from DIR", and native.py's
+    "reading with the native extension DIR/_native.abi3.so (librdkafka ...)"."""
+    python_path = re.compile(r" INFO kafkasource\.fetch \[pid \d+\]: reading with confluent-kafka .*; kafkasource "
+                             r"loaded from (.+)$")
+    native_path = re.compile(r" INFO kafkasource\.native \[pid \d+\]: reading with the native extension (.+)/[^/]+ "
+                             r"\(librdkafka ")
+    return {executor: [found.group(1) for line in (executor / "stderr").read_text().splitlines()
+                       for found in (python_path.search(line) or native_path.search(line),) if found]
+            for executor in executors}
+
+
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
+def bare() -> Path:
+    """The Python the jobs' Python processes run: this one's packages, no kafkasource."""
+    return bare_python.interpreter()
+
+
+def submit_env(bare: Path) -> dict[str, str]:
+    """spark-submit's environment: executors (and, in client mode, the source's driver-side process) run `bare`;
+    no PYTHONPATH of this process."""
+    return {**{k: v for k, v in os.environ.items() if k != "PYTHONPATH"}, **SUBMIT_ENV, "PYSPARK_PYTHON": str(bare)}
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory, bare):
     logs = tmp_path_factory.mktemp("standalone")
     env = {**{k: v for k, v in os.environ.items() if k != "PYTHONPATH"}, "SPARK_HOME": str(SPARK_HOME),
-           "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable, "SPARK_NO_DAEMONIZE": "1"}
+           "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": str(bare), "SPARK_NO_DAEMONIZE": "1"}
     port, ui_port = free_port(), free_port()
     master_url = f"spark://127.0.0.1:{port}"
     processes = [spark_class("org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port", str(port),
@@ -79,7 +109,7 @@ def cluster(tmp_path_factory):
                 os.killpg(process.pid, signal.SIGKILL)
 
 
-def test_ingest_on_two_workers_writes_every_record_once(cluster, kafka, tmp_path, capsys):
+def test_ingest_on_two_workers_writes_every_record_once(cluster, bare, kafka, tmp_path, capsys):
     master_url, logs = cluster
     package = build_zip(tmp_path / "kafkasource.zip")  # the --py-files zip `python3 -m scripts.package` builds
     topic = kafka.create_topic(kafka.unique_name("cluster"), partitions=4)
@@ -87,19 +117,29 @@ def test_ingest_on_two_workers_writes_every_record_once(cluster, kafka, tmp_path
     kafka.produce_values(topic, 400, partitions=4)
     config = write_config(tmp_path / "ingest.toml", kafka.bootstrap_servers, topic, group, tmp_path,
                           extra_source="maxOffsetsPerTrigger = 150")
+    apps_before = set(logs.glob("worker-*/app-*/*"))
 
     started = time.monotonic()
-    result = run_job("ingest", "--config", str(config), master=master_url,
-                     extra=("--py-files", str(package), "--conf", "spark.executor.memory=512m",
-                            "--conf", "spark.executor.cores=1"))
+    # from tmp_path: a Python process puts its working directory on sys.path, and the checkout's holds kafkasource
+    result = subprocess.run(submit_command(
+        "ingest", "--config", str(config), master=master_url,
+        extra=("--py-files", str(package), "--conf", "spark.executor.memory=512m", "--conf", "spark.executor.cores=1",
+               *EXECUTOR_LOG_LEVEL)),
+        cwd=tmp_path, capture_output=True, text=True, timeout=600, env=submit_env(bare))
     took = time.monotonic() - started
 
-    assert result.returncode == 0, result.stdout[-4000:]
+    assert result.returncode == 0, (result.stdout[-2000:], result.stderr[-4000:])
     assert result.stdout.splitlines()[-1] == f"ingest: 400 rows in 3 batches from subscribe={topic} into {tmp_path / 'out'}"
     assert sorted(durable_positions(tmp_path / "out")) == [(p, o) for p in range(4) for o in range(100)]
     assert kafka.committed(group, topic, 4) == {p: 100 for p in range(4)}
     # each worker ran an executor of the job (its folder under the worker's work dir)
-    assert [len(list((logs / f"worker-{n}").glob("app-*/*"))) >= 1 for n in range(2)] == [True, True]
+    executors = sorted(set(logs.glob("worker-*/app-*/*")) - apps_before)
+    assert sorted({executor.parts[-3] for executor in executors}) == ["worker-0", "worker-1"], executors
+    # and each executor that read loaded kafkasource from the zip shipped into its folder
+    readers = {executor: lines for executor, lines in loaded_from(executors).items() if lines}
+    assert readers, {executor: (executor / "stderr").read_text()[-2000:] for executor in executors}
+    assert {executor: set(lines) for executor, lines in readers.items()} == {
+        executor: {f"{executor}/kafkasource.zip/kafkasource"} for executor in readers}
     with capsys.disabled():
         print(f"\n[cluster] ingest on a standalone master + 2 workers: 400 records, exactly once, in {took:.0f} s")
 
@@ -111,7 +151,8 @@ def launcher_jar(path: Path) -> Path:
     return path
 
 
-def cluster_mode_command(master_url: str, tmp_path: Path, package: Path, config: Path, *job_args: str) -> list[str]:
+def cluster_mode_command(master_url: str, tmp_path: Path, package: Path, config: Path, python: Path,
+                         *job_args: str) -> list[str]:
     """spark-submit of the ingest job with its driver on a worker. Spark's standalone manager refuses cluster
     deploy mode for a .py primary resource, so the driver's main class is Spark's PythonRunner (what
     spark-submit itself runs for a Python driver), given the script and the --py-files list as its first two
@@ -119,15 +160,15 @@ def cluster_mode_command(master_url: str, tmp_path: Path, package: Path, config:
     return [str(SPARK_SUBMIT), "--master", master_url, "--deploy-mode", "cluster",
             "--properties-file", str(REPO_ROOT / "conf" / "spark-defaults.conf"),
             "--conf", "spark.standalone.submit.waitAppCompletion=true", "--conf", "spark.ui.enabled=false",
-            "--conf", f"spark.pyspark.driver.python={sys.executable}", "--conf", f"spark.pyspark.python={sys.executable}",
+            "--conf", f"spark.pyspark.driver.python={python}", "--conf", f"spark.pyspark.python={python}",
             "--driver-memory", "512m", "--driver-cores", "1",
-            "--conf", "spark.executor.memory=512m", "--conf", "spark.executor.cores=1",
+            "--conf", "spark.executor.memory=512m", "--conf", "spark.executor.cores=1", *EXECUTOR_LOG_LEVEL,
             "--files", f"{config},{package}", "--conf", f"spark.submit.pyFiles={package}",
             "--class", "org.apache.spark.deploy.PythonRunner", str(launcher_jar(tmp_path / "launcher.jar")),
             str(REPO_ROOT / "jobs" / "ingest.py"), str(package), *job_args]
 
 
-def test_ingest_in_cluster_deploy_mode_reads_its_config_shipped_with_files(cluster, kafka, tmp_path, capsys):
+def test_ingest_in_cluster_deploy_mode_reads_its_config_shipped_with_files(cluster, bare, kafka, tmp_path, capsys):
     master_url, logs = cluster
     package = build_zip(tmp_path / "kafkasource.zip")
     topic = kafka.create_topic(kafka.unique_name("cluster-mode"), partitions=2)
@@ -136,12 +177,12 @@ def test_ingest_in_cluster_deploy_mode_reads_its_config_shipped_with_files(clust
     config = write_config(tmp_path / "shipped.toml", kafka.bootstrap_servers, topic, group, tmp_path,
                           extra_source="maxOffsetsPerTrigger = 40")
     drivers_before = set(logs.glob("worker-*/driver-*"))
+    apps_before = set(logs.glob("worker-*/app-*/*"))
 
     started = time.monotonic()
     # the driver finds the config by the name --files shipped it under: no path of this machine is passed
-    submit = subprocess.run(cluster_mode_command(master_url, tmp_path, package, config, "--config", "shipped.toml"),
-                            cwd=tmp_path, capture_output=True, text=True, timeout=600,
-                            env={**{k: v for k, v in os.environ.items() if k != "PYTHONPATH"}, **SUBMIT_ENV})
+    submit = subprocess.run(cluster_mode_command(master_url, tmp_path, package, config, bare, "--config", "shipped.toml"),
+                            cwd=tmp_path, capture_output=True, text=True, timeout=600, env=submit_env(bare))
     took = time.monotonic() - started
 
     drivers = set(logs.glob("worker-*/driver-*")) - drivers_before
@@ -155,13 +196,19 @@ def test_ingest_in_cluster_deploy_mode_reads_its_config_shipped_with_files(clust
     # the commits come from Spark's driver-side process of the source: its lines reach the driver's log
     commits = [line.split(": ", 1)[1] for line in stderr.splitlines() if " INFO kafkasource.commit.committer [pid " in line]
     assert commits[-1] == f"committed group {group}: {topic}-0@30, {topic}-1@30", stderr[-3000:]
+    # the executors that read loaded kafkasource from the zip shipped into their folders
+    executors = sorted(set(logs.glob("worker-*/app-*/*")) - apps_before)
+    readers = {executor: lines for executor, lines in loaded_from(executors).items() if lines}
+    assert readers, {executor: (executor / "stderr").read_text()[-2000:] for executor in executors}
+    assert {executor: set(lines) for executor, lines in readers.items()} == {
+        executor: {f"{executor}/kafkasource.zip/kafkasource"} for executor in readers}
     with capsys.disabled():
         print(f"\n[cluster] ingest in cluster deploy mode, config shipped with --files: 60 records in {took:.0f} s")
 
 
 def test_executors_read_natively_from_a_packed_environment(cluster, kafka, tmp_path, capsys):
     """readPath=native fails a task on any executor whose Python cannot load the extension; the executors' Python
-    is the packed environment's (the workers' own interpreter has no kafkasource of this checkout)."""
+    is the packed environment's (the workers' own interpreter, dev/bare_python.py, has no kafkasource)."""
     master_url, logs = cluster
     started = time.monotonic()
     environment = packed_env.archive()  # built with pex, cached in .cache/packed-env/ by the sources' hash

@@ -16,7 +16,7 @@ from kafkasource import metrics
 from kafkasource.metrics import CommitCounts, collector
 from kafkasource.metrics.queries import Queries
 from tests.job_helpers import REPO_ROOT, run_job, write_config
-from tests.kafka_helpers import await_condition
+from tests.kafka_helpers import Record, await_condition
 from tests.query_helpers import base_options, stream
 
 METRIC_NAMES = [  # what dashboards and alerts rely on: a change here breaks them, and docs/monitoring.md lists them
@@ -130,6 +130,17 @@ def test_exported_lag_and_commits_match_the_broker_while_running_and_after_catch
         query.stop()
         await_condition("the query to show as ended", lambda: scrape(exporter.url)["kafkasource_query_active"] == {q: 0},
                         timeout=60)
+
+        # a known lag that is not 0: records produced after the query stopped, behind the group's commit at 100,
+        # which the exporter (still reading the group every second) reports exactly
+        more = {0: 4, 1: 7, 2: 11}
+        kafka.produce(topic, [Record(p, None, f"more-{p}-{i}".encode()) for p, n in more.items() for i in range(n)])
+        behind = await_condition("the exporter to read the group behind the new records", lambda: (
+            lambda m: m if by_partition(m.get("kafkasource_group_lag_records", {})) == more else None)(
+            scrape(exporter.url)), timeout=60)
+        assert by_partition(behind["kafkasource_group_committed_offset"]) == {0: 100, 1: 100, 2: 100}
+        assert kafka.committed(group, topic, 3) == {0: 100, 1: 100, 2: 100}
+        assert kafka.latest(topic, 3) == {p: 100 + n for p, n in more.items()}
     finally:
         if query is not None and query.isActive:
             query.stop()

@@ -10,6 +10,7 @@ batches; a task of several packed ranges always by confluent-kafka's. task_reade
 from __future__ import annotations
 
 import logging
+import os
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -146,6 +147,7 @@ class ReadConsumer(Consumer):
     serves, never among the messages."""
 
     def __init__(self, config: dict[str, object]):
+        _announce()
         self._client_errors: list[KafkaError] = []
         super().__init__({**config, "error_cb": self._client_errors.append})
 
@@ -154,6 +156,30 @@ class ReadConsumer(Consumer):
         errors = list(self._client_errors)
         self._client_errors.clear()
         return errors
+
+
+_announced = False
+
+
+def _announce() -> None:
+    """One INFO line per process that reads with confluent-kafka: its version and where kafkasource was loaded
+    from (an installed package, a --py-files zip, a packed environment), so a log shows what a node ran, as
+    native.py's line does for the extension."""
+    global _announced
+    if not _announced:
+        _announced = True
+        import confluent_kafka
+
+        import kafkasource
+
+        # absolute: an executor's Python workers import a --py-files zip through a path relative to their
+        # working directory ("./kafkasource.zip"), which a log read elsewhere would not place
+        log.info(
+            "reading with confluent-kafka %s (librdkafka %s); kafkasource loaded from %s",
+            confluent_kafka.__version__,
+            confluent_kafka.libversion()[0],
+            os.path.abspath(os.path.dirname(kafkasource.__file__)),
+        )
 
 
 def _close_quietly(consumer: Consumer | NativeConsumer) -> None:
