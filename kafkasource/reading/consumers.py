@@ -170,15 +170,13 @@ def _announce() -> None:
         _announced = True
         import confluent_kafka
 
-        import kafkasource
-
         # absolute: an executor's Python workers import a --py-files zip through a path relative to their
         # working directory ("./kafkasource.zip"), which a log read elsewhere would not place
         log.info(
             "reading with confluent-kafka %s (librdkafka %s); kafkasource loaded from %s",
             confluent_kafka.__version__,
             confluent_kafka.libversion()[0],
-            os.path.abspath(os.path.dirname(kafkasource.__file__)),
+            os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
         )
 
 
