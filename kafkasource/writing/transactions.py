@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
+from kafkasource.cluster.settings import masked
 from kafkasource.writing.failures import DeliveryError, delivery_error, where
 from kafkasource.writing.options import SinkOptions
 from kafkasource.writing.producer import Deliveries, close, new_producer, send
@@ -140,10 +141,10 @@ def write_transaction(
         return Outcome(count)
     except KafkaException as exc:
         error = _transaction_error(exc.args[0], deliveries, options, tid, batch)
-        _abort(producer, exc.args[0], began, timeout, tid)
+        _abort(producer, exc.args[0], began, timeout, tid, options)
         raise error from None
     except BaseException:
-        _abort(producer, None, began, timeout, tid)
+        _abort(producer, None, began, timeout, tid, options)
         raise
     finally:
         if consumer is not None:
@@ -184,7 +185,7 @@ def _transaction_error(
     return found
 
 
-def _abort(producer, error: KafkaError | None, began: bool, timeout: float, tid: str) -> None:
+def _abort(producer, error: KafkaError | None, began: bool, timeout: float, tid: str, options: SinkOptions) -> None:
     """End the open transaction so none of its records ever becomes visible. A fenced producer cannot: the newer
     one that fenced it has already ended it."""
     if not began or (error is not None and error.fatal()):
@@ -192,8 +193,15 @@ def _abort(producer, error: KafkaError | None, began: bool, timeout: float, tid:
     try:
         producer.abort_transaction(timeout)
     except KafkaException as exc:  # the transaction ends anyway when transaction.timeout.ms passes
+<<<<<<< HEAD
         log.warning(
             "could not abort the transaction of %s (%s): the brokers end it after transaction.timeout.ms",
             tid,
             exc.args[0].str(),
         )
+=======
+        log.warning("could not abort the transaction of %s (%s): the brokers end it after transaction.timeout.ms "
+                    "unless a newer producer with that id ended it already", tid,
+                    masked(exc.args[0].str(), options.producer_config()))
+
+>>>>>>> rooms
