@@ -193,15 +193,9 @@ def _abort(producer, error: KafkaError | None, began: bool, timeout: float, tid:
     try:
         producer.abort_transaction(timeout)
     except KafkaException as exc:  # the transaction ends anyway when transaction.timeout.ms passes
-<<<<<<< HEAD
         log.warning(
-            "could not abort the transaction of %s (%s): the brokers end it after transaction.timeout.ms",
+            "could not abort the transaction of %s (%s): the brokers end it after transaction.timeout.ms "
+            "unless a newer producer with that id ended it already",
             tid,
-            exc.args[0].str(),
+            masked(exc.args[0].str(), options.producer_config()),
         )
-=======
-        log.warning("could not abort the transaction of %s (%s): the brokers end it after transaction.timeout.ms "
-                    "unless a newer producer with that id ended it already", tid,
-                    masked(exc.args[0].str(), options.producer_config()))
-
->>>>>>> rooms
