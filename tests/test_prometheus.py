@@ -10,9 +10,9 @@ import pytest
 
 from dev import prometheus
 from dev.process import free_port
-from kafkasource.metrics.text import parse
 from tests.job_helpers import kill_group, start_job, write_config
 from tests.kafka_helpers import Record, await_condition
+from tests.test_metrics import parse
 
 pytestmark = pytest.mark.spark  # the job runs under spark-submit
 
