@@ -56,11 +56,11 @@ def alive_workers(ui_port: int) -> int:
 
 def loaded_from(executors: list[Path]) -> dict[Path, list[str]]:
     """Where the Python workers of each executor that read loaded kafkasource from, one entry per worker process
-    and read path: reading/consumers.py's line "reading with confluent-kafka ...; kafkasource loaded from DIR", and native.py's
+    and read path: reading/consumers.py's line "reading with confluent-kafka ...; kafkasource loaded from DIR", and reading/native.py's
     "reading with the native extension DIR/_native.abi3.so (librdkafka ...)"."""
-    python_path = re.compile(r" INFO kafkasource\.fetch \[pid \d+\]: reading with confluent-kafka .*; kafkasource "
+    python_path = re.compile(r" INFO kafkasource\.reading\.consumers \[pid \d+\]: reading with confluent-kafka .*; kafkasource "
                              r"loaded from (.+)$")
-    native_path = re.compile(r" INFO kafkasource\.native \[pid \d+\]: reading with the native extension (.+)/[^/]+ "
+    native_path = re.compile(r" INFO kafkasource\.reading\.native \[pid \d+\]: reading with the native extension (.+)/[^/]+ "
                              r"\(librdkafka ")
     return {executor: [found.group(1) for line in (executor / "stderr").read_text().splitlines()
                        for found in (python_path.search(line) or native_path.search(line),) if found]
