@@ -66,6 +66,7 @@ setup(
         "kafkasource-ingest=kafkasource.jobs.ingest:main",
         "kafkasource-replay=kafkasource.jobs.replay:main",
         "kafkasource-lag=kafkasource.jobs.lag:main",
+        "kafkasource-route=kafkasource.jobs.route:main",
     ]},
     # No pyspark here: pip would install one next to a Spark runtime's own (SPARK_HOME/python, managed
     # platforms). The package checks at import that one is there (kafkasource/runtime/pyspark_check.py);

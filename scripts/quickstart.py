@@ -7,6 +7,9 @@
 4. prints the rows ingested per partition (read back from the Parquet output) and the group's
    committed offsets as Kafka's own kafka-consumer-groups reports them (lag 0);
 5. runs the job again: nothing new, 0 rows; then stops the broker.
+With --route, steps 3 to 5 run the route job instead (`jobs/route.py --config conf/route.example.toml`): the orders
+of 100 or more, reshaped by its SQL, written exactly once to the topic `large-orders`, read back by a
+read_committed consumer.
 Everything lives under .cache/quickstart/ (replaced on every run).
 """
 
@@ -25,6 +28,7 @@ from dev import broker as local_broker
 REPO = Path(__file__).resolve().parent.parent
 WORKDIR = REPO / ".cache" / "quickstart"
 TOPIC, GROUP, PARTITIONS, ORDERS = "orders", "orders-ingest", 4, 10_000
+ROUTED_TOPIC, ROUTE_GROUP = "large-orders", "orders-route"  # as conf/route.example.toml names them
 NOT_JSON = [b"not json", b"{\"order_id\": ", b"\xff\xfe\x00"]
 
 
@@ -53,11 +57,29 @@ def produce(bootstrap: str) -> None:
         raise RuntimeError("the sample orders were not all acknowledged within 30 s")
 
 
-def run_ingest(env: dict[str, str]) -> float:
+def run_job(job: str, env: dict[str, str]) -> float:
     started = time.monotonic()
     subprocess.run([spark_submit(), "--master", "local[2]", "--properties-file", "conf/spark-defaults.conf",
-                    "jobs/ingest.py", "--config", "conf/ingest.example.toml"], cwd=REPO, env=env, check=True)
+                    f"jobs/{job}.py", "--config", f"conf/{job}.example.toml"], cwd=REPO, env=env, check=True)
     return time.monotonic() - started
+
+
+def summarize_routed(bootstrap: str) -> None:
+    from confluent_kafka import Consumer, KafkaError, TopicPartition
+
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "quickstart-reader", "log_level": 0,
+                         "isolation.level": "read_committed", "enable.partition.eof": True})
+    consumer.assign([TopicPartition(ROUTED_TOPIC, p, 0) for p in range(PARTITIONS)])
+    values, ended, deadline = [], set(), time.monotonic() + 60
+    while len(ended) < PARTITIONS and time.monotonic() < deadline:
+        for msg in consumer.consume(1000, 0.5):
+            if msg.error() is not None and msg.error().code() == KafkaError._PARTITION_EOF:
+                ended.add(msg.partition())
+            elif msg.error() is None:
+                values.append(msg.value())
+    consumer.close()
+    print(f"   a read_committed consumer reads {len(values):,} records from '{ROUTED_TOPIC}', "
+          f"{len(set(values)):,} distinct; the first: {values[0].decode() if values else None}")
 
 
 def summarize_output(path: Path) -> None:
@@ -74,7 +96,8 @@ def summarize_output(path: Path) -> None:
               f"{pc.max(rows['kafka_offset'])}" + (f" ({corrupt} not JSON, kept in _corrupt)" if corrupt else ""))
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
+    route = "--route" in (sys.argv[1:] if argv is None else argv)
     shutil.rmtree(WORKDIR, ignore_errors=True)
     WORKDIR.mkdir(parents=True)
     started = time.monotonic()
@@ -88,15 +111,25 @@ def main() -> int:
         env = {**os.environ, "KAFKA_BOOTSTRAP_SERVERS": broker.bootstrap_servers, "INGEST_DIR": str(WORKDIR),
                "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable,
                "SPARK_LOCAL_IP": "127.0.0.1"}
-        print("3. spark-submit jobs/ingest.py --config conf/ingest.example.toml", flush=True)
-        took = run_ingest(env)
+        job, group = ("route", ROUTE_GROUP) if route else ("ingest", GROUP)
+        if route:
+            from confluent_kafka.admin import AdminClient, NewTopic
+
+            admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
+            admin.create_topics([NewTopic(ROUTED_TOPIC, PARTITIONS, 1)])[ROUTED_TOPIC].result(30)
+            env["ROUTE_DIR"] = str(WORKDIR)
+        print(f"3. spark-submit jobs/{job}.py --config conf/{job}.example.toml", flush=True)
+        took = run_job(job, env)
         print(f"   (the job took {took:.0f} s)")
         print("4. what it wrote:")
-        summarize_output(WORKDIR / "orders")
-        print(f"   what Kafka's kafka-consumer-groups reports for group '{GROUP}':")
-        print("   " + broker.consumer_groups("--describe", "--group", GROUP).strip().replace("\n", "\n   "))
+        if route:
+            summarize_routed(broker.bootstrap_servers)
+        else:
+            summarize_output(WORKDIR / "orders")
+        print(f"   what Kafka's kafka-consumer-groups reports for group '{group}':")
+        print("   " + broker.consumer_groups("--describe", "--group", group).strip().replace("\n", "\n   "))
         print("5. the same job again:", flush=True)
-        run_ingest(env)
+        run_job(job, env)
     finally:
         broker.stop()
     return 0

@@ -43,6 +43,47 @@ def test_example_configs_load_and_pass_option_checks(monkeypatch):
         load(REPO_ROOT / "conf" / f"{name}.example.toml").parsed_options(streaming=name != "replay")
 
 
+ROUTE = ('[kafka]\n"bootstrap.servers" = "127.0.0.1:9092"\n"group.id" = "g"\n[source]\nsubscribe = "orders"\n'
+         '[transform]\nsql = "SELECT value FROM records"\n[sink]\ntopic = "out"\ncheckpoint = "/data/ck"\n'
+         '[job]\nname = "orders-route"\n')
+
+
+def test_the_route_example_and_a_minimal_route_give_the_sinks_options(monkeypatch, tmp_path):
+    monkeypatch.delenv("KAFKA_BOOTSTRAP_SERVERS", raising=False)
+    monkeypatch.setenv("ROUTE_DIR", "/srv/route")
+    config = load(REPO_ROOT / "conf" / "route.example.toml", required=("checkpoint",), writes_topic=True)
+    assert config.sink_options == {"kafka.bootstrap.servers": "127.0.0.1:9092", "topic": "large-orders",
+                                   "deliveryGuarantee": "exactly-once", "transactionalIdPrefix": "orders-route"}
+    assert config.checkpoint == "/srv/route/checkpoint" and "FROM records" in (config.transform_sql or "")
+    # the consumer's settings stay with the source; [sink.kafka] adds producer settings over [kafka]'s
+    path = write(tmp_path, ROUTE + '[sink.kafka]\n"linger.ms" = 20\n"bootstrap.servers" = "other:9092"\n')
+    assert load(path, writes_topic=True).sink_options == {
+        "kafka.bootstrap.servers": "other:9092", "kafka.linger.ms": "20", "topic": "out",
+        "deliveryGuarantee": "exactly-once", "transactionalIdPrefix": "orders-route"}
+    at_least_once = write(tmp_path, ROUTE.replace('topic = "out"', 'topic = "out"\ndelivery_guarantee = "at-least-once"'))
+    assert load(at_least_once, writes_topic=True).sink_options == {
+        "kafka.bootstrap.servers": "127.0.0.1:9092", "topic": "out", "deliveryGuarantee": "at-least-once"}
+
+
+def test_route_and_parquet_configs_refuse_each_others_keys_and_a_bad_sink(tmp_path):
+    path = write(tmp_path, ROUTE.replace('topic = "out"', 'topic = "out"\npath = "/data/out"'))
+    assert error_of(path, writes_topic=True) == (
+        f"{path}: [sink] path applies to a job that writes Parquet (ingest, replay) only; remove it")
+    assert error_of(write(tmp_path, MINIMAL + 'topic = "out"\n')) == (
+        f"{path}: [sink] topic applies to the route job, which writes a topic only; remove it")
+    assert error_of(write(tmp_path, MINIMAL + '[transform]\nsql = "SELECT 1"\n')) == (
+        f"{path}: [transform] applies to the route job only; remove it")
+    assert error_of(write(tmp_path, ROUTE.replace("[transform]\nsql", "[transform]\n# sql")), writes_topic=True) == (
+        f"{path}: [transform] sql is required")
+    bad = write(tmp_path, ROUTE.replace('topic = "out"', 'topic = "out"\ndelivery_guarantee = "exactly"'))
+    assert error_of(bad, writes_topic=True).startswith(
+        f"{path}: [sink]: option deliveryGuarantee must be one of at-least-once, exactly-once, none")
+    assert error_of(bad, writes_topic=True).endswith(
+        "(the sink's options come from [sink]: topic for topic, delivery_guarantee for deliveryGuarantee, "
+        "transactional_id_prefix for transactionalIdPrefix, marker_topic for markerTopic; its kafka.* settings "
+        "from [kafka] and [sink.kafka])")
+
+
 def test_environment_values_and_defaults(tmp_path, monkeypatch):
     monkeypatch.setenv("KAFKA_SASL_PASSWORD", "pa$$word")
     monkeypatch.delenv("BROKERS", raising=False)
@@ -80,7 +121,7 @@ def test_unset_environment_variable_is_named(tmp_path, monkeypatch):
      "kafka_partition, kafka_offset, kafka_timestamp, date, _corrupt)"),
     (MINIMAL + '[sink]\n', None),  # a table defined twice is invalid TOML: checked below
     (MINIMAL.replace("[sink]", "[snk]"), "unknown section [snk] (did you mean 'sink'?); known sections: "
-                                         "[kafka], [source], [schema_registry], [decode], [sink], [job], [metrics]"),
+                                         "[kafka], [source], [schema_registry], [decode], [sink], [transform], [job], [metrics]"),
     (MINIMAL + '[job]\ntriger = "availableNow"\n',
      "unknown key 'triger' in [job] (did you mean 'trigger'?); known keys: name, trigger"),
     (MINIMAL.replace('subscribe = "orders"', 'subscribe = ["orders"]'),

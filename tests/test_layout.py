@@ -30,9 +30,11 @@ PUBLIC = [
     ("kafkasource.metrics", "LagListener"),
     ("kafkasource.metrics", "lag_from_progress"),
     ("kafkasource.metrics.progress", "input_rows"),
-    ("kafkasource.jobs.ingest", "main"),  # console scripts kafkasource-ingest, -replay, -lag and jobs/*.py
+    ("kafkasource.jobs.ingest", "main"),  # console scripts kafkasource-ingest, -replay, -lag, -route and jobs/*.py
     ("kafkasource.jobs.replay", "main"),
     ("kafkasource.jobs.lag", "main"),
+    ("kafkasource.jobs.route", "main"),
+    ("kafkasource.metrics.writes", "observe_writes"),  # docs/monitoring.md: a query's own writes counted
 ]
 
 
@@ -54,7 +56,7 @@ def test_the_jobs_launchers_and_console_scripts_name_existing_entry_points():
 
     root = Path(import_graph.ROOT)
     setup = (root / "setup.py").read_text(encoding="utf-8")
-    for job in ("ingest", "replay", "lag"):
+    for job in ("ingest", "replay", "lag", "route"):
         assert f"kafkasource-{job}=kafkasource.jobs.{job}:main" in setup
         assert f"from kafkasource.jobs.{job} import main" in (root / "jobs" / f"{job}.py").read_text(encoding="utf-8")
         assert inspect.isfunction(importlib.import_module(f"kafkasource.jobs.{job}").main)

@@ -59,7 +59,8 @@ def exposition(queries: Queries | None = None, views: tuple[GroupView, ...] = ()
 def every_metric() -> collector.Exposition:
     """An exposition in which every family has samples: a query, a group read with a commit's time, every outcome."""
     queries = Queries()
-    queries.progress(progress(0, 30, {"t": {"0": 0}}, {"t": {"0": 30}}, {"t": {"0": 50}}))
+    written = progress(0, 30, {"t": {"0": 0}}, {"t": {"0": 30}}, {"t": {"0": 50}})
+    queries.progress({**written, "observedMetrics": {"kafkasource_writes": {"records": 30, "bytes": 900}}})
     view = GroupView("g", committed={("t", 0): 30}, committers={("t", 0): CommitAuthor(by="kafkasource", at_ms=1)},
                      log_ends={("t", 0): 50}, read_at=2.0)
     commits = CommitCounts()
@@ -90,7 +91,7 @@ def test_every_metric_is_exported_with_the_documented_name_type_and_labels():
     types = dict(re.findall(r"^# TYPE (\S+) (\S+)$", text, re.MULTILINE))
     labels = {name: {label for key in found for label, _ in key} for name, found in parse(text).items()}
     assert {name: (kind, labels.get(name)) for name, kind in types.items()} == documented
-    assert len(documented) == 18
+    assert len(documented) == 20
 
 
 def test_scrapes_get_prometheus_text_or_the_openmetrics_they_ask_for(tmp_path):
@@ -160,6 +161,24 @@ def test_both_progress_shapes_give_the_same_figures():
         assert samples(families, "kafkasource_partition_offset") == {tuple(sorted(p)): 50}
         assert samples(families, "kafkasource_partition_lag_records") == {tuple(sorted(p)): 0}
     assert rows_per_second(first) == 60.0
+
+
+def test_observed_writes_are_counted_once_per_batch_and_only_for_queries_that_observe_them():
+    queries = Queries()
+    first = progress(0, 30, {"t": {"0": 0}}, {"t": {"0": 30}}, {"t": {"0": 30}})
+    observed = {**first, "observedMetrics": {"kafkasource_writes": {"records": 12, "bytes": 340}}}
+    queries.progress(observed)
+    assert not queries.progress(observed)  # the listener and recentProgress both hand it over
+    queries.progress({**progress(1, 5, {"t": {"0": 30}}, {"t": {"0": 35}}, {"t": {"0": 35}}),
+                      "observedMetrics": {"kafkasource_writes": {"records": 5, "bytes": 100}}})
+    other = progress(0, 7, {"t": {"0": 0}}, {"t": {"0": 7}}, {"t": {"0": 7}})
+    queries.progress({**other, "id": "another-query", "name": "no-writes", "observedMetrics": {"mine": {"n": 1}}})
+    families = collector.query_families(queries, now=0.0)
+    q = (("query", "orders"), ("query_id", QID))
+    assert samples(families, "kafkasource_query_records_written_total") == {q: 17}
+    assert samples(families, "kafkasource_query_bytes_written_total") == {q: 440}
+    assert samples(families, "kafkasource_query_input_rows_total")[(("query", "no-writes"),
+                                                                     ("query_id", "another-query"))] == 7
 
 
 def test_commit_metadata_names_the_committer_and_stays_within_its_limit():

@@ -7,28 +7,21 @@ as `sasl.password` never have to be written into a config file.
 
 from __future__ import annotations
 
-import difflib
-import os
 import re
 import tomllib
-from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Any, overload
 
 from kafkasource.errors import OptionError
+from kafkasource.jobs.tables import ConfigError, Section, did_you_mean
+from kafkasource.jobs.topic_sink import topic_sink_options
 from kafkasource.options import SourceOptions, parse_duration_ms, parse_options
 
-ENV_REFERENCE = re.compile(r"\$\{env:([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 VALUE_FORMATS = ("raw", "text", "json", "avro", "protobuf", "json-schema")
 # values in a schema registry's wire format: the source's valueFormat for each
 REGISTRY_FORMATS = {"avro": "avro", "protobuf": "protobuf", "json-schema": "json"}
 # columns the jobs add to every row; a JSON schema must not define them
 INGESTION_COLUMNS = ("kafka_topic", "kafka_partition", "kafka_offset", "kafka_timestamp", "date", "_corrupt")
-
-
-class ConfigError(Exception):
-    """The job's configuration is wrong; the message names the file, the key and the fix."""
 
 
 @dataclass(frozen=True)
@@ -70,6 +63,9 @@ class JobConfig:
     trigger: Trigger
     app_name: str
     metrics: Metrics | None = None  # off unless the file has a [metrics] section
+    transform_sql: str | None = None  # [transform] sql: the route job's query over the view `records`
+    # the route job's kafkasource sink options, kafka.* included; secrets included: never print
+    sink_options: dict[str, str] | None = field(default=None, repr=False)
 
     def parsed_options(self, streaming: bool) -> SourceOptions:
         try:
@@ -95,83 +91,6 @@ def parse_trigger(text: str, where: str) -> Trigger:
         ) from None
 
 
-class _Section:
-    """One [table] of the file: typed reads that name the key on error, unknown keys refused."""
-
-    def __init__(self, path: str, name: str, data: Any, known: tuple[str, ...] | None):
-        if not isinstance(data, dict):
-            raise ConfigError(f"{path}: [{name}] must be a table of keys, got {type(data).__name__}")
-        self.path, self.name, self.data = path, name, data
-        if known is not None:
-            for key in data:
-                if key not in known:
-                    raise ConfigError(
-                        f"{path}: unknown key {key!r} in [{name}]{_did_you_mean(key, known)}; "
-                        f"known keys: {', '.join(known)}"
-                    )
-
-    def where(self, key: str) -> str:
-        return f"{self.path}: [{self.name}] {key}"
-
-    @overload
-    def text(self, key: str, default: str, required: bool = False) -> str: ...
-
-    @overload
-    def text(self, key: str, default: None = None, required: bool = False) -> str | None: ...
-
-    def text(self, key: str, default: str | None = None, required: bool = False) -> str | None:
-        if key not in self.data:
-            if required:
-                raise ConfigError(f"{self.where(key)} is required")
-            return default
-        value = self.data[key]
-        if not isinstance(value, str):
-            raise ConfigError(f"{self.where(key)} must be a string (in quotes), got {value!r}")
-        return _expand_env(value, self.where(key))
-
-    def flag(self, key: str, default: bool) -> bool:
-        value = self.data.get(key, default)
-        if not isinstance(value, bool):
-            raise ConfigError(f"{self.where(key)} must be true or false, got {value!r}")
-        return value
-
-    def options(self, prefix: str = "") -> dict[str, str]:
-        """The whole table as Spark option strings: strings, numbers and booleans only."""
-        out = {}
-        for key, value in self.data.items():
-            if isinstance(value, bool):
-                out[prefix + key] = "true" if value else "false"
-            elif isinstance(value, (int, float)):
-                out[prefix + key] = str(value)
-            elif isinstance(value, str):
-                out[prefix + key] = _expand_env(value, self.where(key))
-            else:
-                raise ConfigError(f"{self.where(key)} must be a string, number or boolean, got {value!r}")
-        return out
-
-
-def _did_you_mean(key: str, known: tuple[str, ...]) -> str:
-    close = difflib.get_close_matches(key, known, n=1)
-    return f" (did you mean {close[0]!r}?)" if close else ""
-
-
-def _expand_env(value: str, where: str, environ: Mapping[str, str] | None = None) -> str:
-    environ = os.environ if environ is None else environ
-
-    def substitute(match: re.Match) -> str:
-        name, default = match.group(1), match.group(2)
-        if name in environ:
-            return environ[name]
-        if default is not None:
-            return default
-        raise ConfigError(
-            f"{where} reads the environment variable {name}, which is not set; "
-            f"export {name}=... before starting the job"
-        )
-
-    return ENV_REFERENCE.sub(substitute, value)
-
-
 def _read_toml(path: str, data: bytes | None) -> dict:
     try:
         if data is None:
@@ -186,18 +105,23 @@ def _read_toml(path: str, data: bytes | None) -> dict:
         raise ConfigError(f"{path} is not valid TOML: {exc}") from None
 
 
+# [sink] keys of a job that writes Parquet (ingest, replay), and of one that writes a topic (route)
+FILE_SINK_KEYS = ("path", "partition_by_date")
+TOPIC_SINK_KEYS = ("topic", "delivery_guarantee", "transactional_id_prefix", "marker_topic", "kafka")
+
 SECTIONS = {
     "kafka": None,
     "source": None,
     "schema_registry": None,
     "decode": ("value", "schema", "subject", "version", "schema_id", "message", "dead_letter_topic"),
-    "sink": ("path", "checkpoint", "partition_by_date"),
+    "sink": ("path", "checkpoint", "partition_by_date", *TOPIC_SINK_KEYS),
+    "transform": ("sql",),
     "job": ("name", "trigger"),
     "metrics": ("port", "host", "textfile", "broker_interval"),
 }
 
 
-def _metrics(section: _Section) -> Metrics | None:
+def _metrics(section: Section) -> Metrics | None:
     if not section.data:
         return None
     port = section.data.get("port")
@@ -232,19 +156,24 @@ def _metrics(section: _Section) -> Metrics | None:
 
 
 def load(
-    path: str | Path, required: tuple[str, ...] = (), trigger_override: str | None = None, data: bytes | None = None
+    path: str | Path,
+    required: tuple[str, ...] = (),
+    trigger_override: str | None = None,
+    data: bytes | None = None,
+    writes_topic: bool = False,
 ) -> JobConfig:
     """Read and check a job's config file (see conf/*.example.toml); `required` names [sink] keys the job needs.
-    `data` is the file's content when the caller read it already (from a cluster's file system)."""
+    `data` is the file's content when the caller read it already (from a cluster's file system). `writes_topic`:
+    the job writes a Kafka topic ([sink] topic, [transform] sql), not Parquet."""
     path = str(path)
     tables = _read_toml(path, data)
     for name in tables:
         if name not in SECTIONS:
             raise ConfigError(
-                f"{path}: unknown section [{name}]{_did_you_mean(name, tuple(SECTIONS))}; "
+                f"{path}: unknown section [{name}]{did_you_mean(name, tuple(SECTIONS))}; "
                 f"known sections: {', '.join(f'[{s}]' for s in SECTIONS)}"
             )
-    section = {name: _Section(path, name, tables.get(name, {}), known) for name, known in SECTIONS.items()}
+    section = {name: Section(path, name, tables.get(name, {}), known) for name, known in SECTIONS.items()}
 
     kafka = section["kafka"].options()
     if "bootstrap.servers" not in kafka:
@@ -310,6 +239,8 @@ def load(
             )
 
     sink, job = section["sink"], section["job"]
+    app_name = job.text("name", default=f"kafkasource-{PurePosixPath(path).stem.split('.')[0]}")
+    _check_sink_kind(sink, section["transform"], writes_topic)
     trigger_text = trigger_override or job.text("trigger", default="availableNow")
     trigger = parse_trigger(trigger_text, "--trigger" if trigger_override else job.where("trigger"))
     return JobConfig(
@@ -320,6 +251,18 @@ def load(
         checkpoint=sink.text("checkpoint", required="checkpoint" in required),
         partition_by_date=sink.flag("partition_by_date", True),
         trigger=trigger,
-        app_name=job.text("name", default=f"kafkasource-{PurePosixPath(path).stem.split('.')[0]}"),
+        app_name=app_name,
         metrics=_metrics(section["metrics"]),
+        transform_sql=section["transform"].text("sql", required=True) if writes_topic else None,
+        sink_options=topic_sink_options(sink, source_options, app_name) if writes_topic else None,
     )
+
+
+def _check_sink_kind(sink: Section, transform: Section, writes_topic: bool) -> None:
+    """A key of the other kind of job is a mistake (a Parquet job given a topic, or the reverse): refuse it."""
+    wrong = [key for key in (FILE_SINK_KEYS if writes_topic else TOPIC_SINK_KEYS) if key in sink.data]
+    if wrong:
+        kind = "a job that writes Parquet (ingest, replay)" if writes_topic else "the route job, which writes a topic"
+        raise ConfigError(f"{sink.where(wrong[0])} applies to {kind} only; remove it")
+    if transform.data and not writes_topic:
+        raise ConfigError(f"{transform.path}: [transform] applies to the route job only; remove it")

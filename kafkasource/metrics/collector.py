@@ -72,6 +72,16 @@ def query_families(queries: Queries, now: float) -> list[Metric]:
     active = GaugeMetricFamily(
         "kafkasource_query_active", "1 while the query runs, 0 once it has terminated", labels=QUERY
     )
+    records_written = CounterMetricFamily(
+        "kafkasource_query_records_written",
+        "Records the query's completed batches wrote to Kafka (queries that observe their writes: the route job)",
+        labels=QUERY,
+    )
+    bytes_written = CounterMetricFamily(
+        "kafkasource_query_bytes_written",
+        "Bytes of the keys and values the query's completed batches wrote to Kafka (before compression)",
+        labels=QUERY,
+    )
     for state in sorted(queries.by_id.values(), key=lambda s: s.query_id):
         q = [state.label, state.query_id]
         for (topic, partition), end in sorted(state.log_ends.items()):
@@ -90,7 +100,10 @@ def query_families(queries: Queries, now: float) -> list[Metric]:
         if state.last_progress_at is not None:
             last.add_metric(q, state.last_progress_at)
         active.add_metric(q, 1 if state.active else 0)
-    return [offset, log_end, lag, lag_s, rows, batches, rate, duration, last, active]
+        if state.writes_observed:
+            records_written.add_metric(q, state.records_written)
+            bytes_written.add_metric(q, state.bytes_written)
+    return [offset, log_end, lag, lag_s, rows, batches, rate, duration, last, active, records_written, bytes_written]
 
 
 def group_families(views: list[GroupView]) -> list[Metric]:

@@ -20,6 +20,7 @@ from kafkasource.metrics.progress import (
     positions_from_progress,
     rows_per_second,
 )
+from kafkasource.metrics.writes import writes_from_progress
 from kafkasource.planning.partitions import Positions, TopicPartition
 
 
@@ -33,6 +34,9 @@ class QueryState:
     input_rows: int = 0
     rows_per_second: float = 0.0
     batch_duration_s: float = 0.0
+    writes_observed: bool = False  # the query counts its writes (kafkasource.metrics.writes)
+    records_written: int = 0
+    bytes_written: int = 0
     last_progress_at: float | None = None
     offsets: Positions = field(default_factory=dict)
     log_ends: Positions = field(default_factory=dict)
@@ -92,4 +96,9 @@ class Queries:
         state.input_rows += rows
         state.rows_per_second = rows_per_second(data)
         state.batch_duration_s = batch_duration_s(data)
+        written = writes_from_progress(data)
+        if written is not None:
+            state.writes_observed = True
+            state.records_written += written[0]
+            state.bytes_written += written[1]
         return True

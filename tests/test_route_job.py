@@ -1,0 +1,111 @@
+"""The route job end to end under spark-submit: a topic decoded, filtered and reshaped by SQL, written to another
+topic exactly once, the source group committed, and the records and bytes it wrote in its metrics."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from kafkasource.jobs.config import ConfigError, JobConfig, Trigger, ValueDecoding
+from kafkasource.jobs.route import transformed
+from tests.job_helpers import run_job
+from tests.kafka_helpers import Record
+from tests.sink_helpers import read_topic
+
+pytestmark = pytest.mark.spark  # runs spark-submit, or SQL in the spark fixture's session
+
+
+def write_route_config(path, bootstrap: str, source: str, target: str, group: str, tmp_path, guarantee: str):
+    path.write_text(f"""
+[kafka]
+"bootstrap.servers" = "{bootstrap}"
+"group.id" = "{group}"
+"auto.offset.reset" = "earliest"
+
+[source]
+subscribe = "{source}"
+maxOffsetsPerTrigger = 10
+
+[decode]
+value = "json"
+schema = "id BIGINT, amount DOUBLE"
+
+[transform]
+sql = '''SELECT CAST(id AS STRING) AS key, to_json(named_struct('id', id, 'double', amount * 2)) AS value,
+                kafka_partition AS partition
+         FROM records WHERE _corrupt IS NULL AND amount >= 10'''
+
+[sink]
+topic = "{target}"
+checkpoint = "{tmp_path / "checkpoint"}"
+delivery_guarantee = "{guarantee}"
+
+[job]
+name = "{group}"
+
+[metrics]
+textfile = "{tmp_path / "route.prom"}"
+""")
+    return path
+
+
+def metric(text: str, name: str) -> float:
+    found = re.search(rf"^{name}{{[^}}]*}} (\S+)$", text, re.MULTILINE)
+    assert found, f"{name} not in the textfile:\n{text}"
+    return float(found.group(1))
+
+
+def test_route_writes_the_selected_records_once_commits_the_group_and_counts_its_writes(kafka, tmp_path):
+    source = kafka.create_topic(kafka.unique_name("route-in"), partitions=2)
+    target = kafka.create_topic(kafka.unique_name("route-out"), partitions=2)
+    group = kafka.unique_name("route")
+    orders = [Record(i % 2, None, json.dumps({"id": i, "amount": float(i)}).encode()) for i in range(30)]
+    kafka.produce(source, [*orders, Record(0, None, b"{not json")])
+    config = write_route_config(tmp_path / "route.toml", kafka.bootstrap_servers, source, target, group, tmp_path,
+                                "exactly-once")
+
+    first = run_job("route", "--config", str(config))
+
+    assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
+    assert first.stdout.splitlines()[-1] == f"route: 31 rows in 4 batches from subscribe={source} into the topic {target}"
+    written = read_topic(kafka, target, 2, read_committed=True)
+    expected = [(i % 2, str(i).encode(), json.dumps({"id": i, "double": 2.0 * i}, separators=(",", ":")).encode())
+                for i in range(10, 30)]
+    assert sorted((p, k, v) for p, _, k, v, _ in written) == sorted(expected)
+    assert kafka.committed(group, source, 2) == {0: 16, 1: 15}  # every source record, the bad one included
+    # each task's exactly-once marker: the last batch it wrote in, plus one. Batch 3 read only the bad record, which
+    # the SQL drops, and a task with no rows commits no transaction, so both tasks' markers are batch 2's
+    assert kafka.committed(f"{group}-0", target, 1) == {0: 3} and kafka.committed(f"{group}-1", target, 1) == {0: 3}
+    metrics = (tmp_path / "route.prom").read_text()
+    assert metric(metrics, "kafkasource_query_records_written_total") == 20
+    assert metric(metrics, "kafkasource_query_bytes_written_total") == sum(len(k) + len(v) for _, k, v in expected)
+
+    second = run_job("route", "--config", str(config))
+
+    assert second.returncode == 0, second.stdout[-3000:] + second.stderr[-3000:]
+    assert second.stdout.splitlines()[-1] == f"route: 0 rows: nothing new on subscribe={source} since the last run"
+    assert len(read_topic(kafka, target, 2, read_committed=True)) == 20
+
+
+@pytest.mark.parametrize(("sql", "expected"), [
+    ("SELECT CAST(id AS STRING) AS payload FROM records",
+     "[transform] sql must select a value column (string or binary), the record's value; it selects payload"),
+    ("SELECT to_json(struct(id)) AS value, id FROM records",
+     "[transform] sql selects 'id', a column the sink does not write; select only key, value, headers, partition, "
+     "topic (pack other fields into the value, e.g. to_json(struct(...)) AS value)"),
+    ("SELECT amount AS value FROM records",
+     "[transform] sql does not run over the view records: [UNRESOLVED_COLUMN.WITH_SUGGESTION] A column, variable, "
+     "or function parameter with name `amount` cannot be resolved."),
+])
+def test_a_transform_the_sink_cannot_write_is_refused_before_the_query_starts(spark, sql, expected):
+    records = spark.createDataFrame([(b"k", 1, None)], "key BINARY, id BIGINT, _corrupt BINARY")
+    config = JobConfig(path="route.toml", source_options={}, decoding=ValueDecoding("json", "id BIGINT"),
+                       sink_path=None, checkpoint="/ck", partition_by_date=False, trigger=Trigger(True),
+                       app_name="route", transform_sql=sql)
+
+    with pytest.raises(ConfigError) as raised:
+        transformed(config, records)
+
+    assert str(raised.value).startswith(f"route.toml: {expected}")
