@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import secrets
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -97,11 +98,12 @@ def write_and_read_back(spark, broker, principal: str | None, credentials: dict[
     assert read_topic(AsAdmin(broker), topic, PARTITIONS) == expected_records(sample_rows(topic, topic), topic)
 
 
-def refused_write(spark, broker, credentials: dict[str, str]) -> str:
-    """The error of a batch write with `credentials`, which the broker refuses."""
+def refused_write(spark, broker, credentials: dict[str, str], **options: str) -> str:
+    """The error of a batch write with `credentials` (and `options`), which the broker refuses."""
     df = spark.createDataFrame([("v",)], "value string")
     with pytest.raises(Exception) as failed:
-        write_batch(df, {"kafka.bootstrap.servers": broker.bootstrap_servers, **credentials, "topic": "anything"})
+        write_batch(df, {"kafka.bootstrap.servers": broker.bootstrap_servers, **credentials, "topic": "anything",
+                         **options})
     return str(failed.value)
 
 
@@ -137,15 +139,22 @@ class TestSaslSsl:
 
     def test_the_sink_writes_with_the_right_password_and_a_wrong_one_is_refused_without_it(self, spark, sasl_ssl,
                                                                                           certificates):
+        """The refusal is told at once under exactly-once too, whose transactional producer would otherwise wait out
+        init_transactions() (the transaction timeout, 60 s, plus 30 s) and then only say it timed out."""
         write_and_read_back(spark, sasl_ssl, "alice", scram_over_tls(certificates, PASSWORDS["alice"]), "sink-sasl-ssl")
 
-        message = refused_write(spark, sasl_ssl, scram_over_tls(certificates, WRONG_PASSWORD))
+        for guarantee in ({}, {"deliveryGuarantee": "exactly-once", "transactionalIdPrefix": "refused"}):
+            started = time.monotonic()
+            message = refused_write(spark, sasl_ssl, scram_over_tls(certificates, WRONG_PASSWORD), **guarantee)
+            took = time.monotonic() - started
 
-        assert (f"could not write to topic anything: authentication with Kafka at {sasl_ssl.bootstrap_servers} "
-                "failed (SASL mechanism SCRAM-SHA-512, security.protocol SASL_SSL) as user alice") in message, message
-        assert "Check kafka.sasl.username and kafka.sasl.password" in message
-        assert found_in(message, "alice", sasl_ssl.bootstrap_servers, WRONG_PASSWORD, PASSWORDS["alice"]) == {
-            "alice", sasl_ssl.bootstrap_servers}
+            assert (f"could not write to topic anything: authentication with Kafka at {sasl_ssl.bootstrap_servers} "
+                    "failed (SASL mechanism SCRAM-SHA-512, security.protocol SASL_SSL) as user alice") in message, (
+                guarantee, message)
+            assert "Check kafka.sasl.username and kafka.sasl.password" in message
+            assert found_in(message, "alice", sasl_ssl.bootstrap_servers, WRONG_PASSWORD, PASSWORDS["alice"]) == {
+                "alice", sasl_ssl.bootstrap_servers}
+            assert took < 60, (guarantee, took)
 
 
 # -- mutual TLS ---------------------------------------------------------------------------------------------------
