@@ -17,6 +17,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from dev import secure_broker
 from tests.query_helpers import Collector
+from tests.sink_helpers import read_topic, write_batch
 
 PASSWORDS = {user: f"{user}-pw-{secrets.token_hex(10)}" for user in ("admin", "alice", "bob", "carol")}
 WRONG_PASSWORD = f"wrong-pw-{secrets.token_hex(10)}"
@@ -30,6 +31,30 @@ def topic_with_records(broker, name: str, count: int = 20, partitions: int = 2) 
         producer.produce(name, value=b"v%d" % i, partition=i % partitions)
     assert producer.flush(30) == 0
     return [(i % partitions, i // partitions, b"v%d" % i) for i in range(count)]
+
+
+class AsAdmin:
+    """Clients of a secured broker as its super user (the admin's SCRAM credentials, or its certificate):
+    tests.sink_helpers.read_topic reads what a write landed with them."""
+
+    def __init__(self, broker) -> None:
+        self.broker = broker
+
+    def consumer(self, **config) -> Consumer:
+        return Consumer({**self.broker.client_config(), "group.id": f"admin-reader-{secrets.token_hex(4)}",
+                         "enable.auto.commit": False, **config})
+
+
+def written_by_the_sink(spark, broker, topic: str, options: dict[str, str], count: int = 20,
+                        partitions: int = 2) -> list[tuple[int, int, bytes]]:
+    """What topic_with_records produces (values v0, v1, ... spread over the partitions), written into the existing
+    `topic` by the sink with `options` (its brokers and credentials); what the topic holds, read back as the
+    admin, asserted to be exactly that. Returns the records as (partition, offset, value)."""
+    df = spark.createDataFrame([(b"v%d" % i, i % partitions) for i in range(count)], "value binary, partition int")
+    write_batch(df.coalesce(1), {**options, "topic": topic})
+    written = [(i % partitions, i // partitions, b"v%d" % i) for i in range(count)]
+    assert read_topic(AsAdmin(broker), topic, partitions) == sorted((p, o, None, v, ()) for p, o, v in written)
+    return written
 
 
 def sasl_options(broker, user: str, password: str, **extra: str) -> dict[str, str]:

@@ -9,10 +9,14 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
 from tests.kafka_helpers import KafkaHarness
+
+if TYPE_CHECKING:
+    from tests.security_helpers import AsAdmin
 
 Out = tuple  # (partition, offset, key, value, headers)
 HEADERS_DDL = "array<struct<key:string,value:binary>>"
@@ -67,10 +71,11 @@ def write_batch(df, options: Mapping[str, object], source: str = "kafkasource") 
     writer.save()
 
 
-def read_topic(kafka: KafkaHarness, topic: str, partitions: int, read_committed: bool = False,
+def read_topic(kafka: KafkaHarness | AsAdmin, topic: str, partitions: int, read_committed: bool = False,
                timeout: float = READ_TIMEOUT_S) -> list[Out]:
     """Every record of the topic's partitions, from offset 0 to each partition's end (its last stable offset
-    under read_committed), as librdkafka's end-of-partition events tell."""
+    under read_committed), as librdkafka's end-of-partition events tell. `kafka` is anything whose consumer()
+    makes a consumer of the topic's brokers (a secured broker's: tests.security_helpers.AsAdmin)."""
     consumer = kafka.consumer(**{"enable.partition.eof": True,
                                  "isolation.level": "read_committed" if read_committed else "read_uncommitted"})
     out: list[Out] = []

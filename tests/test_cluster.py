@@ -1,6 +1,6 @@
-"""The ingest job on a real Spark standalone cluster on loopback: a master and two workers started
-from pyspark's own spark-class, executors in their own JVMs with their own Python workers. The package
-reaches them as users ship it: with --py-files as built by `python3 -m scripts.package`; the driver runs
+"""The ingest job, and a batch write with the sink, on a real Spark standalone cluster on loopback: a master and
+two workers started from pyspark's own spark-class, executors in their own JVMs with their own Python workers. The
+package reaches them as users ship it: with --py-files as built by `python3 -m scripts.package`; the driver runs
 on a worker in cluster deploy mode, its config shipped with --files.
 
 The workers and the jobs' Python processes run a Python that has this one's packages but not kafkasource
@@ -142,6 +142,44 @@ def test_ingest_on_two_workers_writes_every_record_once(cluster, bare, kafka, tm
         executor: {f"{executor}/kafkasource.zip/kafkasource"} for executor in readers}
     with capsys.disabled():
         print(f"\n[cluster] ingest on a standalone master + 2 workers: 400 records, exactly once, in {took:.0f} s")
+
+
+def test_the_sink_writes_from_executors_that_have_kafkasource_only_from_py_files(cluster, bare, kafka, tmp_path,
+                                                                                 capsys):
+    """A batch write submitted in client mode, the package shipped with --py-files: the driver and the executors run
+    the bare Python, so each task's writer unpickles and writes only through the shipped zip, and every row lands
+    in order where its partition column says."""
+    from tests import sink_cluster_job as job
+    from tests.sink_helpers import read_topic
+
+    master_url, logs = cluster
+    package = build_zip(tmp_path / "kafkasource.zip")
+    topic = kafka.create_topic(kafka.unique_name("cluster-sink"), partitions=job.PARTITIONS)
+    apps_before = set(logs.glob("worker-*/app-*/*"))
+    command = [str(SPARK_SUBMIT), "--master", master_url,
+               "--properties-file", str(REPO_ROOT / "conf" / "spark-defaults.conf"), "--conf", "spark.ui.enabled=false",
+               "--conf", "spark.driver.host=127.0.0.1", "--py-files", str(package),
+               "--conf", "spark.executor.memory=512m", "--conf", "spark.executor.cores=1",
+               "--conf", "spark.executorEnv.KAFKASOURCE_LOG_LEVEL=INFO,kafkasource.writing.task=DEBUG",
+               str(REPO_ROOT / "tests" / "sink_cluster_job.py"), kafka.bootstrap_servers, topic]
+
+    started = time.monotonic()
+    result = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=600,
+                            env={**submit_env(bare), "PYSPARK_DRIVER_PYTHON": str(bare)})
+    took = time.monotonic() - started
+
+    assert result.returncode == 0, (result.stdout[-2000:], result.stderr[-4000:])
+    assert result.stdout.splitlines()[-1] == (f"sink: 40 rows written to {topic} with kafkasource from "
+                                              f"{tmp_path / 'kafkasource.zip' / 'kafkasource' / '__init__.py'}")
+    assert read_topic(kafka, topic, job.PARTITIONS) == job.expected_records()
+    # the tasks' own lines, from the executors' Python workers: one per Spark partition, each with its 10 rows
+    executors = sorted(set(logs.glob("worker-*/app-*/*")) - apps_before)
+    written = sorted(line.split("]: ", 1)[1] for executor in executors
+                     for line in (executor / "stderr").read_text().splitlines()
+                     if " DEBUG kafkasource.writing.task [pid " in line)
+    assert written == [f"partition {p} (attempt 0): 10 records written" for p in range(job.PARTITIONS)], written
+    with capsys.disabled():
+        print(f"\n[cluster] sink batch write from the executors, package by --py-files: 40 records in {took:.0f} s")
 
 
 def launcher_jar(path: Path) -> Path:

@@ -20,6 +20,7 @@ import time
 import uuid
 
 import pytest
+from confluent_kafka import TopicPartition
 from pyspark.errors import PySparkException, StreamingQueryException
 from pyspark.sql.connect.session import SparkSession as ConnectSession
 
@@ -29,7 +30,9 @@ from dev.process import free_port
 from kafkasource.metrics.progress import Lag, LagListener, input_rows, lag_from_progress
 from tests.job_helpers import REPO_ROOT
 from tests.kafka_helpers import Record, await_condition, described_group
-from tests.query_helpers import batch, stream
+from tests.query_helpers import QUERY_TIMEOUT_S, batch, stream
+from tests.sink_helpers import PARTITIONS, read_topic, sample_frame, sample_rows, without_offsets, write_batch
+from tests.sink_helpers import expected_records as sink_expected
 
 pytestmark = pytest.mark.spark  # every test here talks to a Spark Connect server
 log = logging.getLogger(__name__)
@@ -157,6 +160,78 @@ def test_option_error_reaches_the_client_with_our_message(connect, kafka, topic,
     for raised in (batch_error, stream_error):
         assert expected in str(raised.value)
         assert SECRET not in str(raised.value)
+
+
+def test_the_sink_writes_a_batch_and_an_exactly_once_stream_over_connect(connect, kafka, tmp_path):
+    """df.write and df.writeStream format("kafkasource") from a Connect client, with no jar on the server: the
+    batch lands the sample's exact records where its columns say; an exactly-once AvailableNow copy of a topic
+    lands every record once for read_committed consumers, and each task's batch marker holds the query's batch."""
+    topic_a = kafka.create_topic(kafka.unique_name("connect-sink-a"), PARTITIONS)
+    topic_b = kafka.create_topic(kafka.unique_name("connect-sink-b"), PARTITIONS)
+
+    write_batch(sample_frame(connect, topic_a, topic_b), {"kafka.bootstrap.servers": kafka.bootstrap_servers})
+
+    rows = sample_rows(topic_a, topic_b)
+    assert read_topic(kafka, topic_a, PARTITIONS) == sink_expected(rows, topic_a)
+    assert read_topic(kafka, topic_b, PARTITIONS) == sink_expected(rows, topic_b)
+
+    source = kafka.create_topic(kafka.unique_name("connect-copy-in"), PARTITIONS)
+    sink = kafka.create_topic(kafka.unique_name("connect-copy-out"), PARTITIONS)
+    produced = kafka.produce(source, [Record(i % PARTITIONS, None if i % 5 == 0 else f"k{i}".encode(),
+                                             f"v{i}".encode(), (("n", f"{i}".encode()),) if i % 2 else ())
+                                      for i in range(15)])
+    prefix = kafka.unique_name("connect-copy")
+    df = stream(connect, {"kafka.bootstrap.servers": kafka.bootstrap_servers, "subscribe": source,
+                          "startingOffsets": "earliest", "includeHeaders": "true"})
+    query = (df.selectExpr("key", "value", "headers", "partition").writeStream.format("kafkasource")
+             .option("kafka.bootstrap.servers", kafka.bootstrap_servers).option("topic", sink)
+             .option("deliveryGuarantee", "exactly-once").option("transactionalIdPrefix", prefix)
+             .option("checkpointLocation", str(tmp_path / "ck")).trigger(availableNow=True).start())
+    try:
+        assert query.awaitTermination(QUERY_TIMEOUT_S), "the AvailableNow query did not end"
+        assert query.exception() is None
+    finally:
+        query.stop()
+
+    # one batch (0), one task per source partition, each naming its partition: the copy keeps every position's
+    # record in order (transaction markers take offsets of their own, so offsets are compared without them)
+    copied = [(r.partition, r.key, r.value, r.headers) for r in sorted(produced, key=lambda r: (r.partition, r.offset))]
+    assert without_offsets(read_topic(kafka, sink, PARTITIONS, read_committed=True)) == copied
+    for task in range(PARTITIONS):
+        consumer = kafka.consumer(f"{prefix}-{task}")
+        try:
+            (marker,) = consumer.committed([TopicPartition(sink, 0)], timeout=30)
+        finally:
+            consumer.close()
+        assert (marker.offset, json.loads(marker.metadata)) == (1, {
+            "kind": "kafkasource-sink-marker", "queryId": str(query.id), "batchId": 0, "partition": task})
+
+
+def test_a_sink_option_error_reaches_the_client_with_our_message(connect, kafka, topic, tmp_path):
+    options = {"kafka.bootstrap.servers": kafka.bootstrap_servers, "topic": topic,
+               "deliveryGuarantee": "exactly-once", "kafka.sasl.password": SECRET}
+    expected = ("kafkasource.errors.OptionError: deliveryGuarantee=exactly-once needs the option "
+                "transactionalIdPrefix: each Spark task writes in a Kafka transaction whose transactional.id is "
+                "derived from it")
+    df = connect.createDataFrame([("v",)], "value string")
+
+    with pytest.raises(PySparkException) as batch_error:
+        write_batch(df, options)
+    writer = connect.readStream.format("rate").load().selectExpr("CAST(value AS STRING) AS value") \
+        .writeStream.format("kafkasource")
+    for name, value in options.items():
+        writer = writer.option(name, value)
+    query = writer.option("checkpointLocation", str(tmp_path / "ck")).start()
+    try:  # Spark builds a stream's writer when its first batch starts
+        with pytest.raises(StreamingQueryException) as stream_error:
+            query.awaitTermination(QUERY_TIMEOUT_S)
+    finally:
+        query.stop()
+
+    for raised in (batch_error, stream_error):
+        assert expected in str(raised.value), str(raised.value)
+        assert SECRET not in str(raised.value)
+    assert read_topic(kafka, topic, PARTITIONS) == []
 
 
 def test_unreachable_broker_reaches_the_client_with_our_message(connect, tmp_path):

@@ -4,7 +4,7 @@ A SASL_PLAINTEXT (SCRAM-SHA-512) broker with Kafka's StandardAuthorizer, whose u
 Kafka's own storage tool; an SSL broker whose certificate a CA made in the test signed (openssl and
 the JDK's keytool). Each user has exactly the permissions its test needs:
 
-- alice: READ on the topics and groups (reads and commits),
+- alice: READ on the topics and groups (reads and commits), WRITE on the topic she writes with the sink,
 - bob: DESCRIBE but no READ on topics (sees the partitions, may not fetch),
 - carol: READ on topics but only DESCRIBE on groups (may read and fetch offsets, may not commit).
 """
@@ -23,7 +23,7 @@ from kafkasource.commit.committer import OffsetCommitter
 from tests.job_helpers import durable_positions, run_job, write_config
 from tests.kafka_helpers import await_condition
 from tests.security_helpers import (PASSWORDS, WRONG_PASSWORD, committed, files_under, holding, rows,
-                                     sasl_options, topic_with_records)
+                                     sasl_options, topic_with_records, written_by_the_sink)
 from tests.query_helpers import Collector, available_now_failure, run_to_end, start_query, stream
 
 pytestmark = [pytest.mark.faults, pytest.mark.spark]
@@ -31,10 +31,12 @@ pytestmark = [pytest.mark.faults, pytest.mark.spark]
 QUERY_TIMEOUT_S = 300
 
 
-def test_right_credentials_read_and_commit_and_the_password_shows_nowhere(spark, sasl, tmp_path, capsys):
+def test_right_credentials_write_read_and_commit_and_the_password_shows_nowhere(spark, sasl, tmp_path, capsys):
+    """alice's records are written by the sink and read back by the source, both with her SCRAM credentials."""
     topic, group = f"secure-{secrets.token_hex(4)}", f"secure-group-{secrets.token_hex(4)}"
-    expected = topic_with_records(sasl, topic)
-    sasl.grant("alice", "TOPIC", topic, "READ")
+    topic_with_records(sasl, topic, count=0)
+    sasl.grant("alice", "TOPIC", topic, "WRITE", "READ")
+    expected = written_by_the_sink(spark, sasl, topic, sasl_options(sasl, "alice", PASSWORDS["alice"]))
     sasl.grant("alice", "GROUP", group, "READ")
     options = sasl_options(sasl, "alice", PASSWORDS["alice"], subscribe=topic, commitMode="sync",
                            **{"kafka.group.id": group, "kafka.auto.offset.reset": "earliest"})
@@ -191,11 +193,14 @@ def test_without_read_on_the_group_async_commits_warn_and_the_query_reads_everyt
                and f"Committing needs the READ permission on group {group}" in w for w in warnings), warnings
 
 
-def test_ssl_with_the_right_ca_reads(spark, ssl, certificates, tmp_path):
+def test_ssl_with_the_right_ca_writes_and_reads(spark, ssl, certificates, tmp_path):
+    """The sink writes the records over TLS and the source reads them back, both verifying the brokers by the CA."""
     topic = f"tls-{secrets.token_hex(4)}"
-    expected = topic_with_records(ssl, topic)
-    options = {"kafka.bootstrap.servers": ssl.bootstrap_servers, "kafka.security.protocol": "SSL",
-               "kafka.ssl.ca.location": str(certificates.ca_pem), "subscribe": topic, "startingOffsets": "earliest"}
+    topic_with_records(ssl, topic, count=0)
+    tls = {"kafka.bootstrap.servers": ssl.bootstrap_servers, "kafka.security.protocol": "SSL",
+           "kafka.ssl.ca.location": str(certificates.ca_pem)}
+    expected = written_by_the_sink(spark, ssl, topic, tls)
+    options = {**tls, "subscribe": topic, "startingOffsets": "earliest"}
 
     _query, collector = run_to_end(spark, tmp_path / "ck", options, QUERY_TIMEOUT_S)
 

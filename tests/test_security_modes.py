@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import secrets
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -27,7 +28,8 @@ from kafkasource.runtime import native_extension
 from kafkasource.errors import OptionError
 from kafkasource.options import parse_options
 from tests.query_helpers import available_now_failure, run_to_end, stream
-from tests.security_helpers import committed, files_under, holding, rows, topic_with_records
+from tests.security_helpers import AsAdmin, committed, files_under, holding, rows, topic_with_records
+from tests.sink_helpers import PARTITIONS, expected_records, read_topic, sample_frame, sample_rows, write_batch
 
 pytestmark = [pytest.mark.faults]  # and spark, for the tests that use it (conftest)
 
@@ -82,6 +84,29 @@ def refusal(spark, broker, checkpoint: Path, credentials: dict[str, str]) -> str
     return available_now_failure(spark, checkpoint, options, QUERY_TIMEOUT_S)
 
 
+def write_and_read_back(spark, broker, principal: str | None, credentials: dict[str, str], topic_prefix: str) -> None:
+    """A batch write of the sink tests' sample (keys and null keys, headers, chosen and hashed partitions) with
+    `credentials` into a new topic, which `principal` is granted WRITE on (on a broker with ACLs); what the topic
+    holds, read back as the broker's admin, asserted record for record."""
+    topic = f"{topic_prefix}-{secrets.token_hex(4)}"
+    topic_with_records(broker, topic, count=0, partitions=PARTITIONS)
+    if principal is not None:
+        broker.grant(principal, "TOPIC", topic, "WRITE", "DESCRIBE")
+
+    write_batch(sample_frame(spark, topic, topic), {"kafka.bootstrap.servers": broker.bootstrap_servers, **credentials})
+
+    assert read_topic(AsAdmin(broker), topic, PARTITIONS) == expected_records(sample_rows(topic, topic), topic)
+
+
+def refused_write(spark, broker, credentials: dict[str, str], **options: str) -> str:
+    """The error of a batch write with `credentials` (and `options`), which the broker refuses."""
+    df = spark.createDataFrame([("v",)], "value string")
+    with pytest.raises(Exception) as failed:
+        write_batch(df, {"kafka.bootstrap.servers": broker.bootstrap_servers, **credentials, "topic": "anything",
+                         **options})
+    return str(failed.value)
+
+
 # -- SASL_SSL: SCRAM-SHA-512 over TLS ---------------------------------------------------------------------------
 
 @pytest.fixture(scope="class")
@@ -111,6 +136,25 @@ class TestSaslSsl:
         assert "Check kafka.sasl.username and kafka.sasl.password" in message
         assert found_in(message, "alice", sasl_ssl.bootstrap_servers, WRONG_PASSWORD, PASSWORDS["alice"]) == {
             "alice", sasl_ssl.bootstrap_servers}
+
+    def test_the_sink_writes_with_the_right_password_and_a_wrong_one_is_refused_without_it(self, spark, sasl_ssl,
+                                                                                          certificates):
+        """The refusal is told at once under exactly-once too, whose transactional producer would otherwise wait out
+        init_transactions() (the transaction timeout, 60 s, plus 30 s) and then only say it timed out."""
+        write_and_read_back(spark, sasl_ssl, "alice", scram_over_tls(certificates, PASSWORDS["alice"]), "sink-sasl-ssl")
+
+        for guarantee in ({}, {"deliveryGuarantee": "exactly-once", "transactionalIdPrefix": "refused"}):
+            started = time.monotonic()
+            message = refused_write(spark, sasl_ssl, scram_over_tls(certificates, WRONG_PASSWORD), **guarantee)
+            took = time.monotonic() - started
+
+            assert (f"could not write to topic anything: authentication with Kafka at {sasl_ssl.bootstrap_servers} "
+                    "failed (SASL mechanism SCRAM-SHA-512, security.protocol SASL_SSL) as user alice") in message, (
+                guarantee, message)
+            assert "Check kafka.sasl.username and kafka.sasl.password" in message
+            assert found_in(message, "alice", sasl_ssl.bootstrap_servers, WRONG_PASSWORD, PASSWORDS["alice"]) == {
+                "alice", sasl_ssl.bootstrap_servers}
+            assert took < 60, (guarantee, took)
 
 
 # -- mutual TLS ---------------------------------------------------------------------------------------------------
@@ -158,6 +202,20 @@ class TestMutualTls:
         assert ("The brokers require a client certificate signed by a CA they trust: set kafka.ssl.certificate."
                 "location and kafka.ssl.key.location") in message
         shown = {mutual_tls.bootstrap_servers, *([str(certificate.certificate)] if certificate else [])}
+        assert found_in(message, *shown, KEY_PASSWORD) == shown
+
+    def test_the_sink_writes_with_a_client_certificate_and_an_untrusted_one_is_refused(self, spark, mutual_tls,
+                                                                                       certificates,
+                                                                                       client_certificates):
+        write_and_read_back(spark, mutual_tls, None, presenting(certificates, client_certificates["alice"]),
+                            "sink-mtls")
+
+        mallory = client_certificates["mallory"]
+        message = refused_write(spark, mutual_tls, presenting(certificates, mallory))
+
+        assert (f"could not write to topic anything: the TLS handshake with Kafka at {mutual_tls.bootstrap_servers} "
+                f"failed: the brokers refused the client certificate {mallory.certificate}: ") in message, message
+        shown = {mutual_tls.bootstrap_servers, str(mallory.certificate)}
         assert found_in(message, *shown, KEY_PASSWORD) == shown
 
     def test_a_wrong_key_password_is_refused_at_load_naming_the_key_and_not_the_password(self, client_certificates):
@@ -232,6 +290,19 @@ class TestOAuthBearer:
                 "token") in message, message
         assert "Check kafka.sasl.oauthbearer.client.id and kafka.sasl.oauthbearer.client.secret" in message
         assert (CLIENT_ID, False) in identity_provider.requests  # the provider refused it, not the broker
+        assert found_in(message, CLIENT_ID, oauth.bootstrap_servers, WRONG_CLIENT_SECRET, CLIENT_SECRET) == {
+            CLIENT_ID, oauth.bootstrap_servers}
+
+    def test_the_sink_writes_with_a_token_and_a_wrong_client_secret_is_refused_without_it(self, spark, oauth,
+                                                                                         certificates,
+                                                                                         identity_provider):
+        write_and_read_back(spark, oauth, CLIENT_ID, oidc(certificates, identity_provider, CLIENT_SECRET), "sink-oauth")
+
+        message = refused_write(spark, oauth, oidc(certificates, identity_provider, WRONG_CLIENT_SECRET))
+
+        assert (f"could not write to topic anything: authentication with Kafka at {oauth.bootstrap_servers} failed "
+                f"(SASL mechanism OAUTHBEARER, security.protocol SASL_SSL) as OAuth client {CLIENT_ID}: Failed to "
+                "acquire SASL OAUTHBEARER token") in message, message
         assert found_in(message, CLIENT_ID, oauth.bootstrap_servers, WRONG_CLIENT_SECRET, CLIENT_SECRET) == {
             CLIENT_ID, oauth.bootstrap_servers}
 

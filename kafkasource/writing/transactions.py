@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -35,6 +36,7 @@ log = logging.getLogger(__name__)
 MARKER_KIND = "kafkasource-sink-marker"
 MARKER_PARTITION = 0  # every topic has one
 CALL_MARGIN_S = 30  # a transactional call waits for the brokers this long beyond the delivery timeout
+INIT_SLICE_S = 1.0  # init_transactions() waits this long at a time between serving the error callback
 
 
 def transactional_id(prefix: str, partition_id: int) -> str:
@@ -108,7 +110,7 @@ def write_transaction(
     consumer = None
     began = False
     try:
-        producer.init_transactions(timeout)
+        _init_transactions(producer, deliveries, options, timeout, tid)
         if batch is not None:
             consumer = Consumer(
                 options.client_config(**{"group.id": marker_group(prefix, partition_id), "enable.auto.commit": False})
@@ -150,6 +152,25 @@ def write_transaction(
         if consumer is not None:
             consumer.close()
         close(producer)
+
+
+def _init_transactions(producer, deliveries: Deliveries, options: SinkOptions, timeout: float, tid: str) -> None:
+    """init_transactions() within `timeout`, called in slices with the error callback served between them: brokers
+    that refuse the producer (authentication, the TLS handshake) say so only to that callback, which no
+    transactional call serves, so a single call would wait the whole timeout and then only report that it timed
+    out. librdkafka resumes the same initialisation when the call is repeated after a timeout."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            producer.init_transactions(max(min(INIT_SLICE_S, deadline - time.monotonic()), 0.1))
+            return
+        except KafkaException as exc:
+            producer.poll(0)  # serves the error callback, which records a refusal
+            refused = deliveries.error(options, tid) if deliveries.refusal is not None else None
+            if refused is not None:
+                raise refused from None
+            if not exc.args[0].retriable() or time.monotonic() >= deadline:
+                raise
 
 
 def _read_marker(consumer: Consumer, options: SinkOptions, timeout: float) -> Marker | None:
