@@ -65,8 +65,9 @@ def _values(data_set: DataSet) -> list[bytes]:
     return [os.urandom(size) for _ in range(VALUE_POOL)]
 
 
-def produce(bootstrap: str, topic: str, data_set: DataSet) -> None:
-    """Create `topic` and fill every partition with `records_per_partition` records."""
+def produce(bootstrap: str, topic: str, data_set: DataSet, values: list[bytes] | None = None) -> None:
+    """Create `topic` and fill every partition with `records_per_partition` records: `values` cycled (random
+    ones of the set's size by default)."""
     from confluent_kafka import Producer
     from confluent_kafka.admin import AdminClient, NewTopic
 
@@ -75,11 +76,11 @@ def produce(bootstrap: str, topic: str, data_set: DataSet) -> None:
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 50, "batch.num.messages": 10_000,
                          "batch.size": 1_000_000, "queue.buffering.max.messages": 1_000_000,
                          "compression.type": data_set.compression, "acks": 1})
-    values = _values(data_set)
+    values = values or _values(data_set)
     for i in range(data_set.records):
         while True:
             try:
-                producer.produce(topic, value=values[i % VALUE_POOL], partition=i % data_set.partitions)
+                producer.produce(topic, value=values[i % len(values)], partition=i % data_set.partitions)
                 break
             except BufferError:
                 producer.poll(0.05)
