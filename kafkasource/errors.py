@@ -31,3 +31,16 @@ class DecodeError(KafkaSourceError):
 
 class AccessError(KafkaSourceError):
     """The brokers refused this client: authentication failed, the TLS handshake failed, or an ACL denies it."""
+
+
+class ColumnError(KafkaSourceError, ValueError):
+    """The DataFrame's columns cannot be written to Kafka: a missing value or topic, a column of the wrong type,
+    or a row whose topic, partition or header cannot be."""
+
+
+class DeliveryError(KafkaSourceError):
+    """Records could not be written to Kafka; the Spark task (and so the batch or job) fails with this message."""
+
+
+class ContinuousTriggerError(KafkaSourceError):
+    """The sink was started with Trigger.Continuous, under which it is never handed a row."""

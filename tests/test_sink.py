@@ -14,7 +14,8 @@ from pyspark.sql.types import StringType, StructField, StructType
 
 from dev.process import REPO_ROOT, free_port
 from kafkasource.source import KafkaDataSource
-from kafkasource.writing.task import CONTINUOUS_REFUSED, ContinuousTriggerError
+from kafkasource.errors import ContinuousTriggerError
+from kafkasource.writing.task import CONTINUOUS_REFUSED
 from tests.kafka_helpers import Record, await_condition
 from tests.query_helpers import QUERY_TIMEOUT_S, stream
 from tests.security_helpers import PASSWORDS, sasl_options

@@ -11,7 +11,8 @@ from pyspark.sql.types import ArrayType, BinaryType, IntegerType, LongType, Stri
 from kafkasource.errors import OptionError
 from kafkasource.writing.failures import delivery_error
 from kafkasource.writing.options import parse_sink_options
-from kafkasource.writing.rows import HEADERS_TYPE, NULL_TOPIC, ColumnError, Columns, check_columns, messages
+from kafkasource.errors import ColumnError
+from kafkasource.writing.rows import HEADERS_TYPE, NULL_TOPIC, Columns, check_columns, messages
 from kafkasource.writing.transactions import (
     Marker,
     already_written,

@@ -12,13 +12,8 @@ from __future__ import annotations
 from confluent_kafka import KafkaError
 
 from kafkasource.cluster.settings import masked
-from kafkasource.errors import KafkaSourceError
+from kafkasource.errors import DeliveryError
 from kafkasource.writing.options import SinkOptions
-
-
-class DeliveryError(KafkaSourceError):
-    """Records could not be written to Kafka; the Spark task (and so the batch or job) fails with this message."""
-
 
 TOO_LARGE = {KafkaError.MSG_SIZE_TOO_LARGE}
 UNKNOWN_TOPIC = {KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_TOPIC}

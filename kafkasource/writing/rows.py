@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from kafkasource.errors import KafkaSourceError
+from kafkasource.errors import ColumnError
 
 TOPIC, KEY, VALUE, HEADERS, PARTITION = "topic", "key", "value", "headers", "partition"
 HEADERS_TYPE = "array<struct<key:string,value:binary>>"
@@ -31,11 +31,6 @@ NULL_TOPIC = (
 # topic, key, value, headers, partition: what Producer.produce takes for one record
 Header = tuple[str, str | bytes | None]  # what Producer.produce takes; the sink gives bytes or None
 Message = tuple[str, Any, Any, "list[Header] | None", int]
-
-
-class ColumnError(KafkaSourceError, ValueError):
-    """The DataFrame's columns cannot be written to Kafka: a missing value or topic, a column of the wrong type,
-    or a row whose topic, partition or header cannot be."""
 
 
 @dataclass(frozen=True)

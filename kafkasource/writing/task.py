@@ -26,10 +26,6 @@ BATCH_ID = "streaming.sql.batchId"
 QUERY_ID = "sql.streaming.queryId"
 
 
-class ContinuousTriggerError(KafkaSourceError):
-    """The sink was started with Trigger.Continuous, under which it is never handed a row."""
-
-
 # Measured on pyspark 4.3: under Trigger.Continuous Spark never calls a Python sink's write(); it commits every
 # epoch on the driver with no message from any task, so the rows of the epoch are dropped. Raising in that commit
 # is all a Python sink can do, and Spark only logs it (its epoch coordinator ignores the error and the query runs

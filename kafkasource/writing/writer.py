@@ -16,12 +16,11 @@ from collections.abc import Iterator, Mapping
 
 from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowWriter, WriterCommitMessage
 
-from kafkasource.errors import OptionError
+from kafkasource.errors import ContinuousTriggerError, OptionError
 from kafkasource.writing.options import SinkOptions, parse_sink_options
 from kafkasource.writing.rows import Columns, check_columns
 from kafkasource.writing.task import (
     CONTINUOUS_REFUSED,
-    ContinuousTriggerError,
     SinkCommitMessage,
     task_info,
     write_task,
