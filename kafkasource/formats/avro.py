@@ -28,7 +28,7 @@ import pyarrow as pa
 from kafkasource.formats import avro_resolution, avro_schema
 from kafkasource.formats.avro_schema import Node, SchemaError, Unresolvable
 from kafkasource.formats.registry import RegistrySchema
-from kafkasource.formats.wire_format import HEADER_SIZE, Unusable, as_binary, decode_each, unresolvable_reason
+from kafkasource.formats.wire_format import Unusable, as_binary, decode_each, guid_reasons, unresolvable_reason
 from kafkasource.runtime import native_extension
 
 
@@ -62,7 +62,9 @@ class AvroDecoder:
             if self.known.get(schema_id) != schema:
                 self.impl.add_writer(schema_id, schema, self._plan(schema_id, schema))
                 self.known[schema_id] = schema
-        return self.impl.decode(as_binary(payloads))
+        payloads = as_binary(payloads)
+        values, reasons = self.impl.decode(payloads)
+        return values, guid_reasons(payloads, reasons) if isinstance(self.impl, NativeDecoder) else reasons
 
     def _plan(self, schema_id: int, schema: RegistrySchema) -> tuple | str:
         """The resolution plan for this writer schema, or the reason it cannot be read (a str)."""
@@ -170,11 +172,9 @@ class PythonDecoder:
     def decode(self, payloads: pa.Array) -> tuple[pa.Array, pa.StringArray]:
         return decode_each(payloads, self.writers, self._decode_one, self.arrow_type)
 
-    def _decode_one(self, schema_id: int, writer: object, payload: bytes) -> tuple[object, str | None]:
+    def _decode_one(self, schema_id: int, writer: object, wire, body: io.BytesIO) -> tuple[object, str | None]:
         try:
-            value = self.fastavro.schemaless_reader(
-                io.BytesIO(payload[HEADER_SIZE:]), writer, self.reader_schema, return_named_type=True
-            )
+            value = self.fastavro.schemaless_reader(body, writer, self.reader_schema, return_named_type=True)
             return (self.convert(value) if self.convert and value is not None else value), None
         except self.fastavro.read.SchemaResolutionError as e:
             return None, unresolvable_reason(schema_id, str(e))

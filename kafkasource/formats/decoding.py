@@ -20,7 +20,7 @@ import pyarrow.compute as pc
 
 from kafkasource.errors import DecodeError, OptionError
 from kafkasource.formats.registry import WRITER_SCHEMAS, RegistrySchema, UnknownSchemaId, reader_schema, registry_config
-from kafkasource.formats.wire_format import schema_id_of, schema_ids
+from kafkasource.formats.wire_format import describe_prefix, schema_ids
 from kafkasource.planning.subscription import Subscription
 from kafkasource.reading.arrow import arrow_schema
 from kafkasource.runtime import native_extension
@@ -234,11 +234,6 @@ def _decoder(column: ColumnFormat, native_decoder: bool):
     return found
 
 
-def _schema_id_of(payload: bytes | None) -> str:
-    schema_id = None if payload is None else schema_id_of(payload)
-    return "no schema id" if schema_id is None else f"schema id {schema_id}"
-
-
 def decode_batches(batches: Iterator[pa.RecordBatch], decoding: Decoding | None) -> Iterator[pa.RecordBatch]:
     """The read path's batches with key/value decoded as `decoding` says (unchanged when None)."""
     if decoding is None:
@@ -281,7 +276,7 @@ def _decode_error(batch: pa.RecordBatch, column: str, payloads: pa.Array, reason
     more = f" ({bad - 1} more in this batch)" if bad > 1 else ""
     return DecodeError(
         f"cannot decode the {column} of the record at {topic}-{partition} offset {offset} "
-        f"({_schema_id_of(payloads[row].as_py())}): {reasons[row].as_py()}{more}. Set "
+        f"({describe_prefix(payloads[row].as_py())}): {reasons[row].as_py()}{more}. Set "
         "onDecodeError=keep to keep such records as a null "
         f"{column} with their bytes ({column}_raw) and the reason ({column}_error)"
     )

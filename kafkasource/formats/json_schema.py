@@ -15,6 +15,7 @@ boolean -> boolean; `["null", T]`, or `oneOf`/`anyOf` of null and one schema, ->
 
 from __future__ import annotations
 
+import io
 import json
 from collections.abc import Mapping, Sequence
 
@@ -22,7 +23,7 @@ import pyarrow as pa
 from referencing.exceptions import Unresolvable  # jsonschema's: this module serves valueFormat=json only
 
 from kafkasource.formats.registry import RegistrySchema
-from kafkasource.formats.wire_format import HEADER_SIZE, Unusable, WriterCache, decode_each, unresolvable_reason
+from kafkasource.formats.wire_format import Unusable, WriterCache, decode_each, unresolvable_reason
 
 REFERENCES = "$kafkasourceReferences"  # where referenced schemas are placed inside the reader schema
 
@@ -214,9 +215,9 @@ class JsonSchemaDecoder:
     def decode(self, payloads: pa.Array, writer_schemas: Mapping[int, RegistrySchema]) -> tuple[pa.Array, pa.Array]:
         return decode_each(payloads, self.validators.of(writer_schemas), self._decode_one, self.arrow_type)
 
-    def _decode_one(self, schema_id: int, validator, payload: bytes) -> tuple[object, str | None]:
+    def _decode_one(self, schema_id: int, validator, wire, body: io.BytesIO) -> tuple[object, str | None]:
         try:
-            document = json.loads(payload[HEADER_SIZE:])
+            document = json.loads(body.read())
         except (ValueError, RecursionError) as exc:
             return None, f"malformed JSON record: {exc}"
         try:
