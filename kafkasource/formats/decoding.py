@@ -172,6 +172,7 @@ def parse_decoding(options: Mapping[str, str], subscription: Subscription, read_
         return None
     config = registry_config(options)
     columns = []
+    subjects: dict[str, str | None] = {}
     for column in decoded:
         schema_id = _number(options, f"{column}SchemaId")
         version_raw = options.get(f"{column}SchemaVersion".lower())
@@ -200,6 +201,7 @@ def parse_decoding(options: Mapping[str, str], subscription: Subscription, read_
                 f"{column}Format={formats[column]}; remove it"
             )
         columns.append(ColumnFormat(column, formats[column], reader, message))
+        subjects[column] = subject
     for column in columns:
         try:
             column.arrow_type()
@@ -208,7 +210,26 @@ def parse_decoding(options: Mapping[str, str], subscription: Subscription, read_
                 f"the {column.column} column's reader schema (id {column.reader.schema_id}) cannot be read: {exc}"
             ) from None
     native_avro = read_path != "python" and native_extension.avro_decoder_available()
+    for column in columns:
+        if column.format == "avro" and not native_avro:
+            _python_avro_reader(column, subjects[column.column])
     return Decoding(tuple(columns), on_error.lower(), native_avro, config)
+
+
+def _python_avro_reader(column: ColumnFormat, subject: str | None) -> None:
+    """Refuses now, naming the schema, a reader schema the Python Avro decoder cannot read (fastavro refuses a
+    few that our parser, and so the native decoder, reads), rather than on every executor's first batch."""
+    from kafkasource.formats.avro import AvroDecoder
+    from kafkasource.formats.avro_schema import SchemaError
+
+    try:
+        AvroDecoder(column.reader.text, native=False, references=column.reader.references)
+    except SchemaError as exc:
+        named = f"id {column.reader.schema_id}" + (f", subject {subject}" if subject else "")
+        raise OptionError(
+            f"the {column.column} column's reader schema ({named}) cannot be read by the Python Avro decoder: "
+            f"{exc}; the native Avro decoder reads it (readPath auto or native, kafkasource._native built)"
+        ) from None
 
 
 # ---- decoding, on the executors ------------------------------------------------------------------------------
