@@ -11,6 +11,7 @@ a writer schema whose references the registry lost.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Literal
@@ -73,7 +74,14 @@ class ColumnFormat:
         return {"references": self.reader.references}
 
     def arrow_type(self) -> pa.DataType:
-        return _decoder_module(self.format).arrow_type(self.reader.text, **self.settings())
+        return _arrow_type(self)
+
+
+@functools.lru_cache(maxsize=64)
+def _arrow_type(column: ColumnFormat) -> pa.DataType:
+    """The column's type, from its reader schema parsed once per process: every decoded batch's schema asks for it
+    (the decoder parses the schema once more, for itself)."""
+    return _decoder_module(column.format).arrow_type(column.reader.text, **column.settings())
 
 
 @dataclass(frozen=True)
