@@ -32,7 +32,7 @@ from decimal import Decimal
 import pyarrow as pa
 
 from kafkasource.formats import avro_resolution, avro_schema
-from kafkasource.formats.avro_schema import AvroSchema, Node, SchemaError, Unresolvable
+from kafkasource.formats.avro_schema import AvroJson, AvroSchema, Node, SchemaError, Unresolvable
 from kafkasource.formats.registry import RegistrySchema
 from kafkasource.formats.wire_format import Unusable, as_binary, decode_each, guid_reasons, unresolvable_reason
 from kafkasource.runtime import native_extension
@@ -91,7 +91,10 @@ class NativeDecoder:
 
     def __init__(self, arrow_type: pa.DataType):
         self.arrow_type = arrow_type
-        self.native = native_extension.EXTENSION.AvroDecoder(_column_spec(arrow_type))
+        extension = native_extension.EXTENSION
+        if extension is None:  # AvroDecoder asked avro_decoder_available() first
+            raise RuntimeError(f"kafkasource's native extension {native_extension.why_unavailable()}")
+        self.native = extension.AvroDecoder(_column_spec(arrow_type))
 
     def add_writer(self, schema_id: int, writer: AvroSchema | None, plan: tuple | str) -> None:
         if isinstance(plan, str):
@@ -160,7 +163,7 @@ class PythonDecoder:
         self.reader_schema = python_reader(reader)
         self.arrow_type = avro_schema.arrow_type(reader.node)
         self.convert = _converter(reader.node)
-        self.writers: dict[int, object] = {}  # id -> fastavro's parsed writer schema, or Unusable
+        self.writers: dict[int, AvroJson | Unusable] = {}  # id -> fastavro's parsed writer schema, or Unusable
 
     def add_writer(self, schema_id: int, writer: AvroSchema | None, plan: tuple | str) -> None:
         if isinstance(plan, str) or writer is None:
@@ -174,7 +177,7 @@ class PythonDecoder:
     def decode(self, payloads: pa.Array) -> tuple[pa.Array, pa.StringArray]:
         return decode_each(payloads, self.writers, self._decode_one, self.arrow_type)
 
-    def _decode_one(self, schema_id: int, writer: object, wire, body: io.BytesIO) -> tuple[object, str | None]:
+    def _decode_one(self, schema_id: int, writer: AvroJson, wire, body: io.BytesIO) -> tuple[object, str | None]:
         try:
             value = self.fastavro.schemaless_reader(body, writer, self.reader_schema, return_named_type=True)
             return (self.convert(value) if self.convert and value is not None else value), None
@@ -184,7 +187,7 @@ class PythonDecoder:
             return None, f"malformed Avro record: {type(e).__name__}: {e}"
 
 
-def python_reader(reader: AvroSchema) -> dict:
+def python_reader(reader: AvroSchema) -> AvroJson:
     """fastavro's parsed form of the reader schema, each field default in it replaced by what fastavro reads of
     the Avro binary avro_resolution writes of it: the value the native decoder reads of the same bytes, where
     fastavro would hand over the default's JSON as it stands (bytes and fixed as text, a union's for whichever
@@ -225,8 +228,8 @@ def _records(node: Node, found: dict[str, Node]) -> dict[str, Node]:
         found[node.name] = node
         for f in node.fields:
             _records(f.type, found)
-    elif node.items is not None:
-        _records(node.items, found)
+    elif node.kind in ("array", "map"):
+        _records(node.inner, found)
     for branch in node.branches:
         _records(branch, found)
     return found
@@ -260,7 +263,7 @@ def _converter(node: Node):
 
         return record
     if kind in ("array", "map"):
-        inner = _converter(node.items)
+        inner = _converter(node.inner)
         if inner is None:
             return None
         if kind == "array":

@@ -15,7 +15,7 @@ import json
 import math
 import weakref
 
-from kafkasource.formats.avro_schema import NO_DEFAULT, PRIMITIVES, Field, Node, Unresolvable, union_shape
+from kafkasource.formats.avro_schema import NO_DEFAULT, PRIMITIVES, AvroJson, Field, Node, Unresolvable, union_shape
 
 # ---- resolution: a plan for the native decoder ----
 # A plan is nested tuples, read by native/src/avro.rs. Each step reads the writer's encoding of one value and
@@ -90,6 +90,8 @@ def _matches(writer: Node, reader: Node, exact: bool) -> bool:
 
 
 def _same_name(writer: Node, reader: Node) -> bool:
+    if writer.name is None or reader.name is None:  # the parser names every record, enum and fixed
+        return False
     short = writer.name.rpartition(".")[2]
     return (
         short == reader.name.rpartition(".")[2]
@@ -131,9 +133,9 @@ def _plan_same_shape(writer: Node, reader: Node, pairs: tuple) -> tuple:
     if kind == "enum":
         return ("enum", [_symbol(s, writer, reader) for s in writer.symbols])
     if kind == "array":
-        return ("array", _plan(writer.items, reader.items, pairs))
+        return ("array", _plan(writer.inner, reader.inner, pairs))
     if kind == "map":
-        return ("map", _plan(writer.items, reader.items, pairs))
+        return ("map", _plan(writer.inner, reader.inner, pairs))
     return _record(writer, reader, pairs)
 
 
@@ -163,21 +165,22 @@ def _record(writer: Node, reader: Node, pairs: tuple) -> tuple:
     if pair in pairs:
         raise Unresolvable(f"record {reader.name} refers to itself")
     pairs += (pair,)
-    index = {}
+    index: dict[str, int] = {}
     for i, f in enumerate(reader.fields):
         for name in (f.name, *f.aliases):
             index.setdefault(name, i)
-    steps, seen = [], set()
+    steps: list[tuple] = []
+    seen: set[int] = set()
     for f in writer.fields:
-        i = index.get(f.name)
-        if i is None or i in seen:
+        found = index.get(f.name)
+        if found is None or found in seen:
             steps.append(("skip", _skip(f.type, (), f"{writer.name}.{f.name}")))
             continue
-        seen.add(i)
+        seen.add(found)
         try:
-            steps.append(("field", i, _plan(f.type, reader.fields[i].type, pairs)))
+            steps.append(("field", found, _plan(f.type, reader.fields[found].type, pairs)))
         except Unresolvable as e:
-            raise Unresolvable(f"field {reader.name}.{reader.fields[i].name}: {e}") from None
+            raise Unresolvable(f"field {reader.name}.{reader.fields[found].name}: {e}") from None
     for i, f in enumerate(reader.fields):
         if i not in seen:
             if f.default is NO_DEFAULT:
@@ -205,7 +208,7 @@ def _skip(node: Node, named: tuple, where: str) -> tuple:
     if kind in ("bytes", "string"):
         return ("bytes",)
     if kind in ("array", "map"):
-        return (kind, _skip(node.items, named, where))
+        return (kind, _skip(node.inner, named, where))
     if kind == "union":
         return ("union", [_skip(branch, named, where) for branch in node.branches])
     if node.name in named:
@@ -255,7 +258,7 @@ def _written(spec: Field, where: str) -> bytes:
     return out.getvalue()
 
 
-def fastavro_schema(node: Node, names: dict[object, str], exact: bool) -> object:
+def fastavro_schema(node: Node, names: dict[object, str], exact: bool) -> AvroJson:
     """The JSON fastavro parses for a value of `node`, standing alone: each named type defined at its first use.
     exact: with the schema's names, enum symbols and logical types, as a reader reads values. Otherwise the same
     binary encoding under names of our own, enum symbols S0, S1, ..., no logical types (a default's JSON is the
@@ -263,9 +266,7 @@ def fastavro_schema(node: Node, names: dict[object, str], exact: bool) -> object
     names, symbols and annotations. `names` keeps the named types defined so far (a name, or a Node's id)."""
     kind = node.kind
     if kind in ("array", "map"):
-        assert node.items is not None  # the parser sets both kinds' items
-        inner = fastavro_schema(node.items, names, exact)
-        return {"type": kind, "items" if kind == "array" else "values": inner}
+        return {"type": kind, "items" if kind == "array" else "values": fastavro_schema(node.inner, names, exact)}
     if kind == "union":
         return [fastavro_schema(branch, names, exact) for branch in node.branches]
     if kind in PRIMITIVES:
@@ -318,12 +319,11 @@ def _datum(node: Node, value: object, names: dict[object, str], where: str) -> o
             for i, f in enumerate(node.fields)
         }
     if kind in ("array", "map"):
-        assert node.items is not None
         if not isinstance(value, list if kind == "array" else dict):
             raise _NoFit(f"{where} is {json.dumps(value)[:40]}, not an {'array' if kind == 'array' else 'object'}")
         if isinstance(value, list):
-            return [_datum(node.items, item, names, f"{where}[{i}]") for i, item in enumerate(value)]
-        return {key: _datum(node.items, item, names, f"{where}.{key}") for key, item in value.items()}
+            return [_datum(node.inner, item, names, f"{where}[{i}]") for i, item in enumerate(value)]
+        return {key: _datum(node.inner, item, names, f"{where}.{key}") for key, item in value.items()}
     if kind == "enum":
         if value not in node.symbols:
             raise _NoFit(f"{where} is {json.dumps(value)[:40]}, not one of its symbols")

@@ -31,11 +31,14 @@ import functools
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TypeAlias
 
 import pyarrow as pa
 
 PRIMITIVES = ("null", "boolean", "int", "long", "float", "double", "bytes", "string")
 NO_DEFAULT = object()
+# an Avro schema's JSON: a type's name, a union's list of types, or a type's object
+AvroJson: TypeAlias = str | list | dict
 MAX_DECIMAL_PRECISION = 38  # Spark's DecimalType, Arrow's decimal128
 
 # logical type -> the Avro type it annotates; any other pairing is ignored, as the specification says
@@ -83,6 +86,13 @@ class Node:
     items: Node | None = None  # array items, map values
     branches: list = field(default_factory=list)
 
+    @property
+    def inner(self) -> Node:
+        """An array's items, a map's values: the parser sets them for both kinds, and no other kind has any."""
+        if self.items is None:
+            raise TypeError(f"a {self.kind} holds no items")
+        return self.items
+
     def describe(self) -> str:
         text = self.name or self.kind
         if self.kind in ("record", "enum", "fixed"):
@@ -93,12 +103,12 @@ class Node:
 class AvroSchema:
     """An Avro schema read once from its text: its tree of Nodes, and fastavro's parsed form of the same JSON."""
 
-    def __init__(self, node: Node, documents: list[object]):
+    def __init__(self, node: Node, documents: list[AvroJson]):
         self.node = node
         self._documents = documents  # the JSON of the schemas it references, each after those it uses, then its own
 
     @functools.cached_property
-    def fastavro(self) -> tuple[dict, dict]:
+    def fastavro(self) -> tuple[AvroJson, dict]:
         """fastavro's parsed form and its named types (full name -> parsed), knowing the named types of the schemas
         it references, and marked as parsed (its write hint): fastavro's reader would parse an unmarked schema
         again, without them. Defaults are not checked here (fastavro refuses a schema over any default that does
@@ -123,7 +133,7 @@ def parse(text: str, references: Sequence[tuple[str, str]] = ()) -> AvroSchema:
     JSON fastavro parses when asked. `references` (name, JSON text), each after those it uses, define named types
     the schema may use (a registry's schema references)."""
     named: dict = {}
-    documents = []
+    documents: list[AvroJson] = []
     for name, referenced in references:
         try:
             documents.append(_parse_text(referenced, named)[0])
@@ -133,7 +143,7 @@ def parse(text: str, references: Sequence[tuple[str, str]] = ()) -> AvroSchema:
     return AvroSchema(node, [*documents, document])
 
 
-def _parse_text(text: str, named: dict) -> tuple[object, Node]:
+def _parse_text(text: str, named: dict) -> tuple[AvroJson, Node]:
     """The text's JSON, and its tree of Nodes."""
     try:
         schema = json.loads(text)
@@ -208,7 +218,7 @@ def _parse_named(kind: str, schema: dict, namespace: str | None, named: dict) ->
 
 def _with_logical(node: Node, schema: dict) -> Node:
     logical = schema.get("logicalType")
-    if node.kind not in LOGICAL_BASES.get(logical, ()):
+    if not isinstance(logical, str) or node.kind not in LOGICAL_BASES.get(logical, ()):
         return node
     if logical == "decimal":
         precision, scale = schema.get("precision"), schema.get("scale", 0)
@@ -263,9 +273,9 @@ def arrow_type(node: Node, records: tuple = ()) -> pa.DataType:
         inner = records + (node.name,)
         return pa.struct([pa.field(f.name, arrow_type(f.type, inner)) for f in node.fields])
     if node.kind == "array":
-        return pa.list_(arrow_type(node.items, records))
+        return pa.list_(arrow_type(node.inner, records))
     if node.kind == "map":
-        return pa.map_(pa.string(), arrow_type(node.items, records))
+        return pa.map_(pa.string(), arrow_type(node.inner, records))
     shape = union_shape(node)
     if shape is None:
         raise SchemaError("a union with no branch but null has no Spark type")

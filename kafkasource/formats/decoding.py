@@ -165,9 +165,14 @@ def parse_decoding(options: Mapping[str, str], subscription: Subscription, read_
     `options` holds the options given a value: lower-case names, values stripped (as options.parse_options
     reads them)."""
     formats = {column: _format(options, column) for column in COLUMNS}
-    on_error = options.get("onDecodeError".lower()) or "fail"
-    if on_error.lower() not in ("fail", "keep"):
-        raise OptionError(f"option onDecodeError must be fail or keep, got {on_error[:40]!r}")
+    on_error_raw = options.get("onDecodeError".lower()) or "fail"
+    on_error: OnDecodeError
+    if on_error_raw.lower() == "fail":
+        on_error = "fail"
+    elif on_error_raw.lower() == "keep":
+        on_error = "keep"
+    else:
+        raise OptionError(f"option onDecodeError must be fail or keep, got {on_error_raw[:40]!r}")
     decoded = [column for column in COLUMNS if formats[column] != "binary"]
     registry_options = [name for name in options if name.startswith("schema.registry.")]
     if not decoded:
@@ -179,7 +184,7 @@ def parse_decoding(options: Mapping[str, str], subscription: Subscription, read_
             )
         return None
     config = registry_config(options)
-    columns = []
+    columns: list[ColumnFormat] = []
     subjects: dict[str, str | None] = {}
     for column in decoded:
         schema_id = _number(options, f"{column}SchemaId")
@@ -210,18 +215,18 @@ def parse_decoding(options: Mapping[str, str], subscription: Subscription, read_
             )
         columns.append(ColumnFormat(column, formats[column], reader, message))
         subjects[column] = subject
-    for column in columns:
+    for chosen in columns:
         try:
-            column.arrow_type()
+            chosen.arrow_type()
         except Exception as exc:
             raise OptionError(
-                f"the {column.column} column's reader schema (id {column.reader.schema_id}) cannot be read: {exc}"
+                f"the {chosen.column} column's reader schema (id {chosen.reader.schema_id}) cannot be read: {exc}"
             ) from None
     native_avro = read_path != "python" and native_extension.avro_decoder_available()
-    for column in columns:
-        if column.format == "avro" and not native_avro:
-            _python_avro_reader(column, subjects[column.column])
-    return Decoding(tuple(columns), on_error.lower(), native_avro, config)
+    for chosen in columns:
+        if chosen.format == "avro" and not native_avro:
+            _python_avro_reader(chosen, subjects[chosen.column])
+    return Decoding(tuple(columns), on_error, native_avro, config)
 
 
 def _python_avro_reader(column: ColumnFormat, subject: str | None) -> None:

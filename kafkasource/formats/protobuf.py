@@ -199,7 +199,7 @@ def _single_value(field, value):
 
 
 def _message_value(message) -> dict:
-    out = {}
+    out: dict[str, object] = {}
     for field in message.DESCRIPTOR.fields:
         value = getattr(message, field.name)
         if _is_map(field):
