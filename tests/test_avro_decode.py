@@ -14,9 +14,12 @@ import fastavro
 import pyarrow as pa
 import pytest
 
-from kafkasource.runtime import native_extension
+from kafkasource.errors import OptionError
 from kafkasource.formats.avro import AvroDecoder, arrow_type
+from kafkasource.formats.avro_schema import SchemaError
+from kafkasource.formats.decoding import ColumnFormat, _python_avro_reader
 from kafkasource.formats.registry import RegistrySchema
+from kafkasource.runtime import native_extension
 from kafkasource.formats.wire_format import schema_ids
 
 UTC = datetime.timezone.utc
@@ -225,6 +228,138 @@ def test_null_payloads_are_null_values_with_no_reason(decoder):
 
 
 NOT_RESOLVABLE = "writer schema {} cannot be resolved into the reader schema: "
+
+
+# ---- reader defaults: written in Avro binary by fastavro from their JSON, once per reader field ----
+
+LACKING = record("R", ("id", "int"))  # a writer without the reader's other fields: their defaults fill them
+
+
+def test_defaults_take_a_later_union_branch_and_the_underlying_types_json(decoder):
+    """A union's default may be for any branch it fits (Avro 1.12), not only the first; a logical type's default
+    is its underlying type's JSON (a date's days), and a double's may be a JSON integer."""
+    reader = record("R", ("id", "int"), ("note", ["null", "string"], {"default": "none"}),
+                    ("score", "double", {"default": 2}),
+                    ("day", {"type": "int", "logicalType": "date"}, {"default": 3}),
+                    ("labels", {"type": "map", "values": ["null", "long"]}, {"default": {"a": 1, "b": None}}))
+    values, reasons = decode(decoder, reader, [frame(1, LACKING, {"id": 1})], {1: LACKING})
+    assert reasons == [None]
+    assert values == [{"id": 1, "note": "none", "score": 2.0, "day": datetime.date(1970, 1, 4),
+                       "labels": [("a", 1), ("b", None)]}]
+
+
+IN = record("In", ("a", "int"), ("b", "string", {"default": "dflt"}), ("c", ["null", "bytes"], {"default": None}))
+
+
+def test_bytes_fixed_union_record_and_enum_defaults_decode_alike_on_both_decoders(decoder):
+    """Each decoder reads the Avro binary written of a default, so the Python decoder gives what the native one
+    gives: bytes and fixed from latin-1 text (not that text's UTF-8), a union's value for the first branch it
+    fits, a nested record's missing fields from their own defaults (and the same value in every record that takes
+    it), an enum's symbol; fastavro alone would hand over the default's JSON as it stands."""
+    reader = record(
+        "R", ("id", "int"), ("raw", "bytes", {"default": "\u00ff\u0001a"}),
+        ("pair", {"type": "fixed", "name": "F", "size": 2}, {"default": "\u00ffb"}),
+        ("maybe", ["null", "bytes"], {"default": None}), ("text", ["string", "bytes"], {"default": "\u00e9"}),
+        ("ratio", ["float", "double"], {"default": 0.1}),  # the first branch it fits: float
+        ("price", {"type": "bytes", "logicalType": "decimal", "precision": 5, "scale": 2}, {"default": "\u0001\u0000"}),
+        ("at", {"type": "long", "logicalType": "timestamp-millis"}, {"default": 1_700_000_000_000}),
+        ("inner", IN, {"default": {"a": 3}}),
+        ("either", ["In", "long"], {"default": {"a": 4, "b": "x"}}),  # a struct of member0, member1
+        ("many", {"type": "array", "items": "In"}, {"default": [{"a": 5}]}),
+        ("kind", {"type": "enum", "name": "K", "symbols": ["A", "B"]}, {"default": "B"}),
+        ("id2", {"type": "string", "logicalType": "uuid"}, {"default": "6f1f8c3e-2b4a-4d7e-9a51-0c2d3e4f5a6b"}))
+    values, reasons = decode(decoder, reader, [frame(1, LACKING, {"id": 1}), frame(1, LACKING, {"id": 2})],
+                             {1: LACKING})
+    assert reasons == [None, None]
+    expected = {"raw": b"\xff\x01a", "pair": b"\xffb", "maybe": None, "text": {"member0": "\u00e9", "member1": None},
+                "ratio": 0.10000000149011612,
+                "price": Decimal("2.56"), "at": datetime.datetime(2023, 11, 14, 22, 13, 20, tzinfo=UTC),
+                "inner": {"a": 3, "b": "dflt", "c": None},
+                "either": {"member0": {"a": 4, "b": "x", "c": None}, "member1": None},
+                "many": [{"a": 5, "b": "dflt", "c": None}], "kind": "B", "id2": "6f1f8c3e-2b4a-4d7e-9a51-0c2d3e4f5a6b"}
+    assert values == [{"id": 1, **expected}, {"id": 2, **expected}]
+
+
+@pytest.mark.parametrize("field_type, default, why, value", [
+    ("int", "x", "int: R.x is <x> of type <class 'str'> expected int", 5),
+    ("int", 2**31, "int: R.x is <2147483648> of type <class 'int'> expected int", 5),
+    ("float", 1e39, "float: R.x is 1e+39, beyond a float's range", 0.5),
+    ("bytes", "\u20ac", "bytes: R.x: 'latin-1' codec can't encode character '\\u20ac' in position 0: ordinal not in "
+                        "range(256)", b"b"),
+    ({"type": "fixed", "name": "F", "size": 2}, "abc", "fixed F: R.x has 3 bytes, not 2", b"ab"),
+    ({"type": "enum", "name": "E", "symbols": ["A"]}, "B", 'enum E: R.x is "B", not one of its symbols', "A"),
+    (["null", "int"], "s", "union: R.x fits no branch of the union", None),
+    (record("In", ("a", "int"), ("b", "string")), {"a": 3},
+     "record In: R.x has no value for field b, which has no default", {"a": 1, "b": "z"}),
+    ({"type": "array", "items": ["null", {"type": "fixed", "name": "G", "size": 1}]}, [None, "a", "bc"],
+     "array: R.x[2] fits no branch of the union", [None, b"a"]),
+])
+def test_a_default_that_does_not_fit_is_the_reason_of_writers_lacking_its_field_alone(decoder, field_type, default,
+                                                                                     why, value):
+    """Where the writer has the field the default is never read, and its records decode (the Python decoder once
+    refused such a reader schema outright, and such a writer schema, as fastavro's parsing does)."""
+    reader = record("R", ("id", "int"), ("x", field_type, {"default": default}))
+    having = record("R", ("id", "int"), ("x", field_type))
+    payloads = [frame(1, LACKING, {"id": 1}), frame(2, having, {"id": 2, "x": value}),
+                frame(3, having, {"id": 3, "x": value})]  # 3: the reader itself, its default as unfit as the reader's
+    values, reasons = decode(decoder, reader, payloads, {1: LACKING, 2: having, 3: reader})
+    assert values == [None, {"id": 2, "x": value}, {"id": 3, "x": value}]
+    assert reasons == [NOT_RESOLVABLE.format(1) + f"the default of R.x, {json.dumps(default)}, is not a {why}", None,
+                       None]
+
+
+# schemas our parser reads and fastavro refuses: the native decoder reads them, defaults too; the Python one says
+# why it cannot, naming the schema
+# (the field, its value as the reader's default gives it, fastavro's reason, the field's encoding of that value)
+FASTAVRO_REFUSES = [
+    pytest.param(("kind", {"type": "enum", "name": "E", "symbols": ["in-stock", "gone"]}, {"default": "gone"}),
+                 "gone", "SchemaParseException: Every symbol must match the regular expression "
+                 "[A-Za-z_][A-Za-z0-9_]*", b"\x02", id="enum-symbol-not-a-name"),
+    pytest.param(("pair", ["null", {"type": "fixed", "name": "F", "size": 1},
+                           {"type": "fixed", "name": "F", "size": 1}], {"default": None}),
+                 None, "SchemaParseException: redefined named type: F", b"\x00", id="named-type-twice"),
+    pytest.param(("price", {"type": "fixed", "name": "P", "size": 1, "logicalType": "decimal", "precision": 4},
+                  {"default": "\u0007"}), Decimal(7),
+                 "SchemaParseException: decimal precision of 4 doesn't fit into array of length 1", b"\x07",
+                 id="decimal-wider-than-its-fixed"),
+]
+
+
+@pytest.mark.parametrize("extra, value, why, encoded", FASTAVRO_REFUSES)
+def test_a_reader_schema_fastavro_refuses_reads_on_the_native_decoder_defaults_included(extra, value, why, encoded):
+    if not native_extension.avro_decoder_available():
+        pytest.skip("the native extension is not built")
+    reader = record("R", ("id", "int"), extra)
+    values, reasons = decode("native", reader, [frame(1, LACKING, {"id": 1})], {1: LACKING})
+    assert (values, reasons) == ([{"id": 1, extra[0]: value}], [None])
+    with pytest.raises(SchemaError) as refused:
+        AvroDecoder(json.dumps(reader), native=False)
+    assert str(refused.value) == f"fastavro does not read it: {why}"
+
+
+@pytest.mark.parametrize("extra, value, why, encoded", FASTAVRO_REFUSES)
+def test_a_writer_schema_fastavro_refuses_is_its_records_reason_on_the_python_decoder_alone(decoder, extra, value,
+                                                                                           why, encoded):
+    reader = record("R", ("id", "int"))
+    writer = record("R", ("id", "int"), (*extra[:2], {}))  # fastavro cannot write with it: its field by hand
+    values, reasons = decode(decoder, reader, [frame(1, reader, {"id": 1}) + encoded], {1: writer})
+    if decoder == "native":
+        assert (values, reasons) == ([{"id": 1}], [None])
+    else:
+        assert (values, reasons) == ([None], [NOT_RESOLVABLE.format(1) + f"it is not a valid Avro schema: fastavro "
+                                                                          f"does not read it: {why}"])
+
+
+def test_a_reader_schema_fastavro_refuses_is_refused_at_definition_for_the_python_decoder_naming_its_subject():
+    reader = record("R", ("id", "int"), FASTAVRO_REFUSES[0].values[0])
+    column = ColumnFormat("value", "avro", RegistrySchema(12, "AVRO", json.dumps(reader)))
+    with pytest.raises(OptionError) as refused:
+        _python_avro_reader(column, "orders-value")
+    assert str(refused.value) == (
+        "the value column's reader schema (id 12, subject orders-value) cannot be read by the Python Avro decoder: "
+        f"fastavro does not read it: {FASTAVRO_REFUSES[0].values[2]}; the native Avro decoder reads it (readPath "
+        "auto or native, kafkasource._native built)")
+    _python_avro_reader(ColumnFormat("value", "avro", RegistrySchema(13, "AVRO", json.dumps(IN))), "orders-value")
 
 
 def test_every_failure_has_its_reason_and_the_other_records_decode(decoder):

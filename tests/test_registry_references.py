@@ -4,7 +4,7 @@ it imports, directly or through another, in the order descriptors need; an impor
 refused naming it. The Avro decoders (Python and native) know the referenced named types. Against the real registry:
 records written by confluent-kafka's serializers read back equal to its own deserializers' (its ProtobufSerializer
 registers the imported files as subjects of their own). JSON Schema $refs to referenced schemas, and within them,
-point into one document for the reader's type and resolve in the writer's validation."""
+resolve for the reader's type as in the writer's validation."""
 
 from __future__ import annotations
 
@@ -22,13 +22,13 @@ from confluent_kafka.schema_registry.protobuf import ProtobufDeserializer, Proto
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory, timestamp_pb2
 from google.protobuf.descriptor import FieldDescriptor as F
 
-from kafkasource.formats.avro import AvroDecoder
 from kafkasource.errors import OptionError
-from kafkasource.formats.json_schema import JsonSchemaDecoder, with_references
+from kafkasource.formats.avro import AvroDecoder
+from kafkasource.formats.json_schema import JsonSchemaDecoder
 from kafkasource.formats.json_schema import arrow_type as json_arrow_type
-from kafkasource.options import parse_options
 from kafkasource.formats.protobuf import ProtobufDecoder, arrow_type, parse_file
 from kafkasource.formats.registry import RegistrySchema, UnknownSchemaId, WriterSchemas, registry_config
+from kafkasource.options import parse_options
 from tests.query_helpers import base_options, batch
 from tests.registry_helpers import decode, encode, produce_payloads
 
@@ -192,15 +192,10 @@ JSON_ORDER = {"$schema": "http://json-schema.org/draft-07/schema#", "type": "obj
               "definitions": {"refund": {"$ref": "schemas/money.json"}}}
 
 
-def test_json_schema_refs_into_a_referenced_schema_and_within_it_point_into_one_document():
-    whole = with_references(JSON_ORDER, [("schemas/money.json", json.dumps(JSON_MONEY))])
-
-    assert whole["properties"]["price"] == {"$ref": "#/$kafkasourceReferences/schemas~1money.json"}
-    assert whole["properties"]["refund"] == {"$ref": "#/definitions/refund"}
-    assert whole["definitions"]["refund"] == {"$ref": "#/$kafkasourceReferences/schemas~1money.json"}
-    assert whole["$kafkasourceReferences"]["schemas/money.json"]["properties"]["currency"] == \
-        {"$ref": "#/$kafkasourceReferences/schemas~1money.json/definitions/code"}
-    assert str(json_arrow_type(json.dumps(JSON_ORDER), [("schemas/money.json", json.dumps(JSON_MONEY))])) == (
+def test_json_schema_refs_into_a_referenced_schema_and_within_it_resolve_against_the_schema_they_are_in():
+    # the order's own definitions/code is an integer: the money schema's $ref #/definitions/code is its own string
+    order = {**JSON_ORDER, "definitions": {**JSON_ORDER["definitions"], "code": {"type": "integer"}}}
+    assert str(json_arrow_type(json.dumps(order), [("schemas/money.json", json.dumps(JSON_MONEY))])) == (
         "struct<id: int64, price: struct<units: int64, currency: string>, refund: struct<units: int64, currency: "
         "string>>")
     with pytest.raises(ValueError) as refused:
@@ -208,6 +203,9 @@ def test_json_schema_refs_into_a_referenced_schema_and_within_it_point_into_one_
     assert str(refused.value) == ("$ref 'schemas/money.json' is neither a reference into this schema "
                                   "(#/definitions/.. or #/$defs/..) nor to a schema the registry lists among its "
                                   "references")
+    with pytest.raises(ValueError) as refused:
+        json_arrow_type(json.dumps({**JSON_ORDER, "properties": {"x": {"$ref": "#/definitions/gone"}}}))
+    assert str(refused.value) == "$ref '#/definitions/gone' names nothing in the schema"
 
 
 def test_a_json_writer_whose_ref_resolves_nowhere_is_a_reason_for_the_records_that_reach_it():

@@ -2,8 +2,8 @@
 
 A payload is a magic byte 0, the writer schema's id (4 bytes, big-endian) and the record in Avro binary. Each
 record is decoded with its own writer schema and resolved into the one reader schema (kafkasource.formats.avro_schema
-says by which rules, and which Arrow type each Avro type becomes). A record that cannot be decoded is a null
-value with the reason beside it; nothing is dropped.
+says by which rules, and which Arrow type each Avro type becomes; avro_resolution holds the plans). A record that
+cannot be decoded is a null value with the reason beside it; nothing is dropped.
 
 Two decoders give the same values and reasons: the native one (kafkasource._native, Rust) appends straight
 into Arrow buffers without a Python object per record; the Python one, the fallback, decodes with fastavro and
@@ -12,13 +12,19 @@ describes the damage in its own words). Two differences are known: in a union ho
 float and double) beside a third type, fastavro does not say which of the two branches a number was written
 as, so the Python decoder fills the first of them; and a date or timestamp outside Python's years 1 to 9999 is
 a malformed record to the Python decoder (fastavro makes Python dates of them), a value to the native one.
+A reader default fills a field the writer lacks with the same value on both: each reads the Avro binary that
+avro_resolution writes of it (fastavro on its own would hand over the default's JSON as it stands).
+
+The Python decoder reads with fastavro's parsed form of the schemas, and fastavro refuses a few schemas our
+parser reads (a named type defined twice, an enum symbol that is not a name, a decimal wider than its fixed): such
+a reader schema is refused when the query is defined (kafkasource.formats.decoding), and such a writer schema is
+the reason of its records; the native decoder reads both.
 """
 
 from __future__ import annotations
 
 import datetime
 import io
-import json
 import uuid
 from collections.abc import Mapping, Sequence
 from decimal import Decimal
@@ -26,16 +32,16 @@ from decimal import Decimal
 import pyarrow as pa
 
 from kafkasource.formats import avro_resolution, avro_schema
-from kafkasource.formats.avro_schema import Node, SchemaError, Unresolvable
+from kafkasource.formats.avro_schema import AvroJson, AvroSchema, Node, SchemaError, Unresolvable
 from kafkasource.formats.registry import RegistrySchema
-from kafkasource.formats.wire_format import HEADER_SIZE, Unusable, as_binary, decode_each, unresolvable_reason
+from kafkasource.formats.wire_format import Unusable, as_binary, decode_each, guid_reasons, unresolvable_reason
 from kafkasource.runtime import native_extension
 
 
 def arrow_type(reader_schema: str, references: Sequence[tuple[str, str]] = ()) -> pa.DataType:
     """The Arrow type Spark's from_avro gives records of this Avro schema (JSON text), which may use the named
     types of the schemas it references."""
-    return avro_schema.arrow_type(avro_schema.parse(reader_schema, references))
+    return avro_schema.arrow_type(avro_schema.parse(reader_schema, references).node)
 
 
 class AvroDecoder:
@@ -44,13 +50,15 @@ class AvroDecoder:
 
     def __init__(self, reader_schema: str, native: bool, references: Sequence[tuple[str, str]] = ()):
         self.reader = avro_schema.parse(reader_schema, references)
-        self.arrow_type = avro_schema.arrow_type(self.reader)
+        self.arrow_type = avro_schema.arrow_type(self.reader.node)
         if native and not native_extension.avro_decoder_available():
             raise RuntimeError(
                 "the native Avro decoder is not available: kafkasource._native is not built "
                 "(no Rust toolchain when kafkasource was installed); decode with native=False"
             )
-        self.impl = NativeDecoder(self.arrow_type) if native else PythonDecoder(self.reader, reader_schema, references)
+        self.impl: NativeDecoder | PythonDecoder = (
+            NativeDecoder(self.arrow_type) if native else PythonDecoder(self.reader)
+        )
         self.known: dict[int, RegistrySchema] = {}  # id -> the writer schema resolved for it
 
     def decode(
@@ -60,18 +68,22 @@ class AvroDecoder:
         (null where it decoded). A null payload is a null value with a null reason."""
         for schema_id, schema in writer_schemas.items():
             if self.known.get(schema_id) != schema:
-                self.impl.add_writer(schema_id, schema, self._plan(schema_id, schema))
+                self.impl.add_writer(schema_id, *self._plan(schema_id, schema))
                 self.known[schema_id] = schema
-        return self.impl.decode(as_binary(payloads))
+        payloads = as_binary(payloads)
+        values, reasons = self.impl.decode(payloads)
+        return values, guid_reasons(payloads, reasons) if isinstance(self.impl, NativeDecoder) else reasons
 
-    def _plan(self, schema_id: int, schema: RegistrySchema) -> tuple | str:
-        """The resolution plan for this writer schema, or the reason it cannot be read (a str)."""
+    def _plan(self, schema_id: int, schema: RegistrySchema) -> tuple[AvroSchema | None, tuple | str]:
+        """The writer schema parsed, and its resolution plan or the reason it cannot be read (a str)."""
         try:
-            return avro_resolution.resolve(avro_schema.parse(schema.text, schema.references), self.reader)
+            writer = avro_schema.parse(schema.text, schema.references)
         except SchemaError as e:
-            return unresolvable_reason(schema_id, f"it is not a valid Avro schema: {e}")
+            return None, unresolvable_reason(schema_id, f"it is not a valid Avro schema: {e}")
+        try:
+            return writer, avro_resolution.resolve(writer.node, self.reader.node)
         except Unresolvable as e:
-            return unresolvable_reason(schema_id, str(e))
+            return writer, unresolvable_reason(schema_id, str(e))
 
 
 class NativeDecoder:
@@ -79,9 +91,12 @@ class NativeDecoder:
 
     def __init__(self, arrow_type: pa.DataType):
         self.arrow_type = arrow_type
-        self.native = native_extension.EXTENSION.AvroDecoder(_column_spec(arrow_type))
+        extension = native_extension.EXTENSION
+        if extension is None:  # AvroDecoder asked avro_decoder_available() first
+            raise RuntimeError(f"kafkasource's native extension {native_extension.why_unavailable()}")
+        self.native = extension.AvroDecoder(_column_spec(arrow_type))
 
-    def add_writer(self, schema_id: int, schema: RegistrySchema, plan: tuple | str) -> None:
+    def add_writer(self, schema_id: int, writer: AvroSchema | None, plan: tuple | str) -> None:
         if isinstance(plan, str):
             self.native.add_unresolvable(schema_id, plan)
         else:
@@ -139,47 +154,85 @@ class PythonDecoder:
     """The fallback: fastavro decodes each record into Python objects, which are converted to what pyarrow
     builds the reader's Arrow type from."""
 
-    def __init__(self, reader: Node, reader_schema: str, references: Sequence[tuple[str, str]]):
+    def __init__(self, reader: AvroSchema):
         try:
             import fastavro
         except ImportError:
             raise RuntimeError("the Python Avro decoder needs fastavro: pip install 'kafkasource[registry]'") from None
         self.fastavro = fastavro
-        self.reader_schema = self._parse(reader_schema, references)
-        self.arrow_type = avro_schema.arrow_type(reader)
-        self.convert = _converter(reader)
-        self.writers: dict[int, object] = {}  # id -> parsed writer schema, or Unusable
+        self.reader_schema = python_reader(reader)
+        self.arrow_type = avro_schema.arrow_type(reader.node)
+        self.convert = _converter(reader.node)
+        self.writers: dict[int, AvroJson | Unusable] = {}  # id -> fastavro's parsed writer schema, or Unusable
 
-    def _parse(self, text: str, references: Sequence[tuple[str, str]]):
-        """fastavro's parsed form, knowing the named types of the schemas it references, and marked as parsed (its
-        write hint): fastavro's reader would parse an unmarked schema again, without them."""
-        named: dict = {}
-        for _, referenced in references:
-            self.fastavro.parse_schema(json.loads(referenced), named_schemas=named, _write_hint=False)
-        return self.fastavro.parse_schema(json.loads(text), named_schemas=named)
-
-    def add_writer(self, schema_id: int, schema: RegistrySchema, plan: tuple | str) -> None:
-        if isinstance(plan, str):
-            self.writers[schema_id] = Unusable(plan)
+    def add_writer(self, schema_id: int, writer: AvroSchema | None, plan: tuple | str) -> None:
+        if isinstance(plan, str) or writer is None:
+            self.writers[schema_id] = Unusable(str(plan))
             return
         try:
-            self.writers[schema_id] = self._parse(schema.text, schema.references)
-        except Exception as e:  # a schema fastavro finds fault with where avro_schema found none
+            self.writers[schema_id] = writer.fastavro[0]
+        except SchemaError as e:  # a schema fastavro finds fault with where avro_schema found none
             self.writers[schema_id] = Unusable(unresolvable_reason(schema_id, f"it is not a valid Avro schema: {e}"))
 
     def decode(self, payloads: pa.Array) -> tuple[pa.Array, pa.StringArray]:
         return decode_each(payloads, self.writers, self._decode_one, self.arrow_type)
 
-    def _decode_one(self, schema_id: int, writer: object, payload: bytes) -> tuple[object, str | None]:
+    def _decode_one(self, schema_id: int, writer: AvroJson, wire, body: io.BytesIO) -> tuple[object, str | None]:
         try:
-            value = self.fastavro.schemaless_reader(
-                io.BytesIO(payload[HEADER_SIZE:]), writer, self.reader_schema, return_named_type=True
-            )
+            value = self.fastavro.schemaless_reader(body, writer, self.reader_schema, return_named_type=True)
             return (self.convert(value) if self.convert and value is not None else value), None
         except self.fastavro.read.SchemaResolutionError as e:
             return None, unresolvable_reason(schema_id, str(e))
         except Exception as e:  # fastavro reports damage as whatever its reading ran into
             return None, f"malformed Avro record: {type(e).__name__}: {e}"
+
+
+def python_reader(reader: AvroSchema) -> AvroJson:
+    """fastavro's parsed form of the reader schema, each field default in it replaced by what fastavro reads of
+    the Avro binary avro_resolution writes of it: the value the native decoder reads of the same bytes, where
+    fastavro would hand over the default's JSON as it stands (bytes and fixed as text, a union's for whichever
+    branch, a record without its fields' own defaults). A default that does not fit its field is taken out, so a
+    record that would need it fails, as on the native decoder. SchemaError says why fastavro cannot read the
+    schema."""
+    import fastavro
+
+    parsed, named = reader.fastavro
+    records = _records(reader.node, {})
+    for name, schema in named.items():
+        record = records.get(name)
+        if record is None or not isinstance(schema, dict) or schema.get("type") not in ("record", "error"):
+            continue
+        for index, spec in enumerate(schema["fields"]):
+            if "default" not in spec:
+                continue
+            try:
+                written = avro_resolution.written_default(record, index)
+            except Unresolvable:
+                del spec["default"]
+                continue
+            try:
+                exact = fastavro.parse_schema(avro_resolution.fastavro_schema(record.fields[index].type, {}, True))
+                spec["default"] = fastavro.schemaless_reader(io.BytesIO(written), exact, None, return_named_type=True)
+            except Exception as e:  # the field's type standing alone, which fastavro took as part of the whole
+                raise SchemaError(
+                    f"fastavro does not read the default of {name}.{spec['name']} back: {type(e).__name__}: {e}"
+                ) from None
+    return parsed
+
+
+def _records(node: Node, found: dict[str, Node]) -> dict[str, Node]:
+    """The schema's records by full name, as fastavro names its parsed types."""
+    if node.kind == "record" and node.name is not None:
+        if node.name in found:
+            return found
+        found[node.name] = node
+        for f in node.fields:
+            _records(f.type, found)
+    elif node.kind in ("array", "map"):
+        _records(node.inner, found)
+    for branch in node.branches:
+        _records(branch, found)
+    return found
 
 
 # ---- fastavro's Python values -> what pyarrow builds the Arrow type from; None where they are that already ----
@@ -202,6 +255,7 @@ def _converter(node: Node):
             return None
 
         def record(value: dict) -> dict:
+            value = dict(value)  # a reader default is one dict for every record that takes it: never changed
             for name, convert in converters:
                 if value[name] is not None:
                     value[name] = convert(value[name])
@@ -209,7 +263,7 @@ def _converter(node: Node):
 
         return record
     if kind in ("array", "map"):
-        inner = _converter(node.items)
+        inner = _converter(node.inner)
         if inner is None:
             return None
         if kind == "array":

@@ -1,14 +1,21 @@
 """The resolution of a writer's Avro schema into the reader's (Avro's schema resolution rules, as avro_schema.py's
 docstring lists them) as a plan the native decoder executes; both decoders take their verdict on whether a
 writer schema resolves from `resolve`, so a schema refused is refused with the same reason whichever decodes.
-Fields the reader adds take their defaults, encoded here once in Avro binary."""
+
+Fields the reader adds take their defaults, written in Avro binary by fastavro once per reader field: the native
+decoder reads that as it reads data, and the Python decoder hands over what fastavro reads of it, so both give
+the same value. A default's JSON is its type's without the logical type (a date's is its days), bytes and fixed
+are latin-1 text, and a union's is for its first branch or, as Avro 1.12 allows, any branch it fits.
+"""
 
 from __future__ import annotations
 
+import io
 import json
-import struct
+import math
+import weakref
 
-from kafkasource.formats.avro_schema import NO_DEFAULT, Field, Node, Unresolvable, union_shape
+from kafkasource.formats.avro_schema import NO_DEFAULT, PRIMITIVES, AvroJson, Field, Node, Unresolvable, union_shape
 
 # ---- resolution: a plan for the native decoder ----
 # A plan is nested tuples, read by native/src/avro.rs. Each step reads the writer's encoding of one value and
@@ -83,6 +90,8 @@ def _matches(writer: Node, reader: Node, exact: bool) -> bool:
 
 
 def _same_name(writer: Node, reader: Node) -> bool:
+    if writer.name is None or reader.name is None:  # the parser names every record, enum and fixed
+        return False
     short = writer.name.rpartition(".")[2]
     return (
         short == reader.name.rpartition(".")[2]
@@ -124,9 +133,9 @@ def _plan_same_shape(writer: Node, reader: Node, pairs: tuple) -> tuple:
     if kind == "enum":
         return ("enum", [_symbol(s, writer, reader) for s in writer.symbols])
     if kind == "array":
-        return ("array", _plan(writer.items, reader.items, pairs))
+        return ("array", _plan(writer.inner, reader.inner, pairs))
     if kind == "map":
-        return ("map", _plan(writer.items, reader.items, pairs))
+        return ("map", _plan(writer.inner, reader.inner, pairs))
     return _record(writer, reader, pairs)
 
 
@@ -156,21 +165,22 @@ def _record(writer: Node, reader: Node, pairs: tuple) -> tuple:
     if pair in pairs:
         raise Unresolvable(f"record {reader.name} refers to itself")
     pairs += (pair,)
-    index = {}
+    index: dict[str, int] = {}
     for i, f in enumerate(reader.fields):
         for name in (f.name, *f.aliases):
             index.setdefault(name, i)
-    steps, seen = [], set()
+    steps: list[tuple] = []
+    seen: set[int] = set()
     for f in writer.fields:
-        i = index.get(f.name)
-        if i is None or i in seen:
+        found = index.get(f.name)
+        if found is None or found in seen:
             steps.append(("skip", _skip(f.type, (), f"{writer.name}.{f.name}")))
             continue
-        seen.add(i)
+        seen.add(found)
         try:
-            steps.append(("field", i, _plan(f.type, reader.fields[i].type, pairs)))
+            steps.append(("field", found, _plan(f.type, reader.fields[found].type, pairs)))
         except Unresolvable as e:
-            raise Unresolvable(f"field {reader.name}.{reader.fields[i].name}: {e}") from None
+            raise Unresolvable(f"field {reader.name}.{reader.fields[found].name}: {e}") from None
     for i, f in enumerate(reader.fields):
         if i not in seen:
             if f.default is NO_DEFAULT:
@@ -182,7 +192,7 @@ def _record(writer: Node, reader: Node, pairs: tuple) -> tuple:
                 (
                     "default",
                     i,
-                    encode_default(f.type, f.default, f"{reader.name}.{f.name}"),
+                    written_default(reader, i),
                     _plan(f.type, f.type, pairs),
                 )
             )
@@ -198,7 +208,7 @@ def _skip(node: Node, named: tuple, where: str) -> tuple:
     if kind in ("bytes", "string"):
         return ("bytes",)
     if kind in ("array", "map"):
-        return (kind, _skip(node.items, named, where))
+        return (kind, _skip(node.inner, named, where))
     if kind == "union":
         return ("union", [_skip(branch, named, where) for branch in node.branches])
     if node.name in named:
@@ -206,95 +216,139 @@ def _skip(node: Node, named: tuple, where: str) -> tuple:
     return ("record", [_skip(f.type, named + (node.name,), where) for f in node.fields])
 
 
-# ---- defaults, encoded once in Avro binary so the decoder reads them as it reads data ----
+# ---- defaults: Avro binary written by fastavro from the default's JSON ----
+
+FLOAT_MAX = 3.4028234663852886e38  # the largest finite float; fastavro writes a larger one as infinity
+_WRITTEN: weakref.WeakKeyDictionary[Field, bytes | str] = weakref.WeakKeyDictionary()  # a default, or why not
 
 
-def encode_default(node: Node, value, where: str) -> bytes:
-    out = bytearray()
+class _NoFit(ValueError):
+    """A default's value does not fit its type; the message says where and how."""
+
+
+def written_default(record: Node, index: int) -> bytes:
+    """The default of the reader's field record.fields[index] in Avro binary, written once per reader field;
+    Unresolvable says why there is none to read."""
+    spec = record.fields[index]
+    found = _WRITTEN.get(spec)
+    if found is None:
+        try:
+            found = _written(spec, f"{record.name}.{spec.name}")
+        except Unresolvable as e:
+            found = str(e)
+        _WRITTEN[spec] = found
+    if isinstance(found, str):
+        raise Unresolvable(found)
+    return found
+
+
+def _written(spec: Field, where: str) -> bytes:
+    import fastavro
+
+    names: dict[object, str] = {}
+    schema = fastavro_schema(spec.type, names, exact=False)
     try:
-        _encode(node, value, out)
-    except (TypeError, ValueError, KeyError, AttributeError, OverflowError, struct.error) as e:
+        datum = _datum(spec.type, spec.default, names, where)
+    except _NoFit as e:
         raise Unresolvable(
-            f"the default of {where}, {json.dumps(value)[:100]}, is not a {node.describe()}: {e}"
+            f"the default of {where}, {json.dumps(spec.default)[:100]}, is not a {spec.type.describe()}: {e}"
         ) from None
-    return bytes(out)
+    out = io.BytesIO()
+    fastavro.schemaless_writer(out, fastavro.parse_schema(schema), datum)
+    return out.getvalue()
 
 
-def _varint(value: int, out: bytearray) -> None:
-    value = (value << 1) ^ (value >> 63)
-    while value > 0x7F:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-
-
-def _encode(node: Node, value, out: bytearray) -> None:
+def fastavro_schema(node: Node, names: dict[object, str], exact: bool) -> AvroJson:
+    """The JSON fastavro parses for a value of `node`, standing alone: each named type defined at its first use.
+    exact: with the schema's names, enum symbols and logical types, as a reader reads values. Otherwise the same
+    binary encoding under names of our own, enum symbols S0, S1, ..., no logical types (a default's JSON is the
+    underlying type's): fastavro takes that from any schema our parser reads, whatever fastavro thinks of its
+    names, symbols and annotations. `names` keeps the named types defined so far (a name, or a Node's id)."""
     kind = node.kind
-    if kind == "null":
-        if value is not None:
-            raise ValueError("not null")
-    elif kind == "boolean":
-        if not isinstance(value, bool):
-            raise TypeError("not a boolean")
-        out.append(int(value))
-    elif kind in ("int", "long"):
-        if (
-            isinstance(value, bool)
-            or not isinstance(value, int)
-            or not -(2**63) <= value < 2**63
-            or (kind == "int" and not -(2**31) <= value < 2**31)
-        ):
-            raise TypeError(f"not an {kind}")
-        _varint(value, out)
-    elif kind in ("float", "double"):
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise TypeError("not a number")
-        out += struct.pack("<f" if kind == "float" else "<d", value)
-    elif kind in ("bytes", "string"):
-        data = value.encode("latin-1" if kind == "bytes" else "utf-8")
-        _varint(len(data), out)
-        out += data
-    elif kind == "fixed":
-        data = value.encode("latin-1")
-        if len(data) != node.size:
-            raise ValueError(f"{len(data)} bytes, not {node.size}")
-        out += data
-    elif kind == "enum":
-        out += _encoded_int(node.symbols.index(value))
-    elif kind in ("array", "map"):
-        entries = list(value.items()) if kind == "map" else list(value)
-        if entries:
-            _varint(len(entries), out)
-            for entry in entries:
-                if kind == "map":
-                    _encode(Node("string"), entry[0], out)
-                    entry = entry[1]
-                _encode(node.items, entry, out)
-        out.append(0)
-    elif kind == "union":
-        # the first branch the value fits (the specification's first branch, or a later one as Avro 1.12 allows)
-        for i, branch in enumerate(node.branches):
-            attempt = bytearray()
-            try:
-                _encode(branch, value, attempt)
-            except (TypeError, ValueError, KeyError, AttributeError, OverflowError, struct.error):
-                continue
-            _varint(i, out)
-            out += attempt
-            return
-        raise ValueError("fits no branch of the union")
+    if kind in ("array", "map"):
+        return {"type": kind, "items" if kind == "array" else "values": fastavro_schema(node.inner, names, exact)}
+    if kind == "union":
+        return [fastavro_schema(branch, names, exact) for branch in node.branches]
+    if kind in PRIMITIVES:
+        schema: dict[str, object] = {"type": kind}
     else:
-        for f in node.fields:
-            _encode(f.type, value[f.name] if f.name in value else _field_default(f), out)
+        key = node.name if exact else id(node)
+        if key in names:
+            return names[key]
+        name = names[key] = node.name if exact and node.name else f"kafkasource.N{len(names)}"
+        schema = {"type": kind, "name": name}
+        if kind == "fixed":
+            schema["size"] = node.size
+        elif kind == "enum":
+            schema["symbols"] = node.symbols if exact else [f"S{i}" for i in range(len(node.symbols))]
+        else:
+            schema["fields"] = [
+                {"name": f.name if exact else f"f{i}", "type": fastavro_schema(f.type, names, exact)}
+                for i, f in enumerate(node.fields)
+            ]
+    if exact and node.logical:
+        schema["logicalType"] = node.logical
+        if node.logical == "decimal":
+            schema.update(precision=node.precision, scale=node.scale)
+    return schema if len(schema) > 1 else kind
 
 
-def _encoded_int(value: int) -> bytes:
-    out = bytearray()
-    _varint(value, out)
-    return bytes(out)
+def _datum(node: Node, value: object, names: dict[object, str], where: str) -> object:
+    """A default's JSON `value` as fastavro writes it for fastavro_schema(node, names, exact=False): bytes and
+    fixed from their latin-1 text, an enum's symbol as ours, a record's missing fields from their own defaults,
+    and a union's value as (branch name, value), fastavro's tuple notation, for the first branch it fits. A
+    primitive is checked by fastavro's validation; _NoFit says where a value does not fit."""
+    from fastavro.validation import ValidationError, validate
+
+    kind = node.kind
+    if kind == "union":
+        for branch in node.branches:
+            try:
+                written = _datum(branch, value, names, where)
+            except _NoFit:
+                continue
+            return (names[id(branch)] if id(branch) in names else branch.kind), written
+        raise _NoFit(f"{where} fits no branch of the union")
+    if kind == "record":
+        if not isinstance(value, dict):
+            raise _NoFit(f"{where} is {json.dumps(value)[:40]}, not an object")
+        return {
+            f"f{i}": _datum(
+                f.type, value[f.name] if f.name in value else _field_default(f, where), names, f"{where}.{f.name}"
+            )
+            for i, f in enumerate(node.fields)
+        }
+    if kind in ("array", "map"):
+        if not isinstance(value, list if kind == "array" else dict):
+            raise _NoFit(f"{where} is {json.dumps(value)[:40]}, not an {'array' if kind == 'array' else 'object'}")
+        if isinstance(value, list):
+            return [_datum(node.inner, item, names, f"{where}[{i}]") for i, item in enumerate(value)]
+        return {key: _datum(node.inner, item, names, f"{where}.{key}") for key, item in value.items()}
+    if kind == "enum":
+        if value not in node.symbols:
+            raise _NoFit(f"{where} is {json.dumps(value)[:40]}, not one of its symbols")
+        return f"S{node.symbols.index(value)}"
+    if kind in ("bytes", "fixed") and isinstance(value, str):
+        try:
+            value = value.encode("latin-1")
+        except UnicodeEncodeError as e:
+            raise _NoFit(f"{where}: {e}") from None
+    if kind == "fixed":
+        if not isinstance(value, bytes):
+            raise _NoFit(f"{where} is {json.dumps(value)[:40]}, not latin-1 text")
+        if len(value) != node.size:
+            raise _NoFit(f"{where} has {len(value)} bytes, not {node.size}")
+        return value
+    if kind == "float" and isinstance(value, float) and math.isfinite(value) and abs(value) > FLOAT_MAX:
+        raise _NoFit(f"{where} is {value}, beyond a float's range")
+    try:
+        validate(value, kind, field=where, raise_errors=True)
+    except ValidationError as e:
+        raise _NoFit("; ".join(map(str, e.errors))) from None
+    return value
 
 
-def _field_default(f: Field):
-    if f.default is NO_DEFAULT:
-        raise KeyError(f"no value for field {f.name}")
-    return f.default
+def _field_default(spec: Field, where: str) -> object:
+    if spec.default is NO_DEFAULT:
+        raise _NoFit(f"{where} has no value for field {spec.name}, which has no default")
+    return spec.default

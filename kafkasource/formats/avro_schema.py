@@ -1,6 +1,8 @@
-"""Avro schemas: parsing, and the Arrow type Spark's `from_avro` gives each. The resolution of a writer schema
-into a reader schema (Avro's schema resolution rules), as a plan the native decoder executes, is
-avro_resolution.py's, by the rules below.
+"""Avro schemas: parsing, and the Arrow type Spark's `from_avro` gives each. A schema's text is read once
+(AvroSchema): its JSON becomes a tree of Nodes, which the Arrow types, the resolution and the Python decoder's
+conversions walk, and, when first asked for, fastavro's parsed form of the same JSON, which the Python decoder
+reads with. The resolution of a writer schema into a reader schema (Avro's schema resolution rules), as a plan
+the native decoder executes, is avro_resolution.py's, by the rules below.
 
 Both decoders (kafkasource.formats.avro) take their verdict on whether a writer schema resolves from `resolve`,
 so a schema refused is refused with the same reason whichever decodes.
@@ -25,14 +27,18 @@ decimal may widen its precision, never change its scale.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TypeAlias
 
 import pyarrow as pa
 
 PRIMITIVES = ("null", "boolean", "int", "long", "float", "double", "bytes", "string")
 NO_DEFAULT = object()
+# an Avro schema's JSON: a type's name, a union's list of types, or a type's object
+AvroJson: TypeAlias = str | list | dict
 MAX_DECIMAL_PRECISION = 38  # Spark's DecimalType, Arrow's decimal128
 
 # logical type -> the Avro type it annotates; any other pairing is ignored, as the specification says
@@ -80,6 +86,13 @@ class Node:
     items: Node | None = None  # array items, map values
     branches: list = field(default_factory=list)
 
+    @property
+    def inner(self) -> Node:
+        """An array's items, a map's values: the parser sets them for both kinds, and no other kind has any."""
+        if self.items is None:
+            raise TypeError(f"a {self.kind} holds no items")
+        return self.items
+
     def describe(self) -> str:
         text = self.name or self.kind
         if self.kind in ("record", "enum", "fixed"):
@@ -87,26 +100,57 @@ class Node:
         return f"{text} ({self.logical})" if self.logical else text
 
 
-def parse(text: str, references: Sequence[tuple[str, str]] = ()) -> Node:
-    """An Avro schema's JSON text as a tree of Nodes; uses of a named type share the named Node. `references`
-    (name, JSON text), each after those it uses, define named types the schema may use (a registry's schema
-    references)."""
+class AvroSchema:
+    """An Avro schema read once from its text: its tree of Nodes, and fastavro's parsed form of the same JSON."""
+
+    def __init__(self, node: Node, documents: list[AvroJson]):
+        self.node = node
+        self._documents = documents  # the JSON of the schemas it references, each after those it uses, then its own
+
+    @functools.cached_property
+    def fastavro(self) -> tuple[AvroJson, dict]:
+        """fastavro's parsed form and its named types (full name -> parsed), knowing the named types of the schemas
+        it references, and marked as parsed (its write hint): fastavro's reader would parse an unmarked schema
+        again, without them. Defaults are not checked here (fastavro refuses a schema over any default that does
+        not fit its field): a reader's are checked where a writer lacks the field, as for the native decoder
+        (avro_resolution), and a writer's are never read. SchemaError says why fastavro cannot read the schema
+        (a named type defined twice, an enum symbol that is not a name, a decimal wider than its fixed), where
+        our parser could."""
+        import fastavro
+
+        named: dict = {}
+        try:
+            for document in self._documents[:-1]:
+                fastavro.parse_schema(document, named_schemas=named, _write_hint=False, _ignore_default_error=True)
+            parsed = fastavro.parse_schema(self._documents[-1], named_schemas=named, _ignore_default_error=True)
+        except Exception as e:  # fastavro's SchemaParseException, or whatever its parsing ran into
+            raise SchemaError(f"fastavro does not read it: {type(e).__name__}: {e}") from None
+        return parsed, named
+
+
+def parse(text: str, references: Sequence[tuple[str, str]] = ()) -> AvroSchema:
+    """An Avro schema's JSON text, read once: its tree of Nodes (uses of a named type share the named Node) and the
+    JSON fastavro parses when asked. `references` (name, JSON text), each after those it uses, define named types
+    the schema may use (a registry's schema references)."""
     named: dict = {}
+    documents: list[AvroJson] = []
     for name, referenced in references:
         try:
-            _parse_text(referenced, named)
+            documents.append(_parse_text(referenced, named)[0])
         except SchemaError as e:
             raise SchemaError(f"the schema it references as {name}: {e}") from None
-    return _parse_text(text, named)
+    document, node = _parse_text(text, named)
+    return AvroSchema(node, [*documents, document])
 
 
-def _parse_text(text: str, named: dict) -> Node:
+def _parse_text(text: str, named: dict) -> tuple[AvroJson, Node]:
+    """The text's JSON, and its tree of Nodes."""
     try:
         schema = json.loads(text)
     except (TypeError, ValueError) as e:
         raise SchemaError(f"not JSON: {e}") from None
     try:
-        return _parse(schema, None, named)
+        return schema, _parse(schema, None, named)
     except (KeyError, TypeError, ValueError, AttributeError) as e:
         if isinstance(e, SchemaError):
             raise
@@ -174,7 +218,7 @@ def _parse_named(kind: str, schema: dict, namespace: str | None, named: dict) ->
 
 def _with_logical(node: Node, schema: dict) -> Node:
     logical = schema.get("logicalType")
-    if node.kind not in LOGICAL_BASES.get(logical, ()):
+    if not isinstance(logical, str) or node.kind not in LOGICAL_BASES.get(logical, ()):
         return node
     if logical == "decimal":
         precision, scale = schema.get("precision"), schema.get("scale", 0)
@@ -229,9 +273,9 @@ def arrow_type(node: Node, records: tuple = ()) -> pa.DataType:
         inner = records + (node.name,)
         return pa.struct([pa.field(f.name, arrow_type(f.type, inner)) for f in node.fields])
     if node.kind == "array":
-        return pa.list_(arrow_type(node.items, records))
+        return pa.list_(arrow_type(node.inner, records))
     if node.kind == "map":
-        return pa.map_(pa.string(), arrow_type(node.items, records))
+        return pa.map_(pa.string(), arrow_type(node.inner, records))
     shape = union_shape(node)
     if shape is None:
         raise SchemaError("a union with no branch but null has no Spark type")

@@ -11,6 +11,7 @@ a writer schema whose references the registry lost.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Literal
@@ -20,7 +21,7 @@ import pyarrow.compute as pc
 
 from kafkasource.errors import DecodeError, OptionError
 from kafkasource.formats.registry import WRITER_SCHEMAS, RegistrySchema, UnknownSchemaId, reader_schema, registry_config
-from kafkasource.formats.wire_format import schema_id_of, schema_ids
+from kafkasource.formats.wire_format import describe_prefix, schema_ids
 from kafkasource.planning.subscription import Subscription
 from kafkasource.reading.arrow import arrow_schema
 from kafkasource.runtime import native_extension
@@ -73,7 +74,14 @@ class ColumnFormat:
         return {"references": self.reader.references}
 
     def arrow_type(self) -> pa.DataType:
-        return _decoder_module(self.format).arrow_type(self.reader.text, **self.settings())
+        return _arrow_type(self)
+
+
+@functools.lru_cache(maxsize=64)
+def _arrow_type(column: ColumnFormat) -> pa.DataType:
+    """The column's type, from its reader schema parsed once per process: every decoded batch's schema asks for it
+    (the decoder parses the schema once more, for itself)."""
+    return _decoder_module(column.format).arrow_type(column.reader.text, **column.settings())
 
 
 @dataclass(frozen=True)
@@ -157,9 +165,14 @@ def parse_decoding(options: Mapping[str, str], subscription: Subscription, read_
     `options` holds the options given a value: lower-case names, values stripped (as options.parse_options
     reads them)."""
     formats = {column: _format(options, column) for column in COLUMNS}
-    on_error = options.get("onDecodeError".lower()) or "fail"
-    if on_error.lower() not in ("fail", "keep"):
-        raise OptionError(f"option onDecodeError must be fail or keep, got {on_error[:40]!r}")
+    on_error_raw = options.get("onDecodeError".lower()) or "fail"
+    on_error: OnDecodeError
+    if on_error_raw.lower() == "fail":
+        on_error = "fail"
+    elif on_error_raw.lower() == "keep":
+        on_error = "keep"
+    else:
+        raise OptionError(f"option onDecodeError must be fail or keep, got {on_error_raw[:40]!r}")
     decoded = [column for column in COLUMNS if formats[column] != "binary"]
     registry_options = [name for name in options if name.startswith("schema.registry.")]
     if not decoded:
@@ -171,7 +184,8 @@ def parse_decoding(options: Mapping[str, str], subscription: Subscription, read_
             )
         return None
     config = registry_config(options)
-    columns = []
+    columns: list[ColumnFormat] = []
+    subjects: dict[str, str | None] = {}
     for column in decoded:
         schema_id = _number(options, f"{column}SchemaId")
         version_raw = options.get(f"{column}SchemaVersion".lower())
@@ -200,15 +214,35 @@ def parse_decoding(options: Mapping[str, str], subscription: Subscription, read_
                 f"{column}Format={formats[column]}; remove it"
             )
         columns.append(ColumnFormat(column, formats[column], reader, message))
-    for column in columns:
+        subjects[column] = subject
+    for chosen in columns:
         try:
-            column.arrow_type()
+            chosen.arrow_type()
         except Exception as exc:
             raise OptionError(
-                f"the {column.column} column's reader schema (id {column.reader.schema_id}) cannot be read: {exc}"
+                f"the {chosen.column} column's reader schema (id {chosen.reader.schema_id}) cannot be read: {exc}"
             ) from None
     native_avro = read_path != "python" and native_extension.avro_decoder_available()
-    return Decoding(tuple(columns), on_error.lower(), native_avro, config)
+    for chosen in columns:
+        if chosen.format == "avro" and not native_avro:
+            _python_avro_reader(chosen, subjects[chosen.column])
+    return Decoding(tuple(columns), on_error, native_avro, config)
+
+
+def _python_avro_reader(column: ColumnFormat, subject: str | None) -> None:
+    """Refuses now, naming the schema, a reader schema the Python Avro decoder cannot read (fastavro refuses a
+    few that our parser, and so the native decoder, reads), rather than on every executor's first batch."""
+    from kafkasource.formats.avro import AvroDecoder
+    from kafkasource.formats.avro_schema import SchemaError
+
+    try:
+        AvroDecoder(column.reader.text, native=False, references=column.reader.references)
+    except SchemaError as exc:
+        named = f"id {column.reader.schema_id}" + (f", subject {subject}" if subject else "")
+        raise OptionError(
+            f"the {column.column} column's reader schema ({named}) cannot be read by the Python Avro decoder: "
+            f"{exc}; the native Avro decoder reads it (readPath auto or native, kafkasource._native built)"
+        ) from None
 
 
 # ---- decoding, on the executors ------------------------------------------------------------------------------
@@ -232,11 +266,6 @@ def _decoder(column: ColumnFormat, native_decoder: bool):
             column.reader.text, native_decoder and column.format == "avro", **column.settings()
         )
     return found
-
-
-def _schema_id_of(payload: bytes | None) -> str:
-    schema_id = None if payload is None else schema_id_of(payload)
-    return "no schema id" if schema_id is None else f"schema id {schema_id}"
 
 
 def decode_batches(batches: Iterator[pa.RecordBatch], decoding: Decoding | None) -> Iterator[pa.RecordBatch]:
@@ -281,7 +310,7 @@ def _decode_error(batch: pa.RecordBatch, column: str, payloads: pa.Array, reason
     more = f" ({bad - 1} more in this batch)" if bad > 1 else ""
     return DecodeError(
         f"cannot decode the {column} of the record at {topic}-{partition} offset {offset} "
-        f"({_schema_id_of(payloads[row].as_py())}): {reasons[row].as_py()}{more}. Set "
+        f"({describe_prefix(payloads[row].as_py())}): {reasons[row].as_py()}{more}. Set "
         "onDecodeError=keep to keep such records as a null "
         f"{column} with their bytes ({column}_raw) and the reason ({column}_error)"
     )

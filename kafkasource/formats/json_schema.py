@@ -9,127 +9,121 @@ Types: an object with `properties` -> struct (in their order), an object with on
 -> map<string, ..>, array -> list of its `items`, string -> string, integer -> bigint, number -> double,
 boolean -> boolean; `["null", T]`, or `oneOf`/`anyOf` of null and one schema, -> T, nullable; `$ref` to
 `#/definitions/..` or `#/$defs/..` is followed, and so is one to a schema the registry lists as a reference
-(`money.json`, `money.json#/definitions/..`: the name the reference was registered under). Any other schema
-(unions of several types, `{}`) -> string holding the value's JSON text.
+(`money.json`, `money.json#/definitions/..`: the name the reference was registered under), and the $refs within
+it against it. referencing (jsonschema's resolver) follows them, for the reader's type as for the writer's
+validation. Any other schema (unions of several types, `{}`) -> string holding the value's JSON text.
 """
 
 from __future__ import annotations
 
+import io
 import json
 from collections.abc import Mapping, Sequence
 
 import pyarrow as pa
-from referencing.exceptions import Unresolvable  # jsonschema's: this module serves valueFormat=json only
+from referencing.exceptions import PointerToNowhere, Unresolvable  # jsonschema's: valueFormat=json only
 
 from kafkasource.formats.registry import RegistrySchema
-from kafkasource.formats.wire_format import HEADER_SIZE, Unusable, WriterCache, decode_each, unresolvable_reason
+from kafkasource.formats.wire_format import Unusable, WriterCache, decode_each, unresolvable_reason
 
-REFERENCES = "$kafkasourceReferences"  # where referenced schemas are placed inside the reader schema
-
-
-def _pointer_part(name: str) -> str:
-    return name.replace("~", "~0").replace("/", "~1")
-
-
-def with_references(root: object, references: Sequence[tuple[str, str]]) -> object:
-    """The schema with the schemas it references placed inside it, and every $ref into one of them (or within
-    one of them) turned into a pointer into the whole, so one document answers every $ref."""
-    documents = {name: json.loads(text) for name, text in references}
-    if not documents or not isinstance(root, dict):
-        return root
-
-    def local(ref: str, base: str) -> str:
-        name, hash_, fragment = ref.partition("#")
-        if not name and hash_:
-            return f"#{base}{fragment}"
-        if name in documents:
-            return f"#/{_pointer_part(REFERENCES)}/{_pointer_part(name)}{fragment}"
-        return ref
-
-    def rewrite(node: object, base: str) -> object:
-        if isinstance(node, dict):
-            return {
-                key: local(value, base) if key == "$ref" and isinstance(value, str) else rewrite(value, base)
-                for key, value in node.items()
-            }
-        if isinstance(node, list):
-            return [rewrite(item, base) for item in node]
-        return node
-
-    whole = rewrite(root, "")
-    whole[REFERENCES] = {
-        name: rewrite(document, f"/{_pointer_part(REFERENCES)}/{_pointer_part(name)}")
-        for name, document in documents.items()
-    }
-    return whole
+NEITHER = (
+    "$ref {!r} is neither a reference into this schema (#/definitions/.. or #/$defs/..) nor to a schema the "
+    "registry lists among its references"
+)
 
 
-class _Schema:
-    """A reader schema node with $refs followed against the root document."""
+def _specification(document: object):
+    """The JSON Schema draft a schema is read in: the one its $schema names, else jsonschema's default (as the
+    writer's validator is chosen)."""
+    import jsonschema
+    from referencing.jsonschema import specification_with
 
-    def __init__(self, root: dict):
-        self.root = root
-
-    def follow(self, node: object, depth: int = 0) -> dict:
-        if not isinstance(node, dict):
-            return {}
-        ref = node.get("$ref")
-        if ref is None:
-            return node
-        if depth > 32 or not isinstance(ref, str) or not ref.startswith("#/"):
-            raise ValueError(
-                f"$ref {ref!r} is neither a reference into this schema (#/definitions/.. or "
-                "#/$defs/..) nor to a schema the registry lists among its references"
-            )
-        target = self.root
-        for part in ref[2:].split("/"):
-            part = part.replace("~1", "/").replace("~0", "~")
-            target = target.get(part) if isinstance(target, dict) else None
-        if target is None:
-            raise ValueError(f"$ref {ref!r} names nothing in the schema")
-        return self.follow(target, depth + 1)
+    return specification_with(jsonschema.validators.validator_for(document).META_SCHEMA["$schema"])
 
 
-def _one_type(node: dict, schema: _Schema) -> dict | None:
-    """The one non-null schema of a nullable type, or None if the node is not one type."""
+def _registry(references: Sequence[tuple[str, str]], specification):
+    """The referenced schemas as referencing (jsonschema's resolver) resolves $refs: each under the name the registry
+    gave its reference, read in `specification` unless it names its own draft."""
+    from referencing import Registry, Resource
+
+    return Registry().with_resources(
+        (name, Resource.from_contents(json.loads(text), default_specification=specification))
+        for name, text in references
+    )
+
+
+def _resolver(root: object, references: Sequence[tuple[str, str]]):
+    """referencing's resolver of the reader schema's $refs: into the schema itself, and into the schemas it
+    references, whose own $refs it resolves against them."""
+    from referencing import Resource
+
+    specification = _specification(root)
+    return _registry(references, specification).resolver_with_root(
+        Resource.from_contents(root, default_specification=specification)
+    )
+
+
+def _follow(node: object, resolver, depth: int = 0) -> tuple[dict, object]:
+    """The node with its $refs followed, and the resolver of the $refs within it."""
+    if not isinstance(node, dict):
+        return {}, resolver
+    ref = node.get("$ref")
+    if ref is None:
+        return node, resolver
+    if depth > 32 or not isinstance(ref, str):
+        raise ValueError(NEITHER.format(ref))
+    try:
+        resolved = resolver.lookup(ref)
+    except PointerToNowhere:
+        raise ValueError(f"$ref {ref!r} names nothing in the schema") from None
+    except Unresolvable:
+        raise ValueError(NEITHER.format(ref)) from None
+    return _follow(resolved.contents, resolved.resolver, depth + 1)
+
+
+def _one_type(node: dict, resolver) -> tuple[dict, object] | None:
+    """The one non-null schema of a nullable type (and its resolver), or None if the node is not one type."""
     kind = node.get("type")
     if isinstance(kind, list):
         others = [k for k in kind if k != "null"]
-        return {**node, "type": others[0]} if len(others) == 1 else None
+        return ({**node, "type": others[0]}, resolver) if len(others) == 1 else None
     for combiner in ("oneOf", "anyOf"):
         if combiner in node:
-            others = [schema.follow(n) for n in node[combiner] if schema.follow(n).get("type") != "null"]
-            return _one_type(others[0], schema) if len(others) == 1 else None
-    return node if isinstance(kind, str) or "properties" in node else None
+            others = [
+                (n, r) for n, r in (_follow(member, resolver) for member in node[combiner]) if n.get("type") != "null"
+            ]
+            return _one_type(*others[0]) if len(others) == 1 else None
+    return (node, resolver) if isinstance(kind, str) or "properties" in node else None
 
 
 SCALARS = {"string": pa.string(), "integer": pa.int64(), "number": pa.float64(), "boolean": pa.bool_()}
 
 
-def _arrow(node: object, schema: _Schema, depth: int = 0) -> pa.DataType:
+def _arrow(node: object, resolver, depth: int = 0) -> pa.DataType:
     if depth > 64:
         raise ValueError("the schema nests deeper than 64 levels (a recursive $ref?): Spark has no recursive types")
-    node = _one_type(schema.follow(node), schema)
-    if node is None:
+    one = _one_type(*_follow(node, resolver))
+    if one is None:
         return pa.string()  # JSON text
+    node, resolver = one
     kind = node.get("type", "object" if "properties" in node else None)
     if kind in SCALARS:
         return SCALARS[kind]
     if kind == "array":
-        return pa.list_(_arrow(node.get("items", {}), schema, depth + 1))
+        return pa.list_(_arrow(node.get("items", {}), resolver, depth + 1))
     if kind == "object":
         properties = node.get("properties")
         if properties:
-            return pa.struct([pa.field(name, _arrow(sub, schema, depth + 1)) for name, sub in properties.items()])
+            return pa.struct([pa.field(name, _arrow(sub, resolver, depth + 1)) for name, sub in properties.items()])
         extra = node.get("additionalProperties")
-        return pa.map_(pa.string(), _arrow(extra, schema, depth + 1) if isinstance(extra, dict) else pa.string())
+        return pa.map_(pa.string(), _arrow(extra, resolver, depth + 1) if isinstance(extra, dict) else pa.string())
     return pa.string()
 
 
 def arrow_type(reader_schema: str, references: Sequence[tuple[str, str]] = ()) -> pa.DataType:
     """The Arrow type of records of this JSON Schema (JSON text), whose $refs may name the schemas it references."""
-    root = with_references(json.loads(reader_schema), references)
-    return _arrow(root, _Schema(root))
+    root = json.loads(reader_schema)
+    return _arrow(root, _resolver(root, references))
 
 
 class Mismatch(ValueError):
@@ -179,18 +173,6 @@ def _lay(value: object, arrow: pa.DataType, path: str) -> object:
     )
 
 
-def _registry(references: Sequence[tuple[str, str]], validator_class):
-    """The referenced schemas as jsonschema resolves $refs: each under the name the registry gave its reference,
-    read in the writer schema's own draft unless it names its own."""
-    from referencing import Registry, Resource
-    from referencing.jsonschema import specification_with
-
-    draft = specification_with(validator_class.META_SCHEMA["$schema"])
-    return Registry().with_resources(
-        (name, Resource.from_contents(json.loads(text), default_specification=draft)) for name, text in references
-    )
-
-
 def _validator(schema_id: int, schema: RegistrySchema):
     """jsonschema's validator of a writer schema, or why there is none."""
     import jsonschema
@@ -199,7 +181,7 @@ def _validator(schema_id: int, schema: RegistrySchema):
         document = json.loads(schema.text)
         cls = jsonschema.validators.validator_for(document)
         cls.check_schema(document)
-        return cls(document, registry=_registry(schema.references, cls))
+        return cls(document, registry=_registry(schema.references, _specification(document)))
     except Exception as exc:
         return Unusable(unresolvable_reason(schema_id, f"it is not a valid JSON Schema: {exc}"))
 
@@ -214,9 +196,9 @@ class JsonSchemaDecoder:
     def decode(self, payloads: pa.Array, writer_schemas: Mapping[int, RegistrySchema]) -> tuple[pa.Array, pa.Array]:
         return decode_each(payloads, self.validators.of(writer_schemas), self._decode_one, self.arrow_type)
 
-    def _decode_one(self, schema_id: int, validator, payload: bytes) -> tuple[object, str | None]:
+    def _decode_one(self, schema_id: int, validator, wire, body: io.BytesIO) -> tuple[object, str | None]:
         try:
-            document = json.loads(payload[HEADER_SIZE:])
+            document = json.loads(body.read())
         except (ValueError, RecursionError) as exc:
             return None, f"malformed JSON record: {exc}"
         try:

@@ -2,9 +2,10 @@
 
 A payload is a magic byte 0, the writer schema's id (4 bytes, big-endian), the indexes of the message within
 the writer's file (zigzag varints: their count, then each; a count of 0 means the first message), and the
-message. Schemas are read in the registry's serialized form (a base64 FileDescriptorProto, which
-confluent-kafka's deserializer asks for too). A file may import Google's well-known types and other registered
-files: the registry lists those as the schema's references, and they are fetched with it.
+message; confluent-kafka's SchemaId reads all before the message (kafkasource.formats.wire_format). Schemas are
+read in the registry's serialized form (a base64 FileDescriptorProto, which confluent-kafka's deserializer asks
+for too). A file may import Google's well-known types and other registered files: the registry lists those as
+the schema's references, and they are fetched with it.
 
 The reader message is the one named by the valueMessage/keyMessage option, else the first message of the
 reader schema's file. Protobuf resolves by field number: the
@@ -20,13 +21,14 @@ set, is null; other scalars read as protobuf reads them (their default when abse
 from __future__ import annotations
 
 import base64
+import io
 from collections.abc import Mapping, Sequence
 from decimal import Decimal
 
 import pyarrow as pa
 
 from kafkasource.formats.registry import RegistrySchema
-from kafkasource.formats.wire_format import HEADER_SIZE, Unusable, WriterCache, decode_each, unresolvable_reason
+from kafkasource.formats.wire_format import Unusable, WriterCache, decode_each, unresolvable_reason
 
 TIMESTAMP = "google.protobuf.Timestamp"
 MAX_DEPTH = 32
@@ -197,7 +199,7 @@ def _single_value(field, value):
 
 
 def _message_value(message) -> dict:
-    out = {}
+    out: dict[str, object] = {}
     for field in message.DESCRIPTOR.fields:
         value = getattr(message, field.name)
         if _is_map(field):
@@ -212,38 +214,6 @@ def _message_value(message) -> dict:
         else:
             out[field.name] = _single_value(field, value)
     return out
-
-
-def _varint(data: bytes, at: int) -> tuple[int, int]:
-    result = shift = 0
-    while True:
-        if at >= len(data) or shift > 63:
-            raise _Unreadable("the message indexes after the schema id are cut short")
-        byte = data[at]
-        result |= (byte & 0x7F) << shift
-        at += 1
-        if not byte & 0x80:
-            return result, at
-        shift += 7
-
-
-def _zigzag(data: bytes, at: int) -> tuple[int, int]:
-    value, at = _varint(data, at)
-    return (value >> 1) ^ -(value & 1), at
-
-
-def message_indexes(payload: bytes) -> tuple[list[int], int]:
-    """The message indexes after the 5-byte prefix and where the message starts."""
-    count, at = _zigzag(payload, HEADER_SIZE)
-    if count == 0:
-        return [0], at
-    if not 0 < count <= 64:
-        raise _Unreadable(f"the message index count {count} after the schema id is not plausible")
-    indexes = []
-    for _ in range(count):
-        index, at = _zigzag(payload, at)
-        indexes.append(index)
-    return indexes, at
 
 
 def _message_at(file_proto, file, indexes: list[int]):
@@ -284,12 +254,18 @@ class ProtobufDecoder:
         self.writers = WriterCache(_writer)
 
     def decode(self, payloads: pa.Array, writer_schemas: Mapping[int, RegistrySchema]) -> tuple[pa.Array, pa.Array]:
-        return decode_each(payloads, self.writers.of(writer_schemas), self._decode_one, self.arrow_type)
+        return decode_each(
+            payloads,
+            self.writers.of(writer_schemas),
+            self._decode_one,
+            self.arrow_type,
+            "PROTOBUF",
+            "malformed Protobuf record: its message indexes",
+        )
 
-    def _decode_one(self, schema_id: int, writer: tuple, payload: bytes) -> tuple[object, str | None]:
-        try:
-            indexes, start = message_indexes(payload)
-            written = _message_at(writer[0], writer[1], indexes)
+    def _decode_one(self, schema_id: int, writer: tuple, wire, body: io.BytesIO) -> tuple[object, str | None]:
+        try:  # SchemaId read the message indexes with the id
+            written = _message_at(writer[0], writer[1], wire.message_indexes)
         except _Unreadable as exc:
             return None, f"malformed Protobuf record: {exc}"
         if written != self.reader.full_name:
@@ -298,7 +274,7 @@ class ProtobufDecoder:
             )
         message = self.message_class()
         try:
-            message.ParseFromString(payload[start:])
+            message.ParseFromString(body.read())
             return _message_value(message), None
         except _Unreadable as exc:
             return None, f"malformed Protobuf record: {exc}"

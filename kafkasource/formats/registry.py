@@ -165,7 +165,7 @@ def _is_not_found(exc: Exception) -> bool:
 def reader_schema(
     config: Mapping[str, object],
     column: str,
-    subject: str,
+    subject: str | None,
     version: int | None,
     schema_id: int | None,
     form: str | None = None,

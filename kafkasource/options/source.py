@@ -22,17 +22,17 @@ from kafkasource.options.values import (
     MAX_PARTITION,
     MAX_TIMEOUT_MS,
     _bool,
-    _bootstrap_servers,
-    _check_topic_name,
-    _choice,
-    _get,
     _json_object,
     _positive_int,
     _positive_int_or,
-    _shown,
     _whole_number,
     _whole_number_option,
+    check_topic_name,
+    option_text,
     parse_duration_ms,
+    read_bootstrap_servers,
+    read_choice,
+    shown_value,
 )
 from kafkasource.planning.offsets import (
     EARLIEST,
@@ -157,7 +157,7 @@ class SourceOptions:
 
 
 def _read_path(options: Mapping[str, str]) -> ReadPath:
-    path = _choice(options, "readPath", READ_PATHS, "auto")
+    path = read_choice(options, "readPath", READ_PATHS, "auto")
     if path == "native" and not native_extension.available():
         raise OptionError(
             f"option readPath is native, but kafkasource's native extension {native_extension.why_unavailable()}: "
@@ -185,7 +185,7 @@ def _per_partition(name: str, raw: str, example: str) -> tuple[tuple[TopicPartit
                 or not -MAX_LONG <= value <= MAX_LONG
             ):
                 raise OptionError(
-                    f"option {name}: partition {_shown(partition)} of topic {topic!r} must be a "
+                    f"option {name}: partition {shown_value(partition)} of topic {topic!r} must be a "
                     f"number mapped to a number, like {example}"
                 )
             out.append(((topic, int(partition)), value))
@@ -194,7 +194,9 @@ def _per_partition(name: str, raw: str, example: str) -> tuple[tuple[TopicPartit
 
 def _subscription(options: Mapping[str, str]) -> Subscription:
     given = {
-        name: raw for name in ("subscribe", "subscribePattern", "assign") if (raw := _get(options, name)) is not None
+        name: raw
+        for name in ("subscribe", "subscribePattern", "assign")
+        if (raw := option_text(options, name)) is not None
     }
     chosen = list(given)
     if len(chosen) != 1:
@@ -207,16 +209,16 @@ def _subscription(options: Mapping[str, str]) -> Subscription:
     if name == "subscribe":
         topics = tuple(t.strip() for t in raw.split(",") if t.strip())
         if not topics:
-            raise OptionError(f"option subscribe must list topics separated by commas, got {_shown(raw)}")
+            raise OptionError(f"option subscribe must list topics separated by commas, got {shown_value(raw)}")
         for topic in topics:
-            _check_topic_name("subscribe", topic)
+            check_topic_name("subscribe", topic)
         return Subscribe(topics)
     if name == "subscribePattern":
         try:
             re.compile(raw)
         except re.error as exc:
             raise OptionError(
-                f"option subscribePattern is not a valid regular expression ({exc}): {_shown(raw)}"
+                f"option subscribePattern is not a valid regular expression ({exc}): {shown_value(raw)}"
             ) from None
         return SubscribePattern(raw)
     parts: list[TopicPartition] = []
@@ -254,7 +256,7 @@ def _starting_spec(options: Mapping[str, str], group_id: str | None, reset: Auto
         return SpecificOffsets(_json_offsets("startingOffsets", raw, lowest=EARLIEST), reset=reset)
     raise OptionError(
         f"option startingOffsets must be earliest, latest, committed, or JSON like "
-        f'{{"orders": {{"0": 23}}}}; got {_shown(raw)}'
+        f'{{"orders": {{"0": 23}}}}; got {shown_value(raw)}'
     )
 
 
@@ -271,7 +273,9 @@ def _ending_spec(options: Mapping[str, str]) -> OffsetSpec | None:
     if raw.startswith("{"):
         # an end outside the log is kept inside it, whatever kafka.auto.offset.reset says
         return SpecificOffsets(_json_offsets("endingOffsets", raw, lowest=LATEST), outside_log=OutsideLog.NEAREST_BOUND)
-    raise OptionError(f'option endingOffsets must be latest, or JSON like {{"orders": {{"0": 23}}}}; got {_shown(raw)}')
+    raise OptionError(
+        f'option endingOffsets must be latest, or JSON like {{"orders": {{"0": 23}}}}; got {shown_value(raw)}'
+    )
 
 
 def _timestamps_or_offsets(
@@ -279,7 +283,9 @@ def _timestamps_or_offsets(
 ) -> Timestamps | str | None:
     """Where to start or end as given: by timestamp, or the raw value of the offsets option (None: not given);
     an error if more than one of the three options is set."""
-    given = {name: raw for name in (timestamp, by_timestamp, offsets) if (raw := _get(options, name)) is not None}
+    given = {
+        name: raw for name in (timestamp, by_timestamp, offsets) if (raw := option_text(options, name)) is not None
+    }
     if len(given) > 1:
         raise OptionError(f"options {' and '.join(given)} both say where to {verb}; set only one")
     if timestamp in given:
@@ -333,13 +339,13 @@ def _check_names(options: Mapping[str, str]) -> None:
         close = difflib.get_close_matches(name, list(known), n=1, cutoff=0.75)
         hint = f"did you mean {known[close[0]]}? " if close else ""
         raise OptionError(
-            f"unknown option {_shown(name)}: {hint}kafkasource's options are {', '.join(SOURCE_OPTIONS)}"
+            f"unknown option {shown_value(name)}: {hint}kafkasource's options are {', '.join(SOURCE_OPTIONS)}"
             ", kafka.<setting> for librdkafka and schema.registry.<setting> for the schema registry client"
         )
-    strategy = _get(options, "startingOffsetsByTimestampStrategy")
+    strategy = option_text(options, "startingOffsetsByTimestampStrategy")
     if strategy is not None and strategy.lower() != "latest":
         raise OptionError(
-            f"option startingOffsetsByTimestampStrategy={_shown(strategy)} is not supported: a partition "
+            f"option startingOffsetsByTimestampStrategy={shown_value(strategy)} is not supported: a partition "
             "with no record at or after the timestamp starts at its log end (the built-in's 'latest' "
             "strategy); remove the option or set it to latest"
         )
@@ -353,18 +359,20 @@ def parse_options(raw_options: Mapping[str, str], streaming: bool | None = None)
     """
     options = {str(k).lower(): v for k, v in raw_options.items()}
     _check_names(options)
-    bootstrap = _bootstrap_servers(options)
+    bootstrap = read_bootstrap_servers(options)
     subscription = _subscription(options)
-    group_id = _get(options, "kafka.group.id")
-    reset = _choice(options, "kafka.auto.offset.reset", get_args(AutoOffsetReset), "latest")
+    group_id = option_text(options, "kafka.group.id")
+    reset = read_choice(options, "kafka.auto.offset.reset", get_args(AutoOffsetReset), "latest")
     kafka_config = kafka_settings.kafka_config(options)
     starting = _starting_spec(options, group_id, reset)
     ending = _ending_spec(options)
     commit_mode = _commit_mode(options, group_id)
-    isolation = _choice(options, "kafka.isolation.level", ("read_committed", "read_uncommitted"), "read_uncommitted")
+    isolation = read_choice(
+        options, "kafka.isolation.level", ("read_committed", "read_uncommitted"), "read_uncommitted"
+    )
     max_per_trigger, min_per_trigger = _per_trigger_bounds(options)
     read_path = _read_path(options)
-    delay_raw = _get(options, "maxTriggerDelay")
+    delay_raw = option_text(options, "maxTriggerDelay")
     max_trigger_delay_ms = parse_duration_ms("maxTriggerDelay", delay_raw) if delay_raw else 15 * 60_000
 
     parsed = SourceOptions(
@@ -391,9 +399,9 @@ def parse_options(raw_options: Mapping[str, str], streaming: bool | None = None)
         ),
         kafka_config=kafka_config,
         # last: the only check that asks a server (the registry, for the reader schemas)
-        # the decoding options with a value, as _get reads them
+        # the decoding options with a value, as option_text reads them
         decoding=decoding.parse_decoding(
-            {n: v for n in options if (v := _get(options, n)) is not None}, subscription, read_path
+            {n: v for n in options if (v := option_text(options, n)) is not None}, subscription, read_path
         ),
     )
     if streaming is None:
@@ -402,7 +410,7 @@ def parse_options(raw_options: Mapping[str, str], streaming: bool | None = None)
 
 
 def _commit_mode(options: Mapping[str, str], group_id: str | None) -> CommitMode:
-    commit_mode = _choice(options, "commitMode", get_args(CommitMode), "sync" if group_id else "none")
+    commit_mode = read_choice(options, "commitMode", get_args(CommitMode), "sync" if group_id else "none")
     if commit_mode != "none" and group_id is None:
         raise OptionError(
             f"commitMode={commit_mode} needs kafka.group.id: the consumer group to commit offsets to; "

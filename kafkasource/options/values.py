@@ -17,7 +17,7 @@ MAX_LONG = 2**63 - 1
 MAX_TIMEOUT_MS = 2**31 - 1  # about 24.8 days: what librdkafka's int timeouts hold
 
 
-def _get(options: Mapping[str, str], name: str) -> str | None:
+def option_text(options: Mapping[str, str], name: str) -> str | None:
     value = options.get(name.lower())
     if value is None:
         return None
@@ -25,7 +25,7 @@ def _get(options: Mapping[str, str], name: str) -> str | None:
     return value or None
 
 
-def _shown(raw: str, limit: int = 80) -> str:
+def shown_value(raw: str, limit: int = 80) -> str:
     """A value for an error message: quoted, and cut short if huge."""
     return repr(raw if len(raw) <= limit else raw[:limit] + "...")
 
@@ -37,7 +37,7 @@ def _whole_number(name: str, raw: str, low: int, high: int, meaning: str = "a wh
     except ValueError:
         value = None
     if value is None:
-        raise OptionError(f"option {name} must be {meaning}, got {_shown(raw)}")
+        raise OptionError(f"option {name} must be {meaning}, got {shown_value(raw)}")
     if value < low:
         raise OptionError(
             f"option {name} must be {'a positive number' if low == 1 else f'at least {low}'}, got {raw.strip()}"
@@ -48,7 +48,7 @@ def _whole_number(name: str, raw: str, low: int, high: int, meaning: str = "a wh
 
 
 def _positive_int(options: Mapping[str, str], name: str, high: int = MAX_LONG) -> int | None:
-    raw = _get(options, name)
+    raw = option_text(options, name)
     return None if raw is None else _whole_number(name, raw, 1, high)
 
 
@@ -58,28 +58,28 @@ def _positive_int_or(options: Mapping[str, str], name: str, default: int, high: 
 
 
 def _whole_number_option(options: Mapping[str, str], name: str, default: int) -> int:
-    raw = _get(options, name)
+    raw = option_text(options, name)
     return default if raw is None else _whole_number(name, raw, 0, MAX_TIMEOUT_MS)
 
 
 def _bool(options: Mapping[str, str], name: str, default: bool) -> bool:
-    raw = _get(options, name)
+    raw = option_text(options, name)
     if raw is None:
         return default
     if raw.lower() in ("true", "false"):
         return raw.lower() == "true"
-    raise OptionError(f"option {name} must be true or false, got {_shown(raw)}")
+    raise OptionError(f"option {name} must be true or false, got {shown_value(raw)}")
 
 
 Choice = TypeVar("Choice", bound=str)
 
 
-def _choice(options: Mapping[str, str], name: str, choices: tuple[Choice, ...], default: Choice) -> Choice:
-    raw = _get(options, name)
+def read_choice(options: Mapping[str, str], name: str, choices: tuple[Choice, ...], default: Choice) -> Choice:
+    raw = option_text(options, name)
     if raw is None:
         return default
     if raw.lower() not in choices:
-        raise OptionError(f"option {name} must be one of {', '.join(choices)}, got {_shown(raw)}")
+        raise OptionError(f"option {name} must be one of {', '.join(choices)}, got {shown_value(raw)}")
     return next(choice for choice in choices if choice == raw.lower())
 
 
@@ -103,7 +103,7 @@ def parse_duration_ms(name: str, raw: str) -> int:
     """'15m', '30s', '500ms', '2 minutes', or a bare number of milliseconds."""
     match = re.fullmatch(r"\s*(\d{1,15})\s*([a-zA-Z]*)\s*", raw)
     if match is None or (match.group(2) and match.group(2).lower() not in _DURATION_UNITS):
-        raise OptionError(f"option {name} must be a duration such as 500ms, 30s, 15m or 1h, got {_shown(raw)}")
+        raise OptionError(f"option {name} must be a duration such as 500ms, 30s, 15m or 1h, got {shown_value(raw)}")
     return int(match.group(1)) * _DURATION_UNITS[match.group(2).lower() or "ms"]
 
 
@@ -111,26 +111,31 @@ def _json_object(name: str, raw: str) -> dict:
     try:
         value = json.loads(raw)
     except json.JSONDecodeError as exc:
-        raise OptionError(f"option {name} is not valid JSON ({exc.msg} at position {exc.pos}): {_shown(raw)}") from None
+        raise OptionError(
+            f"option {name} is not valid JSON ({exc.msg} at position {exc.pos}): {shown_value(raw)}"
+        ) from None
     except RecursionError:
-        raise OptionError(f"option {name} is nested too deeply to be offsets or partitions: {_shown(raw)}") from None
+        raise OptionError(
+            f"option {name} is nested too deeply to be offsets or partitions: {shown_value(raw)}"
+        ) from None
     if not isinstance(value, dict):
-        raise OptionError(f'option {name} must be a JSON object like {{"topic": {{"0": 42}}}}, got {_shown(raw)}')
+        raise OptionError(f'option {name} must be a JSON object like {{"topic": {{"0": 42}}}}, got {shown_value(raw)}')
     for topic in value:
-        _check_topic_name(name, topic)
+        check_topic_name(name, topic)
     return value
 
 
-def _check_topic_name(name: str, topic: str) -> None:
+def check_topic_name(name: str, topic: str) -> None:
     if not TOPIC_NAME.fullmatch(topic) or topic in (".", ".."):
         raise OptionError(
-            f"option {name}: {_shown(topic)} is not a Kafka topic name (1 to 249 of the characters a-z A-Z 0-9 . _ -)"
+            f"option {name}: {shown_value(topic)} is not a Kafka topic name "
+            "(1 to 249 of the characters a-z A-Z 0-9 . _ -)"
         )
 
 
-def _bootstrap_servers(options: Mapping[str, str]) -> str:
+def read_bootstrap_servers(options: Mapping[str, str]) -> str:
     """kafka.bootstrap.servers, which every read and write needs."""
-    bootstrap = _get(options, "kafka.bootstrap.servers")
+    bootstrap = option_text(options, "kafka.bootstrap.servers")
     if bootstrap is None:
         raise OptionError(
             "option kafka.bootstrap.servers is required: the brokers to connect to, like host1:9092,host2:9092"

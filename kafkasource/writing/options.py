@@ -16,7 +16,7 @@ from typing import Literal, get_args
 
 from kafkasource.cluster import settings as kafka_settings
 from kafkasource.errors import OptionError
-from kafkasource.options.values import _bootstrap_servers, _check_topic_name, _choice, _get, _shown
+from kafkasource.options.values import check_topic_name, option_text, read_bootstrap_servers, read_choice, shown_value
 
 DeliveryGuarantee = Literal["at-least-once", "exactly-once", "none"]
 SINK_OPTIONS = ("topic", "deliveryGuarantee", "transactionalIdPrefix", "markerTopic")
@@ -113,11 +113,11 @@ def parse_sink_options(raw_options: Mapping[str, str], streaming: bool) -> SinkO
     """Validate a write's option map; raise OptionError naming the first bad option and what to change."""
     options = {str(k).lower(): v for k, v in raw_options.items()}
     _check_names(options)
-    bootstrap = _bootstrap_servers(options)
-    topic = _get(options, "topic")
+    bootstrap = read_bootstrap_servers(options)
+    topic = option_text(options, "topic")
     if topic is not None:
-        _check_topic_name("topic", topic)
-    guarantee = _choice(options, "deliveryGuarantee", get_args(DeliveryGuarantee), "at-least-once")
+        check_topic_name("topic", topic)
+    guarantee = read_choice(options, "deliveryGuarantee", get_args(DeliveryGuarantee), "at-least-once")
     prefix = _transactional_id_prefix(options, guarantee)
     marker_topic = _marker_topic(options, guarantee, topic, streaming)
     for name in options:
@@ -148,13 +148,13 @@ def _check_names(options: Mapping[str, str]) -> None:
         close = difflib.get_close_matches(name, list(known), n=1, cutoff=0.75)
         hint = f"did you mean {known[close[0]]}? " if close else ""
         raise OptionError(
-            f"unknown option {_shown(name)} for the kafkasource sink: {hint}its options are "
+            f"unknown option {shown_value(name)} for the kafkasource sink: {hint}its options are "
             f"{', '.join(SINK_OPTIONS)} and kafka.<setting> for librdkafka's producer"
         )
 
 
 def _transactional_id_prefix(options: Mapping[str, str], guarantee: DeliveryGuarantee) -> str | None:
-    prefix = _get(options, "transactionalIdPrefix")
+    prefix = option_text(options, "transactionalIdPrefix")
     if guarantee == "exactly-once" and prefix is None:
         raise OptionError(
             "deliveryGuarantee=exactly-once needs the option transactionalIdPrefix: each Spark task "
@@ -176,14 +176,14 @@ def _marker_topic(
     options: Mapping[str, str], guarantee: DeliveryGuarantee, topic: str | None, streaming: bool
 ) -> str | None:
     """Where exactly-once stream writes keep their batch markers: partition 0 of markerTopic, else of topic."""
-    given = _get(options, "markerTopic")
+    given = option_text(options, "markerTopic")
     if given is not None and guarantee != "exactly-once":
         raise OptionError(
             f"option markerTopic only applies to deliveryGuarantee=exactly-once, but "
             f"deliveryGuarantee is {guarantee}; remove it"
         )
     if given is not None:
-        _check_topic_name("markerTopic", given)
+        check_topic_name("markerTopic", given)
         return given
     if guarantee == "exactly-once" and streaming and topic is None:
         raise OptionError(
