@@ -205,8 +205,8 @@ def test_sigkill_mid_batch_and_restarts_lose_nothing_and_exactly_once_duplicates
         # a kill)
         assert duplicated and set(duplicated) <= replayed, (sorted(duplicated)[:10], summary)
         line = (f"{summary}: {len(expected)} source records, none lost, {sum(duplicated.values())} duplicates "
-                f"({len(duplicated)} records written more than once, all from the unfinished batches, which held "
-                f"{len(replayed)})")
+                f"({len(duplicated)} records written more than once, up to {max(counts.values())} times, all from "
+                f"the unfinished batches, which held {len(replayed)})")
     restarted = log_path.read_text().count(RESTARTED)  # by tests/sink_fault_query.py, Spark's 10 s connect-back
     report(capsys, f"{line}; query restarts after Spark's Python worker missed its connect-back {restarted}; "
                    f"drain {drained_in:.1f} s, all {time.monotonic() - started:.1f} s")
