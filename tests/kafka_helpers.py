@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import re
+import threading
 import time
 import uuid
 from typing import Callable
@@ -169,3 +170,44 @@ class KafkaHarness:
         futures = self.admin.delete_records([TopicPartition(topic, partition, offset)])
         for future in futures.values():
             future.result(30)
+
+
+class SequenceProducer:
+    """Produces 0, 1, 2, ... round-robin over the partitions, acks=all, idempotent, at a modest bounded rate."""
+
+    def __init__(self, kafka: KafkaHarness, topic: str, partitions: int, per_second: int = 100):
+        self.kafka, self.topic, self.partitions, self.per_second = kafka, topic, partitions, per_second
+        self.acknowledged: list[tuple[int, int, bytes]] = []  # (partition, offset, value)
+        self.errors: list[str] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(120)
+
+    def _run(self) -> None:
+        producer = self.kafka.producer(**{"acks": "all", "enable.idempotence": True, "message.timeout.ms": 120000})
+
+        def on_delivery(err, msg):
+            if err is not None:
+                self.errors.append(err.str())
+            else:
+                self.acknowledged.append((msg.partition(), msg.offset(), msg.value()))
+
+        sequence = 0
+        while not self._stop.wait(0.1):
+            for _ in range(self.per_second // 10):
+                producer.produce(self.topic, value=f"seq{sequence}".encode(), partition=sequence % self.partitions,
+                                 on_delivery=on_delivery)
+                sequence += 1
+            producer.poll(0)
+        assert producer.flush(120) == 0
+        self.sent = sequence

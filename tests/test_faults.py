@@ -12,7 +12,6 @@ import json
 import logging
 import random
 import subprocess
-import threading
 import time
 from pathlib import Path
 
@@ -26,7 +25,7 @@ from kafkasource.cluster.client import KafkaClient
 from kafkasource.planning.offsets import TOPIC_IDS_KEY
 from kafkasource.options import parse_options
 from tests.job_helpers import durable_positions, kill_group, start_job, write_config
-from tests.kafka_helpers import KafkaHarness, Record, await_condition
+from tests.kafka_helpers import KafkaHarness, Record, SequenceProducer, await_condition
 from tests.query_helpers import (QUERY_TIMEOUT_S, Collector, available_now_failure, await_rows, base_options,
                                  expected, positions, run_available_now, run_to_end, running_stream, start_query)
 
@@ -345,47 +344,6 @@ def cluster():
     running = start_cluster(3)
     yield running
     running.stop()
-
-
-class SequenceProducer:
-    """Produces 0, 1, 2, ... round-robin over the partitions, acks=all, idempotent, at a modest bounded rate."""
-
-    def __init__(self, kafka: KafkaHarness, topic: str, partitions: int, per_second: int = 100):
-        self.kafka, self.topic, self.partitions, self.per_second = kafka, topic, partitions, per_second
-        self.acknowledged: list[tuple[int, int, bytes]] = []  # (partition, offset, value)
-        self.errors: list[str] = []
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def __enter__(self):
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self.stop()
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._thread.join(120)
-
-    def _run(self) -> None:
-        producer = self.kafka.producer(**{"acks": "all", "enable.idempotence": True, "message.timeout.ms": 120000})
-
-        def on_delivery(err, msg):
-            if err is not None:
-                self.errors.append(err.str())
-            else:
-                self.acknowledged.append((msg.partition(), msg.offset(), msg.value()))
-
-        sequence = 0
-        while not self._stop.wait(0.1):
-            for _ in range(self.per_second // 10):
-                producer.produce(self.topic, value=f"seq{sequence}".encode(), partition=sequence % self.partitions,
-                                 on_delivery=on_delivery)
-                sequence += 1
-            producer.poll(0)
-        assert producer.flush(120) == 0
-        self.sent = sequence
 
 
 def partition_leaders(kafka: KafkaHarness, topic: str) -> dict[int, int]:
