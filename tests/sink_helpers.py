@@ -7,6 +7,7 @@ partition must land.
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
@@ -14,6 +15,7 @@ from typing import TYPE_CHECKING
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
 from tests.kafka_helpers import KafkaHarness
+from tests.query_helpers import QUERY_TIMEOUT_S
 
 if TYPE_CHECKING:
     from tests.security_helpers import AsAdmin
@@ -97,6 +99,31 @@ def read_topic(kafka: KafkaHarness | AsAdmin, topic: str, partitions: int, read_
     finally:
         consumer.close()
     return sorted(out, key=lambda r: r[:2])
+
+
+def finish_available_now(query, timeout: float = QUERY_TIMEOUT_S):
+    """Wait for an AvailableNow query to end by itself and assert it ended without an error; stop it in any case.
+    The ended query."""
+    try:
+        assert query.awaitTermination(timeout), "the AvailableNow query did not end"
+        assert query.exception() is None
+    finally:
+        query.stop()
+    return query
+
+
+def batch_markers(kafka: KafkaHarness, prefix: str, marker_topic: str, tasks: int) -> list[tuple[int, dict]]:
+    """Each exactly-once task's batch marker: the committed offset of group `<prefix>-<task>` on partition 0 of the
+    marker topic, and its metadata as JSON."""
+    markers = []
+    for task in range(tasks):
+        consumer = kafka.consumer(f"{prefix}-{task}")
+        try:
+            (marker,) = consumer.committed([TopicPartition(marker_topic, 0)], timeout=30)
+        finally:
+            consumer.close()
+        markers.append((marker.offset, json.loads(marker.metadata)))
+    return markers
 
 
 def without_offsets(records: list[Out]) -> list[tuple]:

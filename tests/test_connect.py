@@ -20,7 +20,6 @@ import time
 import uuid
 
 import pytest
-from confluent_kafka import TopicPartition
 from pyspark.errors import PySparkException, StreamingQueryException
 from pyspark.sql.connect.session import SparkSession as ConnectSession
 
@@ -31,7 +30,16 @@ from kafkasource.metrics.progress import Lag, LagListener, input_rows, lag_from_
 from tests.job_helpers import REPO_ROOT
 from tests.kafka_helpers import Record, await_condition, described_group
 from tests.query_helpers import QUERY_TIMEOUT_S, batch, stream
-from tests.sink_helpers import PARTITIONS, read_topic, sample_frame, sample_rows, without_offsets, write_batch
+from tests.sink_helpers import (
+    PARTITIONS,
+    batch_markers,
+    finish_available_now,
+    read_topic,
+    sample_frame,
+    sample_rows,
+    without_offsets,
+    write_batch,
+)
 from tests.sink_helpers import expected_records as sink_expected
 
 pytestmark = pytest.mark.spark  # every test here talks to a Spark Connect server
@@ -187,24 +195,15 @@ def test_the_sink_writes_a_batch_and_an_exactly_once_stream_over_connect(connect
              .option("kafka.bootstrap.servers", kafka.bootstrap_servers).option("topic", sink)
              .option("deliveryGuarantee", "exactly-once").option("transactionalIdPrefix", prefix)
              .option("checkpointLocation", str(tmp_path / "ck")).trigger(availableNow=True).start())
-    try:
-        assert query.awaitTermination(QUERY_TIMEOUT_S), "the AvailableNow query did not end"
-        assert query.exception() is None
-    finally:
-        query.stop()
+    finish_available_now(query)
 
     # one batch (0), one task per source partition, each naming its partition: the copy keeps every position's
     # record in order (transaction markers take offsets of their own, so offsets are compared without them)
     copied = [(r.partition, r.key, r.value, r.headers) for r in sorted(produced, key=lambda r: (r.partition, r.offset))]
     assert without_offsets(read_topic(kafka, sink, PARTITIONS, read_committed=True)) == copied
-    for task in range(PARTITIONS):
-        consumer = kafka.consumer(f"{prefix}-{task}")
-        try:
-            (marker,) = consumer.committed([TopicPartition(sink, 0)], timeout=30)
-        finally:
-            consumer.close()
-        assert (marker.offset, json.loads(marker.metadata)) == (1, {
-            "kind": "kafkasource-sink-marker", "queryId": str(query.id), "batchId": 0, "partition": task})
+    assert batch_markers(kafka, prefix, sink, PARTITIONS) == [(1, {
+        "kind": "kafkasource-sink-marker", "queryId": str(query.id), "batchId": 0, "partition": task})
+        for task in range(PARTITIONS)]
 
 
 def test_a_sink_option_error_reaches_the_client_with_our_message(connect, kafka, topic, tmp_path):
@@ -284,8 +283,7 @@ def test_example_reads_kafka_over_connect(connect_server, kafka, tmp_path):
 
 def test_ingest_job_over_connect_reports_its_rate_metrics_and_commits(connect_server, kafka, tmp_path):
     from tests.job_helpers import write_config
-    from tests.test_metrics import parse
-    from tests.test_metrics import by_partition
+    from tests.test_metrics import by_partition, parse
 
     topic = kafka.create_topic(kafka.unique_name("connect-ingest"), partitions=3)
     group = kafka.unique_name("connect-ingest-group")

@@ -13,13 +13,21 @@ from pyspark.errors import AnalysisException, StreamingQueryException
 from pyspark.sql.types import StringType, StructField, StructType
 
 from dev.process import REPO_ROOT, free_port
-from kafkasource.source import KafkaDataSource
 from kafkasource.errors import ContinuousTriggerError
+from kafkasource.source import KafkaDataSource
 from kafkasource.writing.task import CONTINUOUS_REFUSED
 from tests.kafka_helpers import Record, await_condition
 from tests.query_helpers import QUERY_TIMEOUT_S, stream
 from tests.security_helpers import PASSWORDS, sasl_options
-from tests.sink_helpers import PARTITIONS, expected_records, read_topic, sample_frame, sample_rows, write_batch
+from tests.sink_helpers import (
+    PARTITIONS,
+    expected_records,
+    finish_available_now,
+    read_topic,
+    sample_frame,
+    sample_rows,
+    write_batch,
+)
 
 
 def base(kafka, **options) -> dict[str, str]:
@@ -70,11 +78,7 @@ def test_a_stream_copies_a_topic_record_for_record(spark, kafka, tmp_path):
     query = (df.selectExpr("key", "value", "headers", "partition").writeStream.format("kafkasource")
              .option("kafka.bootstrap.servers", kafka.bootstrap_servers).option("topic", sink)
              .option("checkpointLocation", str(tmp_path / "ck")).trigger(availableNow=True).start())
-    try:
-        assert query.awaitTermination(QUERY_TIMEOUT_S), "the AvailableNow query did not end"
-        assert query.exception() is None
-    finally:
-        query.stop()
+    finish_available_now(query)
 
     # each source task reads one partition in order and names it: the copy has the same positions
     assert read_topic(kafka, sink, PARTITIONS) == sorted(

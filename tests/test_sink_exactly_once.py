@@ -8,16 +8,17 @@ import json
 from pathlib import Path
 
 import pytest
-from confluent_kafka import TopicPartition
 
 from kafkasource.writing.failures import DeliveryError
 from kafkasource.writing.options import parse_sink_options
 from kafkasource.writing.transactions import Outcome, StreamBatch, write_transaction
 from tests.kafka_helpers import Record
-from tests.query_helpers import QUERY_TIMEOUT_S, stream
+from tests.query_helpers import stream
 from tests.sink_helpers import (
     PARTITIONS,
+    batch_markers,
     expected_records,
+    finish_available_now,
     read_topic,
     sample_frame,
     sample_rows,
@@ -37,13 +38,7 @@ def copy_stream(spark, kafka, source: str, checkpoint: Path, sink_options: dict[
     writer = df.selectExpr("key", "value", "partition").writeStream.format("kafkasource")
     for name, value in {**base(kafka), **sink_options}.items():
         writer = writer.option(name, value)
-    query = writer.option("checkpointLocation", str(checkpoint)).trigger(availableNow=True).start()
-    try:
-        assert query.awaitTermination(QUERY_TIMEOUT_S), "the AvailableNow query did not end"
-        assert query.exception() is None
-    finally:
-        query.stop()
-    return query
+    return finish_available_now(writer.option("checkpointLocation", str(checkpoint)).trigger(availableNow=True).start())
 
 
 def forget_last_commit(checkpoint: Path) -> int:
@@ -86,14 +81,9 @@ def test_a_replayed_batch_is_written_once_under_exactly_once_and_again_under_at_
     sink, replayed, query_id, exactly_once = outputs["exactly-once"]
     assert without_offsets(exactly_once) == copied
     # each task's marker: its group's offset on partition 0 of the sink's topic says the last batch, of this query
-    for task in range(PARTITIONS):
-        consumer = kafka.consumer(f"{prefix}-{task}")
-        try:
-            (marker,) = consumer.committed([TopicPartition(sink, 0)], timeout=30)
-        finally:
-            consumer.close()
-        assert (marker.offset, json.loads(marker.metadata)) == (replayed + 1, {
-            "kind": "kafkasource-sink-marker", "queryId": query_id, "batchId": replayed, "partition": task})
+    assert batch_markers(kafka, prefix, sink, PARTITIONS) == [(replayed + 1, {
+        "kind": "kafkasource-sink-marker", "queryId": query_id, "batchId": replayed, "partition": task})
+        for task in range(PARTITIONS)]
 
     # the contrast: at-least-once wrote the replayed batch's records a second time, at the end of each partition
     sink, replayed, _, at_least_once = outputs["at-least-once"]
