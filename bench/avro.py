@@ -18,16 +18,17 @@ from __future__ import annotations
 
 import argparse
 import io
+import json
 import os
+import random
 import shutil
+import statistics
 import subprocess
 import sys
-from pathlib import Path
-import json
-import random
-import statistics
 import time
-from typing import Iterator, NamedTuple
+from collections.abc import Iterator
+from pathlib import Path
+from typing import NamedTuple
 
 import pyarrow as pa
 import pyarrow.compute  # noqa: F401  (pa.compute)
@@ -71,7 +72,7 @@ def rows(count: int, seed: int = 26) -> Iterator[tuple[int, dict]]:
         row = {"order_id": rng.randrange(2**40), "customer": f"{first}.{last}-{rng.randrange(10**4)}@example.org",
                "sku": f"SKU-{rng.randrange(10**8):08d}-{rng.choice(words)}-{rng.choice(words)}", "quantity": rng.randrange(1, 100),
                "price": Decimal(rng.randrange(10**8)).scaleb(-2),
-               "created": datetime.datetime(2026, 1, 1, tzinfo=datetime.timezone.utc)
+               "created": datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC)
                + datetime.timedelta(milliseconds=rng.randrange(10**10)),
                "status": rng.choice(STATUS["symbols"]),
                "address": {"street": f"{rng.randrange(1, 999)} {rng.choice(words).title()} Street",

@@ -51,7 +51,7 @@ class Meter:
     def __init__(self, broker_pid: int, jvm_pid: int):
         self.broker_pid, self.jvm_pid = broker_pid, jvm_pid
 
-    def measuring(self) -> "Measurement":
+    def measuring(self) -> Measurement:
         return Measurement(self)
 
     def pythons(self, processes: dict[int, tuple[int, int]]) -> set[int]:
@@ -68,7 +68,7 @@ class Measurement:
         self._done = threading.Event()
         self._sampling_s = 0.0  # the sampler's own CPU, not the drain's
 
-    def __enter__(self) -> "Measurement":
+    def __enter__(self) -> Measurement:
         self.start = self._sample()
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()

@@ -29,7 +29,7 @@ class DataSet:
     def payload_bytes(self) -> int:
         return self.records * self.value_bytes
 
-    def scaled(self, scale: float) -> "DataSet":
+    def scaled(self, scale: float) -> DataSet:
         """The same shape with `scale` times the records per partition (at least one)."""
         per_partition = max(1, round(self.records_per_partition * scale))
         return DataSet(self.name, self.partitions, per_partition, self.value_bytes, self.compression,

@@ -60,8 +60,8 @@ def drain_rounds(bootstrap: str, topic: str, records: int, repeat: int) -> None:
 def read_in_process(bootstrap: str, topic: str, records: int) -> float:
     """The CPU seconds (this process, librdkafka's threads included) of reading the partition with the native
     consumer here, without Spark: steadier than wall time on a machine others are using."""
-    from kafkasource.reading.consumers import FetchConfig
     from kafkasource.planning.ranges import OffsetRange
+    from kafkasource.reading.consumers import FetchConfig
     from kafkasource.reading.task_reader import read_ranges
 
     config = FetchConfig({"bootstrap.servers": bootstrap}, include_headers=False, fail_on_data_loss=True,

@@ -25,6 +25,8 @@ import uuid
 from bench import datasets, readers
 from dev import broker as local_broker
 from kafkasource import metrics
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--scale", type=float, default=0.25)

@@ -38,8 +38,8 @@ import threading
 import time
 import uuid
 from collections import defaultdict
+from collections.abc import Callable
 from contextlib import contextmanager
-from typing import Callable
 
 from dev import broker as local_broker
 

@@ -40,6 +40,7 @@ from bench.markdown import carry_sections
 from bench.reference import reference_jars
 from dev import broker as local_broker
 from kafkasource.runtime import native_extension
+
 # the native read path when the extension is built (readPath=native), and the pure-Python one (readPath=python)
 READERS = ((("kafkasource native",) if native_extension.available() else ())
            + ("kafkasource python", "built-in", "bare", "ceiling"))

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable, TypeVar
+from typing import TypeVar
 
 import pyarrow.parquet as pq
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition

@@ -22,9 +22,9 @@ import subprocess
 import sys
 import tempfile
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping
 
 from dev.process import CACHE_DIR, REPO_ROOT, BackgroundProcess, free_port, log_tail, start_status_stop
 

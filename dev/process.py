@@ -14,9 +14,10 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, ClassVar, Iterable
+from typing import ClassVar
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 CACHE_DIR = REPO_ROOT / ".cache"  # git-ignored: jars, state files and the data of processes started by hand

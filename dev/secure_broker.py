@@ -51,8 +51,14 @@ class SecureBroker:
 
     def grant(self, user: str, resource_type: str, name: str, *operations: str) -> None:
         """Allow `user` the operations (e.g. "READ", "DESCRIBE") on a TOPIC or GROUP, as admin."""
-        from confluent_kafka.admin import (AclBinding, AclOperation, AclPermissionType, AdminClient,
-                                           ResourcePatternType, ResourceType)
+        from confluent_kafka.admin import (
+            AclBinding,
+            AclOperation,
+            AclPermissionType,
+            AdminClient,
+            ResourcePatternType,
+            ResourceType,
+        )
 
         admin = AdminClient(self.client_config())
         bindings = [AclBinding(ResourceType[resource_type], name, ResourcePatternType.LITERAL, f"User:{user}", "*",

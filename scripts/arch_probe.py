@@ -49,9 +49,9 @@ def plain(value: object) -> object:
 def read(bootstrap: str, topic: str, ends: dict[int, int], read_path: str) -> list:
     import pyarrow as pa
 
+    from kafkasource.planning.ranges import OffsetRange
     from kafkasource.reading.arrow import arrow_schema
     from kafkasource.reading.consumers import ConsumerPool, FetchConfig
-    from kafkasource.planning.ranges import OffsetRange
     from kafkasource.reading.task_reader import read_ranges
 
     config = FetchConfig({"bootstrap.servers": bootstrap}, include_headers=True, fail_on_data_loss=True,

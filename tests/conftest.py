@@ -12,6 +12,8 @@ from pathlib import Path
 import pytest
 
 from tests import native_coverage  # first: it may hide the native extension before anything imports kafkasource
+
+# isort: split
 from dev import broker as local_broker
 from dev import registry as local_registry
 from dev import secure_broker

@@ -7,7 +7,7 @@ import re
 import threading
 import time
 import uuid
-from typing import Callable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from typing import Iterator, Mapping
 
 import pytest
 from pyspark.errors import StreamingQueryException

@@ -4,7 +4,7 @@ them back with its own deserializers, for the tests of valueFormat/keyFormat."""
 from __future__ import annotations
 
 import json
-from typing import Callable
+from collections.abc import Callable
 
 from confluent_kafka.schema_registry import SchemaRegistryClient
 from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerializer

@@ -10,7 +10,6 @@ import secrets
 from pathlib import Path
 
 import pyarrow.parquet as pq
-
 from confluent_kafka import Consumer, Producer
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic

@@ -19,10 +19,10 @@ from kafkasource.formats.avro import AvroDecoder, arrow_type
 from kafkasource.formats.avro_schema import SchemaError
 from kafkasource.formats.decoding import ColumnFormat, _python_avro_reader
 from kafkasource.formats.registry import RegistrySchema
-from kafkasource.runtime import native_extension
 from kafkasource.formats.wire_format import schema_ids
+from kafkasource.runtime import native_extension
 
-UTC = datetime.timezone.utc
+UTC = datetime.UTC
 
 
 def frame(schema_id: int, schema: dict, record) -> bytes:

@@ -12,11 +12,11 @@ import pytest
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 
 import kafkasource
+from dev import broker as local_broker
 from kafkasource.commit import metadata as committer_metadata
 from kafkasource.commit.committer import COMMIT_REQUEST_BYTES, OFFSET_RECORD_BYTES, OffsetCommitter, commit_requests
 from kafkasource.commit.outcomes import ENV_ADDRESS, CommitOutcome, OutcomeReceiver, OutcomeSender
 from kafkasource.errors import CommitError
-from dev import broker as local_broker
 from tests.kafka_helpers import KafkaHarness, await_condition, described_group
 from tests.query_helpers import base_options, positions, run_available_now, stream
 

@@ -17,18 +17,26 @@ from confluent_kafka import TopicPartition as KafkaTopicPartition
 from pyspark.sql.streaming.datasource import ReadAllAvailable
 
 from kafkasource import KafkaDataSource
-from kafkasource.reading import settings as read_settings
 from kafkasource.cluster.client import KafkaClient
 from kafkasource.errors import DataLossError
-from kafkasource.reading.consumers import ConsumerPool, FetchConfig
 from kafkasource.options import parse_options
-from kafkasource.reading.task_reader import read_ranges
 from kafkasource.planning.ranges import OffsetRange
+from kafkasource.reading import settings as read_settings
+from kafkasource.reading.consumers import ConsumerPool, FetchConfig
+from kafkasource.reading.task_reader import read_ranges
 from kafkasource.stream import KafkaStreamReader
-from tests.kafka_helpers import KafkaHarness, Record, await_condition
 from tests.fakes import FakeClock
-from tests.query_helpers import (AWAIT_TIMEOUT_S, QUERY_TIMEOUT_S, Collector, base_options, expected, rows_of,
-                                 source_offsets, start_query)
+from tests.kafka_helpers import KafkaHarness, Record, await_condition
+from tests.query_helpers import (
+    AWAIT_TIMEOUT_S,
+    QUERY_TIMEOUT_S,
+    Collector,
+    base_options,
+    expected,
+    rows_of,
+    source_offsets,
+    start_query,
+)
 
 # -- a compacted topic ------------------------------------------------------------------------------
 

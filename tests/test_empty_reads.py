@@ -10,8 +10,16 @@ import json
 import pytest
 from confluent_kafka.serialization import MessageField
 from pyspark.errors import PySparkException
-from pyspark.sql.types import (ArrayType, BinaryType, IntegerType, LongType, StringType, StructField, StructType,
-                               TimestampType)
+from pyspark.sql.types import (
+    ArrayType,
+    BinaryType,
+    IntegerType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampType,
+)
 
 from tests.query_helpers import base_options, batch
 from tests.registry_helpers import encode, item_serializer

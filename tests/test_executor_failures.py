@@ -17,11 +17,11 @@ from confluent_kafka import KafkaError, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from dev import secure_broker
+from kafkasource.cluster.refusal import refusal_error
 from kafkasource.errors import AccessError, KafkaSourceError
+from kafkasource.planning.ranges import OffsetRange
 from kafkasource.reading.consumers import ConsumerPool, FetchConfig
 from kafkasource.reading.task_reader import TaskReader, read_ranges
-from kafkasource.planning.ranges import OffsetRange
-from kafkasource.cluster.refusal import refusal_error
 from tests.security_helpers import PASSWORDS, WRONG_PASSWORD
 
 pytestmark = [pytest.mark.faults]

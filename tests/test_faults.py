@@ -22,12 +22,23 @@ from pyspark.errors import StreamingQueryException
 
 from dev import broker as local_broker
 from kafkasource.cluster.client import KafkaClient
-from kafkasource.planning.offsets import TOPIC_IDS_KEY
 from kafkasource.options import parse_options
+from kafkasource.planning.offsets import TOPIC_IDS_KEY
 from tests.job_helpers import durable_positions, kill_group, start_job, write_config
 from tests.kafka_helpers import KafkaHarness, Record, SequenceProducer, await_condition
-from tests.query_helpers import (QUERY_TIMEOUT_S, Collector, available_now_failure, await_rows, base_options,
-                                 expected, positions, run_available_now, run_to_end, running_stream, start_query)
+from tests.query_helpers import (
+    QUERY_TIMEOUT_S,
+    Collector,
+    available_now_failure,
+    await_rows,
+    base_options,
+    expected,
+    positions,
+    run_available_now,
+    run_to_end,
+    running_stream,
+    start_query,
+)
 
 pytestmark = pytest.mark.faults
 log = logging.getLogger(__name__)

@@ -16,8 +16,8 @@ from confluent_kafka import Consumer, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from dev import broker as local_broker
-from kafkasource.commit import metadata as committer
 from kafkasource.cluster.client import COORDINATOR_RETRIABLE, KafkaClient
+from kafkasource.commit import metadata as committer
 from kafkasource.metrics import group_offsets as group_reads
 
 REPO = Path(__file__).resolve().parent.parent

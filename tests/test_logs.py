@@ -10,11 +10,9 @@ from dataclasses import replace
 
 import pytest
 
-from kafkasource.runtime import logs
-
-from kafkasource.runtime import native_extension
 from kafkasource.errors import KafkaSourceError
 from kafkasource.planning.tasks import fetch_config
+from kafkasource.runtime import logs, native_extension
 from tests.test_options import parse
 
 

@@ -16,13 +16,13 @@ import urllib.request
 import pytest
 
 from kafkasource.commit import metadata as committer
-from kafkasource.commit.outcomes import ENV_ADDRESS, CommitOutcome, OutcomeReceiver, OutcomeSender
 from kafkasource.commit.metadata import CommitAuthor
+from kafkasource.commit.outcomes import ENV_ADDRESS, CommitOutcome, OutcomeReceiver, OutcomeSender
 from kafkasource.metrics import CommitCounts, collector
 from kafkasource.metrics.group_offsets import GroupView
 from kafkasource.metrics.lag_seconds import LogEndHistory
-from kafkasource.metrics.queries import Queries
 from kafkasource.metrics.progress import rows_per_second
+from kafkasource.metrics.queries import Queries
 from tests.job_helpers import REPO_ROOT
 from tests.test_metrics import parse
 

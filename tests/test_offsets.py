@@ -4,14 +4,29 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Mapping
+from collections.abc import Mapping
 
 import pytest
 
 from kafkasource.errors import NoCommittedOffsetError, OptionError
-from kafkasource.planning.offsets import (EARLIEST, LATEST, Committed, Earliest, Latest, OutsideLog, SpecificOffsets,
-                                 TOPIC_IDS_KEY, Timestamps, TopicPartition, describe, from_json_dict, nearest_in_log,
-                                 to_json_dict, topic_ids_of, within_log)
+from kafkasource.planning.offsets import (
+    EARLIEST,
+    LATEST,
+    TOPIC_IDS_KEY,
+    Committed,
+    Earliest,
+    Latest,
+    OutsideLog,
+    SpecificOffsets,
+    Timestamps,
+    TopicPartition,
+    describe,
+    from_json_dict,
+    nearest_in_log,
+    to_json_dict,
+    topic_ids_of,
+    within_log,
+)
 
 A0, A1, A2, B0 = ("a", 0), ("a", 1), ("a", 2), ("b", 0)
 

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 
-import pytest
-
 from pyspark.sql.streaming.listener import QueryProgressEvent, StreamingQueryProgress
 
 from kafkasource.metrics.progress import Lag, LagListener, input_rows, lag_from_progress

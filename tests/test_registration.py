@@ -5,8 +5,8 @@ streaming query start makes) stay out of the user's log, unless the logging conf
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Callable, Iterator
 
 import pytest
 

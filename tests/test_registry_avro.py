@@ -16,8 +16,7 @@ import pytest
 from dev import registry as local_registry
 from tests.native_coverage import AVRO_READ_PATHS
 from tests.query_helpers import available_now_failure, base_options, batch, stream
-from tests.registry_helpers import (avro_deserializer, avro_serializer, decode, encode, produce_payloads,
-                                    registered_id)
+from tests.registry_helpers import avro_deserializer, avro_serializer, decode, encode, produce_payloads, registered_id
 
 ORDER_V1 = {"type": "record", "name": "Order", "namespace": "shop", "fields": [
     {"name": "id", "type": "long"},
@@ -52,7 +51,7 @@ EVENT = {"type": "record", "name": "Event", "namespace": "shop", "fields": [
     {"name": "flag", "type": "boolean"},
     {"name": "blob", "type": ["null", "bytes"], "default": None}]}
 
-UTC = datetime.timezone.utc
+UTC = datetime.UTC
 
 
 @pytest.fixture(params=AVRO_READ_PATHS)

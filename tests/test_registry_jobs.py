@@ -5,9 +5,8 @@ ones reach the Parquet sink exactly once."""
 
 from __future__ import annotations
 
-from confluent_kafka import Consumer, TopicPartition
-
 import pytest
+from confluent_kafka import Consumer, TopicPartition
 
 from tests.job_helpers import durable_positions, kill_group, run_job, start_job
 from tests.kafka_helpers import Record, await_condition

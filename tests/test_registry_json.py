@@ -7,8 +7,15 @@ from __future__ import annotations
 import random
 
 from tests.query_helpers import base_options, batch
-from tests.registry_helpers import (avro_serializer, encode, json_deserializer, json_serializer, decode,
-                                    produce_payloads, registered_id)
+from tests.registry_helpers import (
+    avro_serializer,
+    decode,
+    encode,
+    json_deserializer,
+    json_serializer,
+    produce_payloads,
+    registered_id,
+)
 
 SHIPMENT = {
     "$schema": "http://json-schema.org/draft-07/schema#", "title": "Shipment", "type": "object",

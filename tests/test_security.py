@@ -22,9 +22,18 @@ from dev import secure_broker
 from kafkasource.commit.committer import OffsetCommitter
 from tests.job_helpers import durable_positions, run_job, write_config
 from tests.kafka_helpers import await_condition
-from tests.security_helpers import (PASSWORDS, WRONG_PASSWORD, committed, files_under, holding, rows,
-                                     sasl_options, topic_with_records, written_by_the_sink)
 from tests.query_helpers import Collector, available_now_failure, run_to_end, start_query, stream
+from tests.security_helpers import (
+    PASSWORDS,
+    WRONG_PASSWORD,
+    committed,
+    files_under,
+    holding,
+    rows,
+    sasl_options,
+    topic_with_records,
+    written_by_the_sink,
+)
 
 pytestmark = [pytest.mark.faults, pytest.mark.spark]
 

@@ -23,10 +23,10 @@ import pytest
 
 from dev import secure_broker
 from dev.oidc import IdentityProvider
-from kafkasource.reading import native
-from kafkasource.runtime import native_extension
 from kafkasource.errors import OptionError
 from kafkasource.options import parse_options
+from kafkasource.reading import native
+from kafkasource.runtime import native_extension
 from tests.query_helpers import available_now_failure, run_to_end, stream
 from tests.security_helpers import AsAdmin, committed, files_under, holding, rows, topic_with_records
 from tests.sink_helpers import PARTITIONS, expected_records, read_topic, sample_frame, sample_rows, write_batch

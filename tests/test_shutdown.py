@@ -24,10 +24,17 @@ from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.streaming.python_streaming_source_runner import COMMIT_FUNC_ID
 from pyspark.worker_util import pickleSer
 
-from kafkasource.reading.arrow import arrow_schema
 from kafkasource.cluster.client import COORDINATOR_RETRIABLE
-from kafkasource.runtime.shutdown import (DUPLICATE_WINDOW_S, RUNNER_MODULE, SIGTERM_EXIT_CODE, close_within,
-                                  exit_on_sigterm, in_stream_runner, stopping)
+from kafkasource.reading.arrow import arrow_schema
+from kafkasource.runtime.shutdown import (
+    DUPLICATE_WINDOW_S,
+    RUNNER_MODULE,
+    SIGTERM_EXIT_CODE,
+    close_within,
+    exit_on_sigterm,
+    in_stream_runner,
+    stopping,
+)
 from kafkasource.source import KafkaDataSource
 from tests.job_helpers import REPO_ROOT
 from tests.kafka_helpers import await_condition

@@ -8,10 +8,9 @@ import pytest
 from confluent_kafka import KafkaError
 from pyspark.sql.types import ArrayType, BinaryType, IntegerType, LongType, StringType, StructField, StructType
 
-from kafkasource.errors import OptionError
+from kafkasource.errors import ColumnError, OptionError
 from kafkasource.writing.failures import delivery_error
 from kafkasource.writing.options import parse_sink_options
-from kafkasource.errors import ColumnError
 from kafkasource.writing.rows import HEADERS_TYPE, NULL_TOPIC, Columns, check_columns, messages
 from kafkasource.writing.transactions import (
     Marker,

@@ -6,14 +6,14 @@ import json
 import logging
 import pickle
 import time
-from typing import Callable
+from collections.abc import Callable
 
 import pytest
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows, ReadMinRows
 
 from kafkasource.errors import BrokerUnavailableError, DataLossError, KafkaSourceError
-from kafkasource.planning.offsets import TOPIC_IDS_KEY
 from kafkasource.options import parse_options
+from kafkasource.planning.offsets import TOPIC_IDS_KEY
 from kafkasource.stream import KafkaStreamReader
 from tests.fakes import FakeClock
 

@@ -13,14 +13,26 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from typing import Callable
+from collections.abc import Callable
 
 import pytest
 
 from kafkasource import KafkaDataSource
 from tests.kafka_helpers import KafkaHarness, Record, await_condition
-from tests.query_helpers import (LOG_APPEND_TIME, source_offsets, Collector, available_now_failure, await_rows, base_options, batch,
-                                 expected, rows_of, run_available_now, running_stream, stream)
+from tests.query_helpers import (
+    LOG_APPEND_TIME,
+    Collector,
+    available_now_failure,
+    await_rows,
+    base_options,
+    batch,
+    expected,
+    rows_of,
+    run_available_now,
+    running_stream,
+    source_offsets,
+    stream,
+)
 
 # explicit record timestamps: an hour ago, within the broker's bounds and far from the topic's retention
 # (records stamped years ago are deleted by the retention check the test broker runs every second)
@@ -283,8 +295,16 @@ def test_headers_null_keys_and_values_and_binary_bytes(spark, kafka, topic, tmp_
 
 
 def test_schema_matches_the_built_in_source(spark, kafka, topic):
-    from pyspark.sql.types import (ArrayType, BinaryType, IntegerType, LongType, StringType, StructField,
-                                   StructType, TimestampType)
+    from pyspark.sql.types import (
+        ArrayType,
+        BinaryType,
+        IntegerType,
+        LongType,
+        StringType,
+        StructField,
+        StructType,
+        TimestampType,
+    )
 
     # Spark's KafkaRecordToRowConverter: every field nullable, header values nullable
     built_in = StructType([StructField("key", BinaryType()), StructField("value", BinaryType()),
