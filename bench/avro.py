@@ -2,10 +2,11 @@
 
 `python3 -m bench.avro [--records N] [--rounds R] [--spark]`
 
-The data set: an order record of 9 fields, one a nested address of 3 (~150 B encoded), in the schema-registry wire format, written by two
-versions of its schema mixed half and half: v1 lacks two fields the reader has (their defaults fill them) and
-writes `quantity` as an int the reader reads as long; v2 is the reader schema. Each decoder decodes all the
-payloads as one Arrow binary array, `rounds` times after one untimed round; the median round counts.
+The data set: an order record of 9 fields, one a nested address of 3 (~150 B encoded), in the schema-registry wire
+format, written by two versions of its schema mixed half and half: v1 lacks two fields the reader has (their
+defaults fill them) and writes `quantity` as an int the reader reads as long; v2 is the reader schema. Each
+decoder decodes all the payloads as one Arrow binary array, `rounds` times after one untimed round; the median round
+counts.
 
 --spark adds Spark's own from_avro (spark-avro from Maven Central) over `substring(value, 6)` with the writer
 schema, the usual workaround for the wire format, on the v2 payloads alone (one writer schema is all it can
@@ -70,13 +71,15 @@ def rows(count: int, seed: int = 26) -> Iterator[tuple[int, dict]]:
         schema_version = 1 + n % 2
         first, last = rng.choice(words), rng.choice(words)
         row = {"order_id": rng.randrange(2**40), "customer": f"{first}.{last}-{rng.randrange(10**4)}@example.org",
-               "sku": f"SKU-{rng.randrange(10**8):08d}-{rng.choice(words)}-{rng.choice(words)}", "quantity": rng.randrange(1, 100),
+               "sku": f"SKU-{rng.randrange(10**8):08d}-{rng.choice(words)}-{rng.choice(words)}",
+               "quantity": rng.randrange(1, 100),
                "price": Decimal(rng.randrange(10**8)).scaleb(-2),
                "created": datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC)
                + datetime.timedelta(milliseconds=rng.randrange(10**10)),
                "status": rng.choice(STATUS["symbols"]),
                "address": {"street": f"{rng.randrange(1, 999)} {rng.choice(words).title()} Street",
-                           "city": f"{rng.choice(words).title()} City", "zip": f"{rng.randrange(10**5):05d}-{rng.randrange(10**4):04d}"},
+                           "city": f"{rng.choice(words).title()} City",
+                           "zip": f"{rng.randrange(10**5):05d}-{rng.randrange(10**4):04d}"},
                "tags": rng.sample(words, rng.randrange(2, 5))}
         if schema_version == 2:
             row.update(coupon=rng.choice([None, f"SAVE{rng.randrange(100)}"]), priority=rng.random() < 0.1)

@@ -70,7 +70,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--rounds", type=int, default=3, help="timed drains per reader and topic; the median counts")
     parser.add_argument("--warm-up", type=int, default=1, help="untimed drains per reader and topic first")
     parser.add_argument("--results", default=str(Path(__file__).parent / "RESULTS.md"),
-                        help="Markdown file whose section '%s' is written" % SECTION)
+                        help=f"Markdown file whose section '{SECTION}' is written")
     args = parser.parse_args(argv)
     if args.records < 1 or args.partitions < 1 or args.rounds < 1 or args.warm_up < 0:
         parser.error("--records, --partitions and --rounds must be at least 1, --warm-up at least 0")
@@ -91,7 +91,8 @@ def serialized_pool(registry_url: str, topic: str, data_set: AvroSet) -> tuple[l
                    for v in data_set.versions}
     context = SerializationContext(topic, MessageField.VALUE)
     generated = ((v, row) for v, row in avro.rows(POOL * 2) if v in data_set.versions)
-    pool = [serializers[v](row, context) for _, (v, row) in zip(range(POOL), generated)]
+    # strict=False: `generated` has more rows than POOL; the range stops at the first POOL of them
+    pool = [serializers[v](row, context) for _, (v, row) in zip(range(POOL), generated, strict=False)]
     ids = {v: int.from_bytes(pool[i][1:5], "big") for i, v in enumerate(data_set.versions)}
     return pool, ids
 
@@ -237,7 +238,8 @@ def report(args, results: Results, notes: dict[str, str], elapsed: float, load: 
         f"record, but version 2's `coupon` and `priority` are dropped without a word (the Avro decoder stops "
         f"after the fields it knows; the widened `quantity` reads because int and long share one encoding); "
         f"given version 2 (the latest), the version 1 records fail the query with FAILFAST, the default "
-        f"(\"{notes['failfast']}\"), or become rows whose every field is null with PERMISSIVE ({notes['permissive']}). kafkasource "
+        f"(\"{notes['failfast']}\"), or become rows whose every field is null with PERMISSIVE "
+        f"({notes['permissive']}). kafkasource "
         f"reads both versions into version 2, defaults filled. Same values: on `v2`, the hash sum of every "
         f"decoded value is the same for all three readers ({notes['same_v2']}); on `mixed`, for both kafkasource "
         f"read paths ({notes['same_mixed']}).", "",
@@ -293,7 +295,8 @@ def main(argv: list[str] | None = None) -> int:
             for round_ in range(args.warm_up + args.rounds):
                 label = f"warm-up {round_ + 1}" if round_ < args.warm_up else f"round {round_ - args.warm_up + 1}"
                 for reader in READERS[round_ % 3:] + READERS[:round_ % 3]:
-                    drain, used = timed_drain(meter, lambda: readers._timed(of(reader, data_set)))
+                    drain, used = timed_drain(
+                        meter, lambda reader=reader, data_set=data_set: readers._timed(of(reader, data_set)))
                     if drain.rows != args.records:
                         raise RuntimeError(f"{reader} read {drain.rows:,} rows of {data_set.name}, "
                                            f"expected {args.records:,}")

@@ -118,8 +118,8 @@ def flatness_problems(runs: list[RunMemory]) -> list[str]:
         peaks = [max(warm) for run in runs if (warm := run.after_warm_up(kind))]
         earlier, later = peaks[:len(peaks) // 2], peaks[len(peaks) // 2:]
         if earlier and max(later) - max(earlier) > _tolerance_kb(max(earlier)):
-            problems.append(f"{kind}: peaks after warm-up rose across runs, from {mib(max(earlier))} MiB (earlier half) to "
-                            f"{mib(max(later))} MiB (later half)")
+            problems.append(f"{kind}: peaks after warm-up rose across runs, from {mib(max(earlier))} MiB "
+                            f"(earlier half) to {mib(max(later))} MiB (later half)")
     return problems
 
 

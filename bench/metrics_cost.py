@@ -77,7 +77,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\n{data_set.describe()}, median of {args.repeat}:")
         for what, seconds in (("end to end", lambda d: d.seconds), ("inside triggers", lambda d: d.reading)):
             rate = {mode: statistics.median(d.rows / seconds(d) for d in drains) for mode, drains in results.items()}
-            print(f"  {what}: off {rate['off']:,.0f} rows/s, on {rate['on']:,.0f} rows/s, on/off {rate['on'] / rate['off']:.3f}")
+            print(f"  {what}: off {rate['off']:,.0f} rows/s, on {rate['on']:,.0f} rows/s, "
+                  f"on/off {rate['on'] / rate['off']:.3f}")
         spark.stop()
     finally:
         broker.stop()

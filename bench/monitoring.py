@@ -136,8 +136,10 @@ def plot(scrapes, out: str, plt) -> None:
     partition = lambda labels: f"{labels['topic']}-{labels['partition']}"  # noqa: E731
     query = lambda labels: labels["query"]  # noqa: E731
     commits_rate = {}
-    for name, (xs, ys) in series(scrapes, "kafkasource_commits_total", lambda l: l["group"]).items():
-        commits_rate[name] = (xs[1:], [max(0.0, (b - a) / (t2 - t1)) for a, b, t1, t2 in zip(ys, ys[1:], xs, xs[1:])])
+    for name, (xs, ys) in series(scrapes, "kafkasource_commits_total", lambda labels: labels["group"]).items():
+        # each value with the next: one pair fewer than scrapes
+        pairs = zip(ys, ys[1:], xs, xs[1:], strict=False)
+        commits_rate[name] = (xs[1:], [max(0.0, (b - a) / (t2 - t1)) for a, b, t1, t2 in pairs])
     panels = [
         ("Lag per partition (records)", series(scrapes, "kafkasource_partition_lag_records", partition)),
         ("Lag per partition (seconds)", series(scrapes, "kafkasource_partition_lag_seconds", partition)),
@@ -147,7 +149,7 @@ def plot(scrapes, out: str, plt) -> None:
         ("Commits per second", commits_rate),
     ]
     figure, axes = plt.subplots(3, 2, figsize=(12, 9), sharex=True)
-    for ax, (title, lines) in zip(axes.flat, panels):
+    for ax, (title, lines) in zip(axes.flat, panels, strict=True):
         for label, (xs, ys) in sorted(lines.items()):
             ax.plot(xs, ys, label=label, linewidth=1.2)
         ax.set_title(title, fontsize=10)
@@ -156,8 +158,8 @@ def plot(scrapes, out: str, plt) -> None:
             ax.legend(fontsize=7)
     for ax in axes[-1]:
         ax.set_xlabel("seconds into the run")
-    figure.suptitle("kafkasource metrics, scraped every second from the ingest job (conf/grafana-dashboard.json's panels)",
-                    fontsize=11)
+    figure.suptitle("kafkasource metrics, scraped every second from the ingest job "
+                    "(conf/grafana-dashboard.json's panels)", fontsize=11)
     figure.tight_layout()
     figure.savefig(out, dpi=80)
 

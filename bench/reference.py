@@ -28,7 +28,8 @@ def reference_jars() -> list[Path]:
                                  f"-DoutputDirectory={JARS_DIR}", "-DexcludeTransitive=true"],
                                 capture_output=True, text=True)
         if result.returncode != 0:
-            raise RuntimeError("Maven could not fetch Spark's Kafka connector:\n" + (result.stdout + result.stderr)[-3000:])
+            raise RuntimeError("Maven could not fetch Spark's Kafka connector:\n"
+                               + (result.stdout + result.stderr)[-3000:])
         marker.touch()
     return sorted(JARS_DIR.glob("*.jar"))
 

@@ -7,9 +7,9 @@ rounds matter: a reader's first drains of a shape are 2-5 times slower than its 
 built-in (all JVM) as for kafkasource, and a small warm-up set of another shape did not take that cost
 away. A data set's drains run back to back, as a running query's triggers do: Spark ends a Python worker
 that has been idle for a minute, and when each round went over every data set, the long drains of the
-big sets by the built-in and the bare consumer (no Spark Python worker) could leave kafkasource a fresh worker (one partition of 1M records: 2.2-2.9 s
-after 75 s idle, 0.7 s back to back). That cost is measured on its own: after the timed rounds of the
-first data set, each Spark reader drains it once more after `--idle-seconds` of nothing.
+big sets by the built-in and the bare consumer (no Spark Python worker) could leave kafkasource a fresh worker
+(one partition of 1M records: 2.2-2.9 s after 75 s idle, 0.7 s back to back). That cost is measured on its own:
+after the timed rounds of the first data set, each Spark reader drains it once more after `--idle-seconds` of nothing.
 Prints and writes to bench/RESULTS.md the medians (rows/s, MB/s of values) and the ratio to the built-in, with
 the machine it ran on, twice: end to end (start() to termination) and inside Spark's triggers (the
 reading, without the query's start and stop); then the CPU seconds each drain cost the broker, the JVM
@@ -206,7 +206,8 @@ def report(results: Results, after_idle: dict[str, readers.Drain], data_sets: li
         "back to back, so Spark's Python workers stay up between them as in a running query; what a fresh worker "
         "costs is measured apart (After a pause). Spark readers: Trigger.AvailableNow into "
         "the noop sink, `local[2]`, one session, default options; kafkasource "
-        f"native: `readPath=native` (librdkafka {native_extension.librdkafka_version()} in the extension); kafkasource python: "
+        f"native: `readPath=native` (librdkafka {native_extension.librdkafka_version()} in the extension); "
+        "kafkasource python: "
         "`readPath=python`; kafkasource packed: `packRecordsPerTask=10000`, on the wide topics. bare: one "
         "confluent-kafka consumer in one Python process, a Message object per record. ceiling: a Python streaming "
         "source with nothing to read that yields ready Arrow batches of the same rows, partitions and batch sizes "
@@ -253,7 +254,7 @@ def chart(results: Results, data_sets: list[datasets.DataSet], path: Path) -> No
 
     fig, axes = plt.subplots(1, len(MEASURES), figsize=(14, 4.5), sharey=True)
     width = 0.8 / len(READERS)
-    for ax, measure in zip(axes, MEASURES):
+    for ax, measure in zip(axes, MEASURES, strict=True):
         for i, reader in enumerate(READERS):
             rates = [d.records / median_seconds(results[d.name][reader], measure) if reader in results[d.name]
                      else 0 for d in data_sets]

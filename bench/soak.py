@@ -147,7 +147,8 @@ class Job:
         code = self.exited()
         tail = self.log_path.read_text(errors="replace").splitlines()[-15:]
         self.exits.append(f"run {self.current.index} exited with {code} after "
-                          f"{time.monotonic() - self.current.started:.0f} s; its log ended:\n    " + "\n    ".join(tail))
+                          f"{time.monotonic() - self.current.started:.0f} s; its log ended:\n    "
+                          + "\n    ".join(tail))
         self.end(f"exited by itself with {code}")
         self.clock.say(self.exits[-1])
         self.start()
@@ -317,9 +318,10 @@ def report(args, figures: Figures, job: Job, producer: SequenceProducer, rows, e
           f"sink, {len(rows) / total:.0f} rows/s over the whole soak")
     batches = batch_rates(job.log_path)
     full = [rate for rows, rate in batches if rows == MAX_OFFSETS_PER_TRIGGER]
-    print(f"  batches: {len(batches):,}; " + (f"{len(full):,} full ones ({MAX_OFFSETS_PER_TRIGGER:,} rows: catching up "
-                                                f"after a restart) at a median {sorted(full)[len(full) // 2]:,} rows/s, "
-                                                f"at most {max(full):,}" if full else "none full (never behind)"))
+    print(f"  batches: {len(batches):,}; "
+          + (f"{len(full):,} full ones ({MAX_OFFSETS_PER_TRIGGER:,} rows: catching up "
+             f"after a restart) at a median {sorted(full)[len(full) // 2]:,} rows/s, "
+             f"at most {max(full):,}" if full else "none full (never behind)"))
     print(f"  kills: {figures.kills} (SIGKILL of the whole job; {len(job.runs)} runs, "
           f"lived {min(r.lived_s for r in job.runs):.0f}-{max(r.lived_s for r in job.runs):.0f} s)")
     print(f"  broker restarts: {len(restarts)}" + (f" (not answering {min(restarts):.0f}-{max(restarts):.0f} s each)"

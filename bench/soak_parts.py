@@ -95,7 +95,8 @@ class GroupView:
         return {tp.partition: tp.offset for tp in result if tp.offset >= 0}
 
     def log_ends(self) -> dict[int, int]:
-        return {tp.partition: retrying("the log end", lambda tp=tp: self.consumer.get_watermark_offsets(tp, timeout=30))[1]
+        return {tp.partition: retrying("the log end",
+                                       lambda tp=tp: self.consumer.get_watermark_offsets(tp, timeout=30))[1]
                 for tp in self.partitions}
 
 
@@ -112,5 +113,6 @@ class Sink:
         for path in files - self._files.keys():
             table = pq.read_table(path, columns=["kafka_partition", "kafka_offset", "value"])
             self._files[path] = list(zip(table.column("kafka_partition").to_pylist(),
-                                         table.column("kafka_offset").to_pylist(), table.column("value").to_pylist()))
+                                         table.column("kafka_offset").to_pylist(), table.column("value").to_pylist(),
+                                         strict=True))
         return [row for path in sorted(files) for row in self._files[path]]

@@ -52,8 +52,8 @@ def measure(spark, source: str, bootstrap: str, topic: str, partitions: int, sec
 
     def sink(batch, _batch_id):
         arrived = time.time()
-        latencies.extend((arrived - float(row.value)) * 1000 for row in batch.selectExpr("CAST(value AS STRING) AS value")
-                         .collect())
+        latencies.extend((arrived - float(row.value)) * 1000
+                         for row in batch.selectExpr("CAST(value AS STRING) AS value").collect())
 
     df = (spark.readStream.format(SOURCES[source]).option("kafka.bootstrap.servers", bootstrap)
           .option("subscribe", topic).option("startingOffsets", "latest").load())

@@ -280,5 +280,6 @@ def start_ssl(certs: Certificates, client: ClientCertificate | None = None, time
         "inter.broker.listener.name": "SSL",
         **_tls_listener(certs, "required" if client else "none"),
     }
-    security = {"security.protocol": "SSL", "ssl.ca.location": str(certs.ca_pem), **(client.settings() if client else {})}
+    security = {"security.protocol": "SSL", "ssl.ca.location": str(certs.ca_pem),
+                **(client.settings() if client else {})}
     return _start(data_dir, port, controller_port, overrides, security, [], timeout=timeout)

@@ -39,7 +39,8 @@ def write_config(path: Path, bootstrap: str, topic: str, group: str | None, out_
 def submit_command(job: str, *args: str, master: str = "local[2]", extra: tuple[str, ...] = ()) -> list[str]:
     return [str(SPARK_SUBMIT), "--master", master, "--properties-file", str(REPO_ROOT / "conf" / "spark-defaults.conf"),
             "--conf", "spark.ui.enabled=false", "--conf", "spark.driver.host=127.0.0.1",
-            "--conf", f"spark.driver.extraJavaOptions=-Dlog4j2.configurationFile={REPO_ROOT / 'conf' / 'log4j2.properties'}",
+            "--conf",
+            f"spark.driver.extraJavaOptions=-Dlog4j2.configurationFile={REPO_ROOT / 'conf' / 'log4j2.properties'}",
             *extra, str(REPO_ROOT / "jobs" / f"{job}.py"), *args]
 
 
@@ -101,5 +102,6 @@ def durable_positions(output: Path) -> list[tuple[int, int]]:
     rows = []
     for path in sorted(committed_files(output)):
         table = pq.read_table(path, columns=["kafka_partition", "kafka_offset"])
-        rows.extend(zip(table.column("kafka_partition").to_pylist(), table.column("kafka_offset").to_pylist()))
+        rows.extend(zip(table.column("kafka_partition").to_pylist(), table.column("kafka_offset").to_pylist(),
+                        strict=True))
     return rows

@@ -114,7 +114,8 @@ def read_tests_with_the_wheel(wheel: Path, tmp: Path) -> None:
         shutil.copytree(REPO / folder, suite / folder, ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(REPO / "pytest.ini", suite)
     (suite / ".cache").symlink_to(REPO / ".cache")  # the Kafka jars the broker fixture starts
-    probe = python_says(python, env, "import shutil, kafkasource, kafkasource.reading.native as n, kafkasource._native as e; "
+    probe = python_says(python, env, "import shutil, kafkasource, kafkasource.reading.native as n, "
+                        "kafkasource._native as e; "
                         "print(kafkasource.__file__, n.available(), e.__version__, shutil.which('cargo'))", cwd=suite)
     print(probe.stdout.strip() or probe.stderr)
     site = str(tmp / "pip-pyspark")

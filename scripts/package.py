@@ -25,7 +25,8 @@ DIST = REPO / "dist"
 
 
 def version() -> str:
-    out = subprocess.run([sys.executable, "setup.py", "--version"], cwd=REPO, capture_output=True, text=True, check=True)
+    out = subprocess.run([sys.executable, "setup.py", "--version"], cwd=REPO, capture_output=True, text=True,
+                         check=True)
     return out.stdout.strip().splitlines()[-1]
 
 

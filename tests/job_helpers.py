@@ -12,7 +12,8 @@ from dev.submit import SUBMIT_ENV, durable_positions, kill_group, start_job, sub
 __all__ = ["REPO_ROOT", "durable_positions", "kill_group", "run_job", "start_job", "write_config"]
 
 
-def run_job(job: str, *args: str, timeout: float = 600, env: dict | None = None, **kwargs) -> subprocess.CompletedProcess:
+def run_job(job: str, *args: str, timeout: float = 600, env: dict | None = None,
+            **kwargs) -> subprocess.CompletedProcess:
     """A job under spark-submit, to its end."""
     return subprocess.run(submit_command(job, *args, **kwargs), cwd=REPO_ROOT, capture_output=True, text=True,
                           timeout=timeout, env={**os.environ, **SUBMIT_ENV, **(env or {})})

@@ -85,5 +85,6 @@ def refusal(environ=os.environ) -> str | None:
 
 def ran_line(read_path_tests: int, avro_tests: int) -> str:
     """The summary line of a run where both native halves could run: how many tests did."""
-    return (f"native read path and native Avro decoder built ({native_extension.EXTENSION.__file__}): {read_path_tests} tests "
+    return (f"native read path and native Avro decoder built ({native_extension.EXTENSION.__file__}): "
+            f"{read_path_tests} tests "
             f"ran with readPath=native, {avro_tests} with the native Avro decoder")

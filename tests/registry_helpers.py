@@ -36,7 +36,7 @@ def produce_payloads(kafka: KafkaHarness, topic: str, values: list[bytes | None]
                      partition: int = 0) -> list[Record]:
     """Already encoded values (and keys) into one partition, in order; the acknowledged records."""
     keys = keys or [None] * len(values)
-    return kafka.produce(topic, [Record(partition, key, value) for key, value in zip(keys, values)])
+    return kafka.produce(topic, [Record(partition, key, value) for key, value in zip(keys, values, strict=True)])
 
 
 def registered_id(registry_url: str, subject: str, version: int | None = None) -> int:

@@ -131,8 +131,8 @@ def test_nested_records_arrays_maps_enums_fixed(decoder):
     rows = [{"name": "square", "corners": [{"x": 0, "y": 0}, {"x": 0, "y": 1}], "tags": {"a": ["1", "2"], "b": []},
              "colour": "BLUE", "hash": b"\x01\x02\x03", "centre": {"x": 5, "y": -5},
              "nested": {"inner": {"deep": {"x": 1, "y": 2}}}},
-            {"name": "", "corners": [], "tags": {}, "colour": "RED", "hash": b"\x00\x00\x00", "centre": {"x": 0, "y": 0},
-             "nested": {"inner": {"deep": None}}}]
+            {"name": "", "corners": [], "tags": {}, "colour": "RED", "hash": b"\x00\x00\x00",
+             "centre": {"x": 0, "y": 0}, "nested": {"inner": {"deep": None}}}]
     values, reasons = decode(decoder, schema, [frame(3, schema, row) for row in rows], {3: schema})
     for row in rows:
         row["tags"] = list(row["tags"].items())  # pyarrow's Python form of a map
@@ -163,7 +163,8 @@ def test_logical_types(decoder):
              "tm": datetime.time(0, 0), "tu": datetime.time(0, 0, 0, 1), "u": uuid.UUID(int=0)}]
     values, reasons = decode(decoder, schema, [frame(9, schema, row) for row in rows], {9: schema})
     for row in rows:
-        row["tm"] = ((row["tm"].hour * 60 + row["tm"].minute) * 60 + row["tm"].second) * 1000 + row["tm"].microsecond // 1000
+        row["tm"] = (((row["tm"].hour * 60 + row["tm"].minute) * 60 + row["tm"].second) * 1000
+                     + row["tm"].microsecond // 1000)
         row["tu"] = ((row["tu"].hour * 60 + row["tu"].minute) * 60 + row["tu"].second) * 10**6 + row["tu"].microsecond
         row["u"] = str(row["u"])
     assert reasons == [None, None]
@@ -185,7 +186,7 @@ def test_unions(decoder):
     members = [{"member0": 7}, {"member1": "seven"}, {"member2": {"x": 3}}, {"member3": "RED"}, {"member4": [1, 2]},
                None]
     expected = []
-    for row, member in zip(rows, members):
+    for row, member in zip(rows, members, strict=True):
         if member is not None:
             member = {f"member{i}": member.get(f"member{i}") for i in range(5)}
         expected.append({**row, "multi": member})
@@ -203,7 +204,8 @@ READER = record(
 WRITER_V1 = record(
     "Order", ("id", "int"), ("amount", "float"), ("note", "string"), ("legacy", {"type": "map", "values": "int"}),
     ("status", {"type": "enum", "name": "Status", "symbols": ["NEW", "PAID", "REFUNDED"]}),
-    ("ratio", "int"), ("obsolete", record("Old", ("a", ["null", "string", "int"]), ("b", {"type": "fixed", "name": "F2", "size": 2}))))
+    ("ratio", "int"),
+    ("obsolete", record("Old", ("a", ["null", "string", "int"]), ("b", {"type": "fixed", "name": "F2", "size": 2}))))
 WRITER_V2 = READER
 
 
@@ -212,7 +214,8 @@ def test_two_writer_versions_resolve_into_one_reader(decoder):
           "obsolete": {"a": "gone", "b": b"zz"}}
     v2 = {"id": 2**40, "amount": 0.1, "note": b"\xff", "status": "PAID", "channel": "app", "tags": ["a"],
           "customer": {"name": "Ann"}, "limits": {"low": -1, "high": None}, "rate": 0.5}
-    values, reasons = decode(decoder, READER, [frame(1, WRITER_V1, v1), frame(2, WRITER_V2, v2), frame(1, WRITER_V1, v1)],
+    values, reasons = decode(decoder, READER,
+                             [frame(1, WRITER_V1, v1), frame(2, WRITER_V2, v2), frame(1, WRITER_V1, v1)],
                              {1: WRITER_V1, 2: WRITER_V2})
     from_v1 = {"id": 7, "amount": 2.5, "note": "héllo".encode(), "status": "OTHER", "channel": "web", "tags": ["x"],
                "customer": None, "limits": {"low": 1, "high": 2}, "rate": 3.0}
@@ -409,7 +412,8 @@ def test_every_failure_has_its_reason_and_the_other_records_decode(decoder):
 
 def test_a_decimal_wider_than_the_reader_allows_is_malformed(decoder):
     schema = record("R", ("d", {"type": "bytes", "logicalType": "decimal", "precision": 3, "scale": 1}))
-    too_wide = b"\x00\x00\x00\x00\x01" + b"\x04\x30\x39"  # 2 bytes: 12345 unscaled, 5 digits (fastavro refuses to write it)
+    # 2 bytes: 12345 unscaled, 5 digits (fastavro refuses to write it)
+    too_wide = b"\x00\x00\x00\x00\x01" + b"\x04\x30\x39"
     values, reasons = decode(decoder, schema, [too_wide, frame(1, schema, {"d": Decimal("-99.9")})], {1: schema})
     assert values == [None, {"d": Decimal("-99.9")}]
     assert reasons[0].startswith("malformed Avro record: ") and "does not fit decimal(3, 1)" in reasons[0], reasons[0]
@@ -443,8 +447,12 @@ for f in GENERATED["fields"]:
 
 
 def generated_record(rng: random.Random, old: bool) -> dict:
-    text = lambda: "".join(rng.choice("abcé€😀 ") for _ in range(rng.randrange(12)))
-    item = lambda: {"sku": text(), "qty": rng.randrange(-2**31, 2**31)}
+    def text() -> str:
+        return "".join(rng.choice("abcé€😀 ") for _ in range(rng.randrange(12)))
+
+    def item() -> dict:
+        return {"sku": text(), "qty": rng.randrange(-2**31, 2**31)}
+
     row = {
         "id": rng.randrange(-2**31, 2**31) if old else rng.randrange(-2**63, 2**63), "flag": rng.random() < 0.5,
         "score": float(rng.randrange(-1000, 1000)) / 8 if old else rng.uniform(-1e12, 1e12),
@@ -488,7 +496,7 @@ def test_thousands_of_generated_records_equal_fastavros_reading_field_by_field(d
     assert reasons == [None] * len(payloads)
     reader = fastavro.parse_schema(GENERATED, _write_hint=False)
     parsed = {i: fastavro.parse_schema(schema, _write_hint=False) for i, schema in writers.items()}
-    for payload, value in zip(payloads, values):
+    for payload, value in zip(payloads, values, strict=True):
         expected = fastavro.schemaless_reader(io.BytesIO(payload[5:]), parsed[int.from_bytes(payload[1:5], "big")],
                                               reader, return_named_type=True)
         expected = as_arrow_python(expected)
@@ -505,7 +513,8 @@ def test_the_native_decoder_is_refused_clearly_where_the_extension_lacks_it(monk
 
 def test_a_record_failing_halfway_leaves_nothing_behind(decoder):
     """A record cut short inside a nested list fails alone: the rows before and after it are whole."""
-    schema = record("R", ("id", "int"), ("items", {"type": "array", "items": record("I", ("tags", {"type": "map", "values": "string"}))}),
+    schema = record("R", ("id", "int"),
+                    ("items", {"type": "array", "items": record("I", ("tags", {"type": "map", "values": "string"}))}),
                     ("after", "string"))
     rows = [{"id": i, "items": [{"tags": {"k": "v" * i}}, {"tags": {}}] * i, "after": f"end{i}"} for i in range(4)]
     payloads = [frame(1, schema, row) for row in rows]

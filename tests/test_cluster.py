@@ -56,12 +56,12 @@ def alive_workers(ui_port: int) -> int:
 
 def loaded_from(executors: list[Path]) -> dict[Path, list[str]]:
     """Where the Python workers of each executor that read loaded kafkasource from, one entry per worker process
-    and read path: reading/consumers.py's line "reading with confluent-kafka ...; kafkasource loaded from DIR", and reading/native.py's
-    "reading with the native extension DIR/_native.abi3.so (librdkafka ...)"."""
-    python_path = re.compile(r" INFO kafkasource\.reading\.consumers \[pid \d+\]: reading with confluent-kafka .*; kafkasource "
-                             r"loaded from (.+)$")
-    native_path = re.compile(r" INFO kafkasource\.reading\.native \[pid \d+\]: reading with the native extension (.+)/[^/]+ "
-                             r"\(librdkafka ")
+    and read path: reading/consumers.py's line "reading with confluent-kafka ...; kafkasource loaded from DIR", and
+    reading/native.py's "reading with the native extension DIR/_native.abi3.so (librdkafka ...)"."""
+    python_path = re.compile(r" INFO kafkasource\.reading\.consumers \[pid \d+\]: "
+                             r"reading with confluent-kafka .*; kafkasource loaded from (.+)$")
+    native_path = re.compile(r" INFO kafkasource\.reading\.native \[pid \d+\]: "
+                             r"reading with the native extension (.+)/[^/]+ \(librdkafka ")
     return {executor: [found.group(1) for line in (executor / "stderr").read_text().splitlines()
                        for found in (python_path.search(line) or native_path.search(line),) if found]
             for executor in executors}
@@ -129,7 +129,8 @@ def test_ingest_on_two_workers_writes_every_record_once(cluster, bare, kafka, tm
     took = time.monotonic() - started
 
     assert result.returncode == 0, (result.stdout[-2000:], result.stderr[-4000:])
-    assert result.stdout.splitlines()[-1] == f"ingest: 400 rows in 3 batches from subscribe={topic} into {tmp_path / 'out'}"
+    assert result.stdout.splitlines()[-1] == (
+        f"ingest: 400 rows in 3 batches from subscribe={topic} into {tmp_path / 'out'}")
     assert sorted(durable_positions(tmp_path / "out")) == [(p, o) for p in range(4) for o in range(100)]
     assert kafka.committed(group, topic, 4) == {p: 100 for p in range(4)}
     # each worker ran an executor of the job (its folder under the worker's work dir)
@@ -219,7 +220,8 @@ def test_ingest_in_cluster_deploy_mode_reads_its_config_shipped_with_files(clust
 
     started = time.monotonic()
     # the driver finds the config by the name --files shipped it under: no path of this machine is passed
-    submit = subprocess.run(cluster_mode_command(master_url, tmp_path, package, config, bare, "--config", "shipped.toml"),
+    submit = subprocess.run(cluster_mode_command(master_url, tmp_path, package, config, bare,
+                                                 "--config", "shipped.toml"),
                             cwd=tmp_path, capture_output=True, text=True, timeout=600, env=submit_env(bare))
     took = time.monotonic() - started
 
@@ -232,7 +234,8 @@ def test_ingest_in_cluster_deploy_mode_reads_its_config_shipped_with_files(clust
     assert sorted(durable_positions(tmp_path / "out")) == [(p, o) for p in range(2) for o in range(30)]
     assert kafka.committed(group, topic, 2) == {0: 30, 1: 30}
     # the commits come from Spark's driver-side process of the source: its lines reach the driver's log
-    commits = [line.split(": ", 1)[1] for line in stderr.splitlines() if " INFO kafkasource.commit.committer [pid " in line]
+    commits = [line.split(": ", 1)[1] for line in stderr.splitlines()
+               if " INFO kafkasource.commit.committer [pid " in line]
     assert commits[-1] == f"committed group {group}: {topic}-0@30, {topic}-1@30", stderr[-3000:]
     # the executors that read loaded kafkasource from the zip shipped into their folders
     executors = sorted(set(logs.glob("worker-*/app-*/*")) - apps_before)
@@ -265,14 +268,16 @@ def test_executors_read_natively_from_a_packed_environment(cluster, kafka, tmp_p
     started = time.monotonic()
     result = subprocess.run(submit_command(
         "ingest", "--config", str(config), master=master_url,
-        extra=("--conf", f"spark.archives={environment}#environment", "--conf", "spark.pyspark.python=./environment/bin/python",
+        extra=("--conf", f"spark.archives={environment}#environment",
+               "--conf", "spark.pyspark.python=./environment/bin/python",
                "--conf", f"spark.pyspark.driver.python={sys.executable}",
                "--conf", "spark.executor.memory=512m", "--conf", "spark.executor.cores=1")),
         cwd=tmp_path / "submit", capture_output=True, text=True, timeout=600, env={**os.environ, **SUBMIT_ENV})
     took = time.monotonic() - started
 
     assert result.returncode == 0, (result.stdout[-2000:], result.stderr[-4000:])
-    assert result.stdout.splitlines()[-1] == f"ingest: 60 rows in 2 batches from subscribe={topic} into {tmp_path / 'out'}"
+    assert result.stdout.splitlines()[-1] == (
+        f"ingest: 60 rows in 2 batches from subscribe={topic} into {tmp_path / 'out'}")
     assert sorted(durable_positions(tmp_path / "out")) == [(p, o) for p in range(2) for o in range(30)]
     assert kafka.committed(group, topic, 2) == {0: 30, 1: 30}
     # each executor that read says which extension it loaded: the one unpacked from the archive

@@ -124,7 +124,8 @@ def test_commits_carry_metadata_naming_the_application_and_cut_to_stay_under_the
     long_group = kafka.unique_name("meta-long")
     long_name = "orders-" + "x" * 6000
     try:
-        kafkasource.register(spark, committer_metadata.committer_environment(spark.sparkContext.applicationId, long_name))
+        kafkasource.register(spark,
+                             committer_metadata.committer_environment(spark.sparkContext.applicationId, long_name))
         drain(spark, kafka, topic, long_group, tmp_path / "ck-long")
     finally:
         kafkasource.register(spark)
@@ -169,11 +170,13 @@ def test_processing_time_idle_gap_commits_last_batch_and_never_runs_ahead(spark,
     try:
         await_condition("30 rows in the sink", lambda: len(written) == 30, timeout=120)
         # no new data arrives: the last batch is committed at the next trigger (1 s; 10 s allows for a loaded machine)
-        await_condition("commit of the last batch", lambda: kafka.committed(group, topic, 3) == {0: 10, 1: 10, 2: 10}, timeout=10)
+        await_condition("commit of the last batch",
+                        lambda: kafka.committed(group, topic, 3) == {0: 10, 1: 10, 2: 10}, timeout=10)
 
         kafka.produce_values(topic, 6, partitions=3, prefix="later")
         await_condition("6 more rows", lambda: len(written) == 36, timeout=60)
-        await_condition("commit after more data", lambda: kafka.committed(group, topic, 3) == {0: 12, 1: 12, 2: 12}, timeout=10)
+        await_condition("commit after more data",
+                        lambda: kafka.committed(group, topic, 3) == {0: 12, 1: 12, 2: 12}, timeout=10)
     finally:
         query.stop()
     assert kafka.committed(group, topic, 3) == {0: 12, 1: 12, 2: 12}  # after stop: still the last batch's end
@@ -253,7 +256,8 @@ def test_async_commit_into_group_with_active_members_warns_and_goes_on(kafka, to
     try:
         with caplog.at_level(logging.WARNING, logger="kafkasource.commit.committer"):
             async_committer.commit({(topic, 0): 2})  # returns at once
-            await_condition("the async commit's answer", lambda: async_committer.poll(0.2) or async_committer.failed_async_commits == 1, timeout=30)
+            await_condition("the async commit's answer",
+                            lambda: async_committer.poll(0.2) or async_committer.failed_async_commits == 1, timeout=30)
     finally:
         async_committer.close()
         member.close()

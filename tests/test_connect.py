@@ -301,7 +301,8 @@ def test_ingest_job_over_connect_reports_its_rate_metrics_and_commits(connect_se
                             env={**os.environ, "PYTHONPATH": str(REPO_ROOT)})
 
     assert result.returncode == 0, result.stderr[-3000:]
-    batches = [line.split("kafkasource.jobs: ")[1] for line in result.stderr.splitlines() if "kafkasource.jobs: batch" in line]
+    batches = [line.split("kafkasource.jobs: ")[1] for line in result.stderr.splitlines()
+               if "kafkasource.jobs: batch" in line]
     assert [line.split(",")[0] for line in batches] == ["batch 0: 12 rows", "batch 1: 12 rows", "batch 2: 6 rows"]
     rates = [float(line.split(", ")[1].split(" ")[0].replace(",", "")) for line in batches]
     assert all(rate > 0 for rate in rates), batches  # computed from rows and the trigger's duration, as classic
@@ -314,7 +315,8 @@ def test_ingest_job_over_connect_reports_its_rate_metrics_and_commits(connect_se
     assert by_partition(found["kafkasource_group_committed_offset"]) == {0: 10, 1: 10, 2: 10}
     assert list(found["kafkasource_query_input_rows_total"].values()) == [30]
     # commit outcomes travel only within one machine's classic Spark: the server's commits do not report here
-    assert "kafkasource_commits_total" not in found and "# TYPE kafkasource_commits_total counter" in textfile.read_text()
+    assert "kafkasource_commits_total" not in found
+    assert "# TYPE kafkasource_commits_total counter" in textfile.read_text()
 
 
 def test_avro_values_decode_over_connect_with_no_jar_on_the_server(connect, kafka, schema_registry, tmp_path):

@@ -21,7 +21,8 @@ def edge_records() -> list[Record]:
         Record(0, b"\x00\xff\xfe", random_mib),  # a 1 MiB value that does not compress
         Record(0, b"many", b"h", headers=tuple((f"h{i}", bytes([i % 256]) * (i % 7)) for i in range(200))),
         Record(0, b"dup", b"d", headers=(("trace", b"1"), ("trace", b"2"), ("trace", None), ("trace", b""))),
-        Record(0, b"bin", b"b", headers=(("raw", b"\xff\xfe\x00\x80"), ("", b"empty key"), ("ключ", "значение".encode()))),
+        Record(0, b"bin", b"b",
+               headers=(("raw", b"\xff\xfe\x00\x80"), ("", b"empty key"), ("ключ", "значение".encode()))),
     ]
 
 
@@ -33,7 +34,7 @@ def test_edge_records_round_trip_byte_exactly(spark, kafka, read_path):
     rows = df.orderBy("offset").collect()
 
     assert [r.offset for r in rows] == [r.offset for r in produced] == list(range(len(produced)))
-    for row, record in zip(rows, produced):
+    for row, record in zip(rows, produced, strict=True):
         assert (row.key, row.value) == (record.key, record.value), f"offset {record.offset}"
         headers = tuple((h.key, h.value) for h in row.headers) if row.headers is not None else ()
         assert headers == record.headers, f"offset {record.offset}"

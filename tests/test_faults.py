@@ -197,7 +197,8 @@ def test_topic_deleted_and_recreated_mid_stream(spark, kafka, tmp_path, fail_on_
 
 def checkpointed_topic_ids(checkpoint: Path) -> dict[str, str]:
     """The topic ids the checkpoint's newest offset log entry keeps beside the source's offsets."""
-    newest = max((path for path in (checkpoint / "offsets").iterdir() if path.name.isdigit()), key=lambda p: int(p.name))
+    newest = max((path for path in (checkpoint / "offsets").iterdir() if path.name.isdigit()),
+                 key=lambda p: int(p.name))
     # an offset log entry: its version, its metadata, then the source's offsets JSON
     return json.loads(newest.read_text().splitlines()[2])[TOPIC_IDS_KEY]
 
@@ -302,7 +303,7 @@ def test_a_batch_replayed_from_the_checkpoint_is_not_read_from_a_topic_recreated
     would write offsets 25..49 of the new topic to the sink; it must compare the ids the batch was planned under."""
     topic = kafka.create_topic(kafka.unique_name("recreated-replay"), partitions=1)
     group = kafka.unique_name("recreated-replay-group")
-    old = kafka.produce_values(topic, 50)
+    kafka.produce_values(topic, 50)
     options = base_options(kafka, subscribe=topic, startingOffsets="earliest", failOnDataLoss=fail_on_data_loss,
                            maxOffsetsPerTrigger="25", **{"kafka.group.id": group})
     first = run_to_end(spark, tmp_path / "cp", options)[1]
@@ -507,7 +508,9 @@ def test_crash_restart_cycles_lose_and_duplicate_nothing(kafka, tmp_path, capsys
             try:
                 durable_before = len(durable_positions(output))
                 await_condition(f"a new durable batch in cycle {cycle}",
-                                lambda: alive(app) and len(durable_positions(output)) > durable_before, timeout=180)
+                                lambda app=app, durable_before=durable_before:
+                                    alive(app) and len(durable_positions(output)) > durable_before,
+                                timeout=180)
                 time.sleep(moments.uniform(0, 1.5))  # a random moment of the stream's life
             finally:
                 kill_group(app)
@@ -522,8 +525,8 @@ def test_crash_restart_cycles_lose_and_duplicate_nothing(kafka, tmp_path, capsys
         expected = sorted((p, o) for p in range(2) for o in range(ends[p]))
         app = submit_stream(kafka, topic, group, tmp_path, log_path)
         try:
-            await_condition("every record durable", lambda: alive(app) and set(durable_positions(output)) >= set(expected),
-                            timeout=300)
+            await_condition("every record durable",
+                            lambda: alive(app) and set(durable_positions(output)) >= set(expected), timeout=300)
         finally:
             kill_group(app)
 

@@ -34,7 +34,8 @@ def read_packed(ranges, config, pool) -> pa.Table:
 
 def by_partition(table: pa.Table) -> dict[int, list[int]]:
     out: dict[int, list[int]] = {}
-    for partition, offset in zip(table.column("partition").to_pylist(), table.column("offset").to_pylist()):
+    for partition, offset in zip(table.column("partition").to_pylist(), table.column("offset").to_pylist(),
+                                 strict=True):
         out.setdefault(partition, []).append(offset)
     return out
 
@@ -88,7 +89,8 @@ def test_a_range_past_the_log_end_is_data_loss(kafka, topic, read_path, caplog):
     assert skipped.num_rows == 0 and f"offset 5 of {topic}-2 is beyond the log end 3" in caplog.text
 
 
-@pytest.mark.skipif(not native_extension.available(), reason="needs the native extension, which this install did not build")
+@pytest.mark.skipif(not native_extension.available(),
+                    reason="needs the native extension, which this install did not build")
 def test_a_configuration_the_native_consumer_refuses_falls_back_to_confluent_kafka(caplog):
     # a property of a newer librdkafka (confluent-kafka's 2.16) than the extension's (2.12)
     newer = {"bootstrap.servers": "127.0.0.1:9", "sasl.oauthbearer.sub.claim.name": "sub"}
@@ -122,7 +124,8 @@ def test_closing_the_pool_closes_its_idle_consumers(kafka, topic, read_path):
 NUL_IN_SERVERS = {"client.id": "kafkasource-test", "bootstrap.servers": "127.0.0.1:9\x00,127.0.0.1:10"}
 
 
-@pytest.mark.skipif(not native_extension.available(), reason="needs the native extension, which this install did not build")
+@pytest.mark.skipif(not native_extension.available(),
+                    reason="needs the native extension, which this install did not build")
 def test_the_native_consumer_refuses_a_nul_in_the_bootstrap_servers_naming_the_property_only():
     """librdkafka's C strings would end at the NUL; the value is not shown, as a property's value can be a secret."""
     with pytest.raises(ValueError) as refused:
@@ -130,7 +133,8 @@ def test_the_native_consumer_refuses_a_nul_in_the_bootstrap_servers_naming_the_p
     assert str(refused.value) == "the value of bootstrap.servers holds a NUL character (\\x00)"
 
 
-@pytest.mark.skipif(not native_extension.available(), reason="needs the native extension, which this install did not build")
+@pytest.mark.skipif(not native_extension.available(),
+                    reason="needs the native extension, which this install did not build")
 def test_the_native_consumer_refuses_a_configuration_without_a_group_id_and_closes_one_with_it():
     """librdkafka gives a consumer without a group.id no consumer queue: one made anyway crashed the process when
     it was closed. The source always sets a group.id (the query's, else its own)."""
@@ -145,7 +149,8 @@ def test_the_native_consumer_refuses_a_configuration_without_a_group_id_and_clos
     assert str(closed.value) == "the consumer is closed"
 
 
-@pytest.mark.skipif(not native_extension.available(), reason="needs the native extension, which this install did not build")
+@pytest.mark.skipif(not native_extension.available(),
+                    reason="needs the native extension, which this install did not build")
 def test_the_native_consumer_frees_the_configuration_it_refuses():
     """A configuration refused halfway is destroyed: a leaked one would be some 2.6 KiB, 26 MiB over 10,000."""
     def refuse(times):
@@ -196,7 +201,7 @@ def test_a_packed_task_reads_each_of_its_ranges_exactly_with_one_consumer(kafka,
 
     assert by_partition(table) == {0: [2, 3, 4, 5, 6], 1: list(range(10)), 2: [9]}
     rows = zip(table.column("partition").to_pylist(), table.column("offset").to_pylist(),
-               table.column("value").to_pylist())
+               table.column("value").to_pylist(), strict=True)
     assert all(value == b"v%d" % (offset * 3 + partition) for partition, offset, value in rows)
     idle_consumer, = idle_consumers(pool)
     assert idle_consumer.assignment() == []

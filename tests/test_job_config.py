@@ -60,7 +60,8 @@ def test_the_route_example_and_a_minimal_route_give_the_sinks_options(monkeypatc
     assert load(path, writes_topic=True).sink_options == {
         "kafka.bootstrap.servers": "other:9092", "kafka.linger.ms": "20", "topic": "out",
         "deliveryGuarantee": "exactly-once", "transactionalIdPrefix": "orders-route"}
-    at_least_once = write(tmp_path, ROUTE.replace('topic = "out"', 'topic = "out"\ndelivery_guarantee = "at-least-once"'))
+    at_least_once = write(tmp_path,
+                          ROUTE.replace('topic = "out"', 'topic = "out"\ndelivery_guarantee = "at-least-once"'))
     assert load(at_least_once, writes_topic=True).sink_options == {
         "kafka.bootstrap.servers": "127.0.0.1:9092", "topic": "out", "deliveryGuarantee": "at-least-once"}
 
@@ -121,15 +122,18 @@ def test_unset_environment_variable_is_named(tmp_path, monkeypatch):
      "kafka_partition, kafka_offset, kafka_timestamp, date, _corrupt)"),
     (MINIMAL + '[sink]\n', None),  # a table defined twice is invalid TOML: checked below
     (MINIMAL.replace("[sink]", "[snk]"), "unknown section [snk] (did you mean 'sink'?); known sections: "
-                                         "[kafka], [source], [schema_registry], [decode], [sink], [transform], [job], [metrics]"),
+                                         "[kafka], [source], [schema_registry], [decode], [sink], [transform], [job], "
+                                         "[metrics]"),
     (MINIMAL + '[job]\ntriger = "availableNow"\n',
      "unknown key 'triger' in [job] (did you mean 'trigger'?); known keys: name, trigger"),
     (MINIMAL.replace('subscribe = "orders"', 'subscribe = ["orders"]'),
      "[source] subscribe must be a string, number or boolean, got ['orders']"),
     (MINIMAL.replace('subscribe = "orders"', 'subscribe = "orders"\n"kafka.group.id" = "g"'),
-     "[source] kafka.group.id: Kafka client settings go in [kafka] without the kafka. prefix, like [kafka] group.id = ..."),
+     "[source] kafka.group.id: Kafka client settings go in [kafka] without the kafka. prefix, "
+     "like [kafka] group.id = ..."),
     (MINIMAL + '[job]\ntrigger = "every 5 minutes"\n',
-     "[job] trigger must be availableNow or processingTime=<interval> (like processingTime=30s), got 'every 5 minutes'"),
+     "[job] trigger must be availableNow or processingTime=<interval> (like processingTime=30s), "
+     "got 'every 5 minutes'"),
 ])
 def test_bad_config_names_the_key(tmp_path, text, message):
     path = write(tmp_path, text)
@@ -189,7 +193,8 @@ def test_bad_config_exits_2_with_one_line(tmp_path):
     result = subprocess.run([sys.executable, str(REPO_ROOT / "jobs" / "ingest.py"), "--config", str(path)],
                             capture_output=True, text=True, timeout=60)
     assert (result.returncode, result.stdout) == (2, "")
-    assert result.stderr == f"ingest: configuration error: {path}: [sink] partition_by_date must be true or false, got 'yes'\n"
+    assert result.stderr == (f"ingest: configuration error: {path}: "
+                             "[sink] partition_by_date must be true or false, got 'yes'\n")
 
 
 def test_metrics_table_is_off_by_default_and_checked(tmp_path):

@@ -47,8 +47,10 @@ def test_ingest_writes_every_record_once_decodes_and_commits(kafka, kafka_broker
     # same search finds it in test_registration.py, where a logging configuration lets it through)
     assert "registered data source" not in first.stderr + first.stdout
     # spark-submit passes the Python driver's stderr on as its stdout: log lines and the summary together
-    assert first.stdout.splitlines()[-1] == f"ingest: 32 rows in 3 batches from subscribe={topic} into {tmp_path / 'out'}"
-    batch_lines = [line.split("kafkasource.jobs: ")[1] for line in first.stdout.splitlines() if "kafkasource.jobs: batch" in line]
+    assert first.stdout.splitlines()[-1] == (
+        f"ingest: 32 rows in 3 batches from subscribe={topic} into {tmp_path / 'out'}")
+    batch_lines = [line.split("kafkasource.jobs: ")[1] for line in first.stdout.splitlines()
+                   if "kafkasource.jobs: batch" in line]
     assert [line.split(",")[0] for line in batch_lines] == ["batch 0: 12 rows", "batch 1: 12 rows", "batch 2: 8 rows"]
     assert batch_lines[-1].endswith("lag 0")
     rows = read_output(tmp_path / "out")
@@ -132,12 +134,14 @@ def assert_committed_at_a_last_batch_end(kafka, group: str, topic: str, tmp_path
 def sigterm_mid_stream(kafka, tmp_path, hint: str, target) -> tuple[int, str, int, str]:
     """The ingest job under spark-submit (processing time, 40 records a batch, async commits) over 400 records:
     once two batches are durable, SIGTERM to the pid `target(app)` names. Returns (exit code, its log, how many
-    batches had completed when the signal was sent, the topic), after checking that the group sits at the end of one of the last two completed batches, never ahead of the sink."""
+    batches had completed when the signal was sent, the topic), after checking that the group sits at the end of one
+    of the last two completed batches, never ahead of the sink."""
     topic = kafka.create_topic(kafka.unique_name(hint), partitions=2)
     group = kafka.unique_name(f"{hint}-group")
     kafka.produce_values(topic, 400, partitions=2)
     config = write_config(tmp_path / "ingest.toml", kafka.bootstrap_servers, topic, group, tmp_path,
-                          trigger="processingTime=500ms", extra_source='maxOffsetsPerTrigger = 40\ncommitMode = "async"')
+                          trigger="processingTime=500ms",
+                          extra_source='maxOffsetsPerTrigger = 40\ncommitMode = "async"')
     log_path = tmp_path / "job.log"
     app = start_job("ingest", "--config", str(config), log_path=log_path)
     try:

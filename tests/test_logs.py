@@ -1,6 +1,6 @@
 """kafkasource's log lines in the processes Spark starts (kafkasource.runtime.logs), and the warning when a built native
-extension fails to load (kafkasource.runtime.native_extension). Pure logic: no broker, no Spark; a job run in test_cluster.py
-shows the lines in the driver's and executors' logs."""
+extension fails to load (kafkasource.runtime.native_extension). Pure logic: no broker, no Spark; a job run in
+test_cluster.py shows the lines in the driver's and executors' logs."""
 
 from __future__ import annotations
 
@@ -84,7 +84,8 @@ def test_a_built_extension_that_fails_to_load_is_told_from_one_not_built():
     def missing(name):
         raise ModuleNotFoundError(f"No module named {name!r}", name=name)
 
-    assert native_extension.load_extension(broken) == (None, "libssl.so.3: cannot open shared object file: No such file or directory")
+    assert native_extension.load_extension(broken) == (
+        None, "libssl.so.3: cannot open shared object file: No such file or directory")
     assert native_extension.load_extension(missing) == (None, None)
     assert native_extension.load_extension(lambda name: "module") == ("module", None)
 

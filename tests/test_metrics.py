@@ -124,12 +124,13 @@ def test_exported_lag_and_commits_match_the_broker_while_running_and_after_catch
         assert final["kafkasource_query_input_rows_total"] == {q: 300}
         assert final["kafkasource_query_batches_total"][q] >= 10  # 30 records a batch at most
         assert final["kafkasource_query_active"] == {q: 1}
-        assert final["kafkasource_commits_total"][(("group", group), ("mode", "sync"))] >= 9  # from the reader's process
+        # from the reader's process
+        assert final["kafkasource_commits_total"][(("group", group), ("mode", "sync"))] >= 9
         commit_times = by_partition(final["kafkasource_group_commit_timestamp_seconds"])
         assert all(time.time() - 300 < t <= time.time() for t in commit_times.values()), commit_times
         query.stop()
-        await_condition("the query to show as ended", lambda: scrape(exporter.url)["kafkasource_query_active"] == {q: 0},
-                        timeout=60)
+        await_condition("the query to show as ended",
+                        lambda: scrape(exporter.url)["kafkasource_query_active"] == {q: 0}, timeout=60)
 
         # a known lag that is not 0: records produced after the query stopped, behind the group's commit at 100,
         # which the exporter (still reading the group every second) reports exactly

@@ -98,7 +98,7 @@ def test_scrapes_get_prometheus_text_or_the_openmetrics_they_ask_for(tmp_path):
     commits = CommitCounts()
     commits.add(CommitOutcome("g", "success", "", 3, "async"))
     served = exposition(commits=commits, port=0, textfile=str(tmp_path / "kafkasource.prom"))
-    url = "http://%s:%d/metrics" % served.address
+    url = "http://{}:{}/metrics".format(*served.address)
     try:
         with urllib.request.urlopen(url, timeout=10) as answer:
             assert answer.headers["Content-Type"] == "text/plain; version=0.0.4; charset=utf-8"
@@ -215,7 +215,7 @@ def test_commit_outcomes_cross_by_datagram_and_never_wait():
     # nobody listens any more, and the receive buffer of a socket nobody reads fills: sends still return at once
     idle = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     idle.bind(("127.0.0.1", 0))
-    flooded = OutcomeSender({ENV_ADDRESS: "%s:%d" % idle.getsockname()})
+    flooded = OutcomeSender({ENV_ADDRESS: "{}:{}".format(*idle.getsockname())})
     gone = OutcomeSender({ENV_ADDRESS: receiver.address})
     started = time.monotonic()
     for _ in range(20000):

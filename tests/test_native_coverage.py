@@ -19,7 +19,8 @@ from tests import native_coverage
 from tests.job_helpers import REPO_ROOT
 
 AVRO_TEST = "tests/test_avro_decode.py::test_primitives"
-READ_TEST = "tests/test_executor_failures.py::test_a_closed_port_is_retried_until_the_poll_timeout_and_the_stall_names_the_last_error"
+READ_TEST = ("tests/test_executor_failures.py::"
+             "test_a_closed_port_is_retried_until_the_poll_timeout_and_the_stall_names_the_last_error")
 SWITCHES = ("CI", native_coverage.REQUIRE, native_coverage.HIDE)
 NOT_BUILT = "kafkasource's native extension (kafkasource._native) is not built here"
 HOW_TO_BUILD = ("build it: install Rust (cargo), cmake, gcc and OpenSSL's headers (libssl-dev), then run "
@@ -114,4 +115,5 @@ def test_what_a_refusal_says_when_the_extension_or_its_avro_decoder_is_missing(m
         "the native read tests are required here (CI=true), but kafkasource's native extension "
         f"/site/kafkasource/_native.abi3.so has no AvroDecoder (built from older sources): {HOW_TO_BUILD}")
     assert native_coverage.left_out() == ("native Avro decoder not tested: kafkasource's native extension "
-                                          "/site/kafkasource/_native.abi3.so has no AvroDecoder (built from older sources)")
+                                          "/site/kafkasource/_native.abi3.so has no AvroDecoder "
+                                          "(built from older sources)")

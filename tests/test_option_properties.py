@@ -30,7 +30,7 @@ printable = st.text(st.characters(blacklist_categories=("Cs",), blacklist_charac
 
 def random_case(name: str) -> st.SearchStrategy[str]:
     return st.lists(st.booleans(), min_size=len(name), max_size=len(name)).map(
-        lambda upper: "".join(c.upper() if u else c.lower() for c, u in zip(name, upper)))
+        lambda upper: "".join(c.upper() if u else c.lower() for c, u in zip(name, upper, strict=True)))
 
 
 def is_whole_number_in(raw: str, low: int, high: int) -> bool:
@@ -53,7 +53,8 @@ bad_number = st.sampled_from(sorted(NUMBERS)).flatmap(lambda name: number_values
     lambda v: not_blank(v) and not is_whole_number_in(v, 1, NUMBERS[name])).map(lambda v: ({name: v}, name)))
 
 bad_bool = st.tuples(st.sampled_from(["failOnDataLoss", "includeHeaders"]), any_text).filter(
-    lambda nv: not_blank(nv[1]) and nv[1].strip().lower() not in ("true", "false")).map(lambda nv: ({nv[0]: nv[1]}, nv[0]))
+    lambda nv: not_blank(nv[1]) and nv[1].strip().lower() not in ("true", "false")).map(
+    lambda nv: ({nv[0]: nv[1]}, nv[0]))
 
 CHOICES = {"commitMode": ("sync", "async", "none"), "kafka.auto.offset.reset": ("earliest", "latest", "none"),
            "kafka.isolation.level": ("read_committed", "read_uncommitted")}
@@ -69,7 +70,8 @@ json_scalars = st.one_of(st.none(), st.booleans(), st.floats(allow_nan=False), s
 wrong_shapes = st.one_of(
     json_scalars.map(json.dumps),
     st.lists(json_scalars, max_size=3).map(json.dumps),
-    st.dictionaries(st.just("orders"), json_scalars.filter(lambda v: not isinstance(v, dict)), min_size=1).map(json.dumps),
+    st.dictionaries(st.just("orders"), json_scalars.filter(lambda v: not isinstance(v, dict)),
+                    min_size=1).map(json.dumps),
     st.dictionaries(st.just("orders"), st.dictionaries(any_text.filter(lambda k: not re.fullmatch(r"\d{1,10}", k)),
                                                         st.integers(), min_size=1), min_size=1).map(json.dumps),
     st.sampled_from(['{"orders": {"0": 1.5}}', '{"orders": {"0": true}}', '{"orders": {"0": "12"}}',

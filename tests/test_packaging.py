@@ -32,7 +32,8 @@ def test_the_version_is_one_in_the_package_the_wheel_and_the_extension():
     assert cargo["package"]["version"] == __version__
     assert [p["version"] for p in lock["package"] if p["name"] == "kafkasource-native"] == [__version__]
     assert f"## {__version__} " in (REPO / "CHANGELOG.md").read_text()
-    if native_extension.available() or shutil.which("cargo"):  # where cargo is on PATH, `pip install` builds the extension
+    # where cargo is on PATH, `pip install` builds the extension
+    if native_extension.available() or shutil.which("cargo"):
         from kafkasource import _native
         assert _native.__version__ == __version__
 

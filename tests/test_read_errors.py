@@ -24,7 +24,8 @@ SECRET = f"s3cr3t-{uuid.uuid4().hex}"  # never to appear in a message where an o
     pytest.param({"subscribe": "t"},
                  ["option kafka.bootstrap.servers is required", "host1:9092"], id="missing-bootstrap-servers"),
     pytest.param({"kafka.bootstrap.servers": "127.0.0.1:9", "subscribe": "t", "assign": '{"t": [0]}'},
-                 ["exactly one of the options subscribe, subscribePattern or assign", "subscribe and assign were given"],
+                 ["exactly one of the options subscribe, subscribePattern or assign",
+                  "subscribe and assign were given"],
                  id="two-subscriptions"),
     pytest.param({"kafka.bootstrap.servers": "127.0.0.1:9"},
                  ["exactly one of the options subscribe, subscribePattern or assign", "none was given"],
@@ -49,15 +50,18 @@ SECRET = f"s3cr3t-{uuid.uuid4().hex}"  # never to appear in a message where an o
                   "kafka.key.deserializer": "org.apache.kafka.common.serialization.StringDeserializer"},
                  ["option kafka.key.deserializer is a Java client setting", "CAST"], id="java-deserializer"),
     pytest.param({"kafka.bootstrap.servers": "127.0.0.1:9", "subscribe": "t", "kafka.sasl.jaas.config":
-                  f'org.apache.kafka.common.security.plain.PlainLoginModule required username="u" password="{SECRET}";'},
+                  'org.apache.kafka.common.security.plain.PlainLoginModule required '
+                  f'username="u" password="{SECRET}";'},
                  ["option kafka.sasl.jaas.config is a Java client setting", "kafka.sasl.username",
                   "kafka.sasl.password"], id="jaas-config"),
     pytest.param({"kafka.bootstrap.servers": "127.0.0.1:9", "subscribe": "t", "kafka.fetch.max.bytes": "lots",
                   "kafka.sasl.username": "u", "kafka.sasl.password": SECRET},
-                 ["librdkafka rejected kafka.fetch.max.bytes='lots'", "Invalid value"], id="librdkafka-rejects-a-value"),
+                 ["librdkafka rejected kafka.fetch.max.bytes='lots'", "Invalid value"],
+                 id="librdkafka-rejects-a-value"),
     pytest.param({"kafka.bootstrap.servers": "127.0.0.1:9", "subscribe": "t", "kafka.fetch.max.byte": "1000",
                   "kafka.sasl.password": SECRET},
-                 ["librdkafka rejected kafka.fetch.max.byte: No such configuration property", "Did you mean kafka.fetch.max.bytes?"],
+                 ["librdkafka rejected kafka.fetch.max.byte: No such configuration property",
+                  "Did you mean kafka.fetch.max.bytes?"],
                  id="librdkafka-unknown-setting"),
     pytest.param({"kafka.bootstrap.servers": "127.0.0.1:9", "subscribe": "t", "maxOffsetPerTrigger": "100"},
                  ["unknown option 'maxoffsetpertrigger': did you mean maxOffsetsPerTrigger?"], id="unknown-option"),
@@ -89,7 +93,8 @@ def test_stream_only_error_is_rejected_at_query_start(spark, tmp_path):
     finally:
         query.stop()
 
-    assert "options endingOffsets, endingTimestamp and endingOffsetsByTimestamp are for batch reads" in str(raised.value)
+    assert ("options endingOffsets, endingTimestamp and endingOffsetsByTimestamp are for batch reads"
+            in str(raised.value))
 
 
 def _unreachable_options() -> tuple[str, dict[str, str]]:

@@ -120,7 +120,7 @@ def test_rows_equal_confluent_kafkas_own_deserializer_field_by_field(spark, kafk
     found = rows(spark, options(kafka, schema_registry, topic, readPath=avro_path))
 
     assert len(found) == 2000
-    for row, payload in zip(found, payloads):
+    for row, payload in zip(found, payloads, strict=True):
         assert row["value_raw"] == payload
         expected = decode(deserializer, topic, payload)
         assert plain(row["value"]) == plain(expected), row["offset"]
@@ -138,7 +138,8 @@ def test_two_writer_versions_in_one_topic_read_as_the_latest(spark, kafka, schem
         encode(v2, topic, {"id": 4, "customer": "di", "amount": 0, "note": None, "channel": "shop"}),
     ]
     produce_payloads(kafka, topic, payloads)
-    v1_id, v2_id = registered_id(schema_registry, f"{topic}-value", 1), registered_id(schema_registry, f"{topic}-value", 2)
+    v1_id = registered_id(schema_registry, f"{topic}-value", 1)
+    v2_id = registered_id(schema_registry, f"{topic}-value", 2)
     assert [int.from_bytes(p[1:5], "big") for p in payloads] == [v1_id, v2_id, v1_id, v2_id]
 
     found = [row["value"] for row in rows(spark, options(kafka, schema_registry, topic, readPath=avro_path))]

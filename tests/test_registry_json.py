@@ -45,7 +45,8 @@ def shipment(rng: random.Random, i: int) -> dict:
     value = {"id": i, "carrier": rng.choice(["dhl", "ups", "post"]), "weight": rng.uniform(0, 99),
              "fragile": rng.random() < 0.5, "note": rng.choice([None, f"note {i}"]),
              "to": {"city": rng.choice(["Oslo", "Lyon"]), "zip": rng.choice([None, "0150"])},
-             "parcels": [{"sku": f"s{rng.randrange(99)}", "count": rng.randrange(1, 9)} for _ in range(rng.randrange(3))],
+             "parcels": [{"sku": f"s{rng.randrange(99)}", "count": rng.randrange(1, 9)}
+                         for _ in range(rng.randrange(3))],
              "labels": {f"l{j}": f"v{rng.randrange(9)}" for j in range(rng.randrange(3))}}
     for optional in ("weight", "note", "to", "labels"):  # properties that are not required may be missing
         if rng.random() < 0.1:
@@ -67,7 +68,7 @@ def test_rows_equal_confluent_kafkas_own_json_deserializer_field_by_field(spark,
         "struct<id:bigint,carrier:string,weight:double,fragile:boolean,note:string,to:struct<city:string,"
         "zip:string>,parcels:array<struct<sku:string,count:bigint>>,labels:map<string,string>>")
     assert len(found) == 1500
-    for row, payload in zip(found, payloads):
+    for row, payload in zip(found, payloads, strict=True):
         expected = decode(deserializer, topic, payload)
         got = row["value"].asDict(recursive=True)
         assert bytes(row["value_raw"]) == payload

@@ -25,7 +25,7 @@ def test_every_subscription_mode_decodes_every_format(spark, kafka, schema_regis
     values = [{"id": 10 * i, "name": f"value {i}"} for i in range(1, 5)]
     produced = kafka.produce(topic, [Record(i % 2, encode(serializer, topic, key, MessageField.KEY),
                                             encode(serializer, topic, value))
-                                     for i, (key, value) in enumerate(zip(keys, values))])
+                                     for i, (key, value) in enumerate(zip(keys, values, strict=True))])
     subscription = {"subscribe": {"subscribe": topic},
                     "subscribePattern": {"subscribePattern": f"^{re.escape(topic)}$",
                                          "keySubject": f"{topic}-key", "valueSubject": f"{topic}-value"},

@@ -116,7 +116,7 @@ def test_rows_equal_confluent_kafkas_own_protobuf_deserializer_field_by_field(sp
         "qty:int>>,counts:map<string,bigint>,status:string,at:timestamp,note:string,total:double,"
         "big:decimal(20,0),tags:array<string>>")
     assert len(found) == 1500
-    for row, payload in zip(found, payloads):
+    for row, payload in zip(found, payloads, strict=True):
         assert spark_row(row["value"].asDict(recursive=True)) == expected_row(decode(deserializer, topic, payload)), \
             row["offset"]
 

@@ -69,7 +69,8 @@ def test_route_writes_the_selected_records_once_commits_the_group_and_counts_its
     first = run_job("route", "--config", str(config))
 
     assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
-    assert first.stdout.splitlines()[-1] == f"route: 31 rows in 4 batches from subscribe={source} into the topic {target}"
+    assert first.stdout.splitlines()[-1] == (
+        f"route: 31 rows in 4 batches from subscribe={source} into the topic {target}")
     written = read_topic(kafka, target, 2, read_committed=True)
     expected = [(i % 2, str(i).encode(), json.dumps({"id": i, "double": 2.0 * i}, separators=(",", ":")).encode())
                 for i in range(10, 30)]

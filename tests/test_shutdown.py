@@ -188,7 +188,7 @@ def answer(jvm) -> int:
 
 def serve_runner_setup(jvm, spark_files: str, source: KafkaDataSource) -> None:
     """What Spark's JVM sends a new runner before the first request (python_streaming_source_runner.main)."""
-    write_with_length(("%d.%d" % sys.version_info[:2]).encode(), jvm)  # the driver's Python version
+    write_with_length("{}.{}".format(*sys.version_info[:2]).encode(), jvm)  # the driver's Python version
     write_with_length(spark_files.encode(), jvm)  # the SparkFiles directory
     write_int(0, jvm)  # no Python includes
     write_with_length(pickleSer.dumps(source), jvm)

@@ -562,7 +562,8 @@ def held_back_warnings(caplog) -> list[str]:
 
 
 def held_back(partition: str, offset: int, seconds: int, end: int) -> str:
-    return (f"an open transaction holds back {partition}: its last stable offset has stayed at {offset} for {seconds} s "
+    return (f"an open transaction holds back {partition}: its last stable offset has stayed at {offset} "
+            f"for {seconds} s "
             f"while the log ends at {end}; under kafka.isolation.level=read_committed the query reads nothing from "
             f"offset {offset} on until the transaction commits or aborts (the brokers abort it once its producer's "
             "transaction.timeout.ms has passed; kafka-transactions.sh find-hanging lists transactions that never end)")

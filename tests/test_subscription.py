@@ -73,7 +73,8 @@ def test_pattern_find_semantics(pattern, topics):
 
 def test_pattern_partitions_sorted_by_topic():
     assert SubscribePattern("orders").partitions(CLUSTER) == [
-        ("__orders_internal", 0), ("orders", 0), ("orders", 1), ("orders", 2), ("orders-eu", 0), ("orders-eu", 1), ("reorders", 0)]
+        ("__orders_internal", 0), ("orders", 0), ("orders", 1), ("orders", 2), ("orders-eu", 0), ("orders-eu", 1),
+        ("reorders", 0)]
 
 
 @pytest.mark.parametrize("pattern", [".*", "_", "^__", "offsets", "consumer", "transaction_state",
