@@ -40,7 +40,8 @@ METRICS = "prometheus-client>=0.20"  # start_http_server returns its server (to 
 setup(
     name="kafkasource",
     version=version(),
-    description="A PySpark Structured Streaming source for Apache Kafka that reads from and commits to your consumer group",
+    description=("A PySpark Structured Streaming source for Apache Kafka that reads from and commits to your "
+                 "consumer group"),
     long_description=open("README.md", encoding="utf-8").read(),
     long_description_content_type="text/markdown",
     license="Apache-2.0",
@@ -85,7 +86,8 @@ setup(
         # the tests' pyspark, with the Connect client packages that serve the Connect tests only; pex packs the
         # environment the standalone-cluster test ships to executors (dev/packed_env.py); pytest-rerunfailures
         # runs again a test that Spark's Python worker start failed (pytest.ini says why); the docs' strict build
-        "test": ["pytest>=8", "pytest-rerunfailures>=14", "hypothesis>=6", "pandas>=2,<3", "pyspark[connect]>=4.2", REGISTRY, METRICS, "pex>=2.105", *DOCS, *LINT],
+        "test": ["pytest>=8", "pytest-rerunfailures>=14", "hypothesis>=6", "pandas>=2,<3", "pyspark[connect]>=4.2",
+                 REGISTRY, METRICS, "pex>=2.105", *DOCS, *LINT],
         "bench": ["matplotlib>=3"],  # the benchmark's chart
     },
 )

@@ -3,8 +3,8 @@
 # fetches the Kafka broker jars and builds the schema registry (both from Maven Central, cached in
 # .cache/), builds Prometheus for the scrape test (go install, once: the binary is kept in .cache/, Go's
 # caches where Go keeps them), builds the docs site with `mkdocs build --strict` (a broken link, anchor or API
-# name fails the run; the site goes to the git-ignored .cache/site), checks native/ with rustfmt and clippy and
-# kafkasource/ with ruff and mypy, then runs pytest. The tests start their own Kafka broker and registry on 127.0.0.1; nothing needs to run beforehand.
+# name fails the run; the site goes to the git-ignored .cache/site), checks native/ with rustfmt and clippy, all the
+# repository's Python with ruff (kafkasource/ also with ruff format and mypy), then runs pytest. The tests start their own Kafka broker and registry on 127.0.0.1; nothing needs to run beforehand.
 # Where cargo is on PATH, pip builds the native extension; with CI=true (or KAFKASOURCE_REQUIRE_NATIVE=1) pytest
 # refuses to start without it rather than leave the native read tests out (tests/native_coverage.py).
 set -euo pipefail
@@ -19,6 +19,7 @@ if ! docs=$(NO_MKDOCS_2_WARNING=1 python3 -m mkdocs build --strict --site-dir .c
     exit 1
 fi
 (cd native && { rustup -q component add clippy rustfmt || true; } && cargo fmt --check && PYO3_PYTHON="${PYO3_PYTHON:-$(python3 -c 'import sys; print(sys.executable)')}" cargo clippy -q --release --all-targets -- -D warnings)  # PYO3_PYTHON as setuptools-rust sets it: clippy reuses the build above in native/target
-# the package's lint, format and types (configured in pyproject.toml)
-python3 -m ruff check --quiet kafkasource && python3 -m ruff format --check --quiet kafkasource && python3 -m mypy
+# the lint of all the repository's Python (the package, tests, bench, scripts, dev, jobs, examples, setup.py), the
+# package's format and types (configured in pyproject.toml)
+python3 -m ruff check --quiet . && python3 -m ruff format --check --quiet kafkasource && python3 -m mypy
 exec python3 -m pytest "$@"
