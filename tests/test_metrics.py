@@ -30,6 +30,8 @@ METRIC_NAMES = [  # what dashboards and alerts rely on: a change here breaks the
     "kafkasource_query_batch_duration_seconds",
     "kafkasource_query_last_progress_timestamp_seconds",
     "kafkasource_query_active",
+    "kafkasource_query_records_written_total",
+    "kafkasource_query_bytes_written_total",
     "kafkasource_group_committed_offset",
     "kafkasource_group_lag_records",
     "kafkasource_group_commit_timestamp_seconds",

@@ -12,6 +12,7 @@ import json
 import re
 import string
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -152,3 +153,12 @@ def test_the_generated_valid_extras_alone_are_accepted():
     parsed = parse_options({**BASE, "FAILONDATALOSS": " TRUE ", "includeheaders": "false", "kafka.client.id": "a-1",
                             "Kafka.Fetch.Wait.Max.Ms": "10"})
     assert parsed.fail_on_data_loss is True and parsed.kafka_config == {"client.id": "a-1", "fetch.wait.max.ms": "10"}
+
+
+def test_a_refused_value_with_a_line_break_stays_on_one_line_escaped():
+    """librdkafka quotes a refused value as given; a line break in it is shown escaped (hypothesis found one)."""
+    with pytest.raises(OptionError) as refused:
+        parse_options({**BASE, "kafka.isolation.level": "0\n"})
+    assert str(refused.value).startswith(
+        "librdkafka rejected kafka.isolation.level='0\\n': Invalid value \"0\\n\" for configuration property "
+        "\"isolation.level\". Options prefixed with kafka. are passed to librdkafka")

@@ -63,6 +63,12 @@ def masked(text: str, config: Mapping[str, object], also: tuple[str, ...] | list
     return text
 
 
+def one_line(text: str) -> str:
+    """librdkafka's complaint as one line: it quotes a refused value as given, line breaks included (a value
+    of "0\\n"), and ends some complaints with a line break; shown escaped, a refusal never breaks in two."""
+    return text.strip().replace("\r", "\\r").replace("\n", "\\n")
+
+
 def redact(config: Mapping[str, object]) -> dict[str, object]:
     """The config with secret values hidden, for messages and logs."""
     return {k: ("*****" if is_secret(k) else v) for k, v in config.items()}
@@ -112,8 +118,6 @@ def _check_librdkafka_accepts(config: Mapping[str, str]) -> None:
         # a client that is closed at once; it never subscribes, assigns or commits
         Consumer({**config, "group.id": "kafkasource-option-check", "log_level": 0}).close()
     except (KafkaException, ValueError, TypeError) as exc:  # ValueError: a NUL character in a name or value
-        # librdkafka ends some of its complaints (a value outside a property's range) with a line break, which
-        # would break the refusal in two before its last sentence
         message = str(exc.args[0].str() if exc.args and hasattr(exc.args[0], "str") else exc).strip()
         quoted = re.search(r'property:? "([^"]+)"', message)
         mentioned = sorted((n for n in config if n in message), key=len, reverse=True)
@@ -121,7 +125,7 @@ def _check_librdkafka_accepts(config: Mapping[str, str]) -> None:
         unknown = "No such configuration property" in message
         # the refused name itself may hold what looks like its value (a value of "sasl" for kafka.sasl.pasword)
         misnamed = [config[name]] if unknown and name is not None and config[name] not in name else []
-        message = masked(message, config, also=misnamed)
+        message = one_line(masked(message, config, also=misnamed))
         if name is None:
             raise OptionError(f"librdkafka rejected a kafka.* setting: {message}. {_LIBRDKAFKA_NAMES}") from None
         shown = f"kafka.{name}" + ("" if is_secret(name) or unknown else f"={config[name]!r}")

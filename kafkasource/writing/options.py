@@ -210,5 +210,5 @@ def _check_producer_accepts(options: SinkOptions) -> None:
         message = str(exc.args[0].str() if exc.args and hasattr(exc.args[0], "str") else exc)
         raise OptionError(
             f"librdkafka refused the sink's producer settings (deliveryGuarantee={options.guarantee}): "
-            f"{kafka_settings.masked(message, config)}. Change the kafka.* option it names"
+            f"{kafka_settings.one_line(kafka_settings.masked(message, config))}. Change the kafka.* option it names"
         ) from None
