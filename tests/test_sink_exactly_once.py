@@ -8,9 +8,11 @@ import json
 from pathlib import Path
 
 import pytest
+from confluent_kafka import KafkaError, KafkaException
 
 from kafkasource.writing.failures import DeliveryError
 from kafkasource.writing.options import parse_sink_options
+from kafkasource.writing.producer import Deliveries, close, new_producer, send
 from kafkasource.writing.transactions import Outcome, StreamBatch, write_transaction
 from tests.kafka_helpers import Record
 from tests.query_helpers import stream
@@ -159,6 +161,38 @@ def test_a_newer_attempt_fences_the_older_one_which_fails_having_written_nothing
     # another query with the same prefix is no replay of this one: its batch 4 is written
     assert write_transaction(options, 3, iter([(topic, b"k", b"other", None, 0)]),
                              StreamBatch("query-2", 4)) == Outcome(1)
+
+
+def test_a_producer_fenced_before_a_record_says_fenced_not_only_fatal_error(kafka):
+    """confluent-kafka raises a fenced producer's error once, from the next call; a record produced after that
+    gets only "Local: Fatal error", and the sink still says the producer was fenced."""
+    topic = kafka.create_topic(kafka.unique_name("fenced-late"), 1)
+    prefix = kafka.unique_name("fence-late")
+    options = parse_sink_options(base(kafka, topic=topic, deliveryGuarantee="exactly-once",
+                                      transactionalIdPrefix=prefix), streaming=False)
+    tid = f"{prefix}-0"
+    older, deliveries = new_producer(options, Deliveries(), **{"transactional.id": tid}), Deliveries()
+    try:
+        older.init_transactions(30)
+        older.begin_transaction()
+        older.produce(topic, b"old-0")
+        assert older.flush(30) == 0
+        newer = new_producer(options, Deliveries(), **{"transactional.id": tid})
+        newer.init_transactions(30)  # fences the older producer
+        with pytest.raises(KafkaException) as first:  # the fenced error itself, raised once
+            for _ in range(50):
+                older.produce(topic, b"old-1")
+                older.poll(0.2)
+        assert first.value.args[0].code() == KafkaError._FENCED
+
+        with pytest.raises(DeliveryError) as fenced:
+            send(older, deliveries, [(topic, None, b"old-2", None, 0)], options, transactional_id=tid)
+
+        assert str(fenced.value).startswith(f"the transactional producer {tid} writing to topic {topic} was fenced "
+                                            "by a newer producer with the same transactional.id: ")
+    finally:
+        close(older)
+    assert read_topic(kafka, topic, 1, read_committed=True) == []
 
 
 def test_an_exactly_once_batch_write_lands_every_record_once(spark, kafka):

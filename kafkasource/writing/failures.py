@@ -92,7 +92,9 @@ def delivery_error(
         )
     if code in FENCED:
         return DeliveryError(
-            f"the transactional producer {transactional_id} writing to {place} was fenced by a newer producer with "
+            # the producer is fenced, not a partition: named by topic alone, whichever call met it
+            f"the transactional producer {transactional_id} writing to {where(topic, None)} was fenced by a newer "
+            f"producer with "
             f"the same transactional.id: {reason}. Either Spark started a newer attempt of this task (a retry or a "
             f"speculative copy), which carries on, or another sink uses transactionalIdPrefix "
             f"{options.transactional_id_prefix}. Nothing of this attempt was committed. If no other attempt runs, "

@@ -99,9 +99,12 @@ def send(
                 serve(producer, 0.1, options, transactional_id)
                 _raise_on_failure(deliveries, options, strict, transactional_id)
             except KafkaException as exc:  # refused before it was sent: too large, or an unknown partition
-                if strict or exc.args[0].fatal():
+                error = exc.args[0]
+                if error.code() == KafkaError._FATAL and transactional_id is not None:
+                    error = fatal_cause(producer, error)
+                if strict or error.fatal():
                     raise delivery_error(
-                        exc.args[0], options, topic, partition, size=size_of(message), transactional_id=transactional_id
+                        error, options, topic, partition, size=size_of(message), transactional_id=transactional_id
                     ) from None
                 deliveries.failed += 1
                 break
@@ -125,6 +128,17 @@ def serve(
         if error is None:
             raise
         raise delivery_error(error, options, options.topic, None, transactional_id=transactional_id) from None
+
+
+def fatal_cause(producer: Producer, error: KafkaError) -> KafkaError:
+    """What a transactional producer's fatal error was. confluent-kafka raises the error itself (a fenced
+    producer's _FENCED) once, from the next call into the producer; after that, produce() only says _FATAL
+    ("Local: Fatal error"), while a transactional call such as abort_transaction() raises the error again."""
+    try:
+        producer.abort_transaction(0.1)  # a producer in a fatal state fails it at once; nothing is written
+    except KafkaException as exc:
+        return exc.args[0]
+    return error
 
 
 def fatal_error(exc: BaseException | None) -> KafkaError | None:

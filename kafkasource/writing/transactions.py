@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
+from kafkasource.cluster.client import COORDINATOR_RETRIABLE
 from kafkasource.cluster.settings import masked
 from kafkasource.writing.failures import DeliveryError, delivery_error, where
 from kafkasource.writing.options import SinkOptions
@@ -174,10 +175,24 @@ def _init_transactions(producer, deliveries: Deliveries, options: SinkOptions, t
 
 
 def _read_marker(consumer: Consumer, options: SinkOptions, timeout: float) -> Marker | None:
-    found = consumer.committed([TopicPartition(_marker_topic(options), MARKER_PARTITION)], timeout=timeout)
-    if found[0].error is not None:
-        raise KafkaException(found[0].error)
-    return parse_marker(found[0].offset, found[0].metadata)
+    """The task's marker, asked again while the group's coordinator is not ready: a broker answers NOT_COORDINATOR
+    or COORDINATOR_LOAD_IN_PROGRESS for a while after it takes a group over (a fresh cluster, a broker restart)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            found = consumer.committed(
+                [TopicPartition(_marker_topic(options), MARKER_PARTITION)],
+                timeout=max(1.0, deadline - time.monotonic()),
+            )
+            error = found[0].error
+        except KafkaException as exc:
+            error = exc.args[0]
+        if error is None:
+            return parse_marker(found[0].offset, found[0].metadata)
+        if error.code() not in COORDINATOR_RETRIABLE or time.monotonic() >= deadline:
+            raise KafkaException(error)
+        log.info("reading the batch marker: %s; retrying", error.str())
+        time.sleep(0.2)
 
 
 def _marker_topic(options: SinkOptions) -> str:
