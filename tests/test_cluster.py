@@ -299,7 +299,7 @@ def test_executors_read_natively_from_a_packed_environment(cluster, kafka, tmp_p
     assert lag.returncode == 0, lag.stderr[-2000:]
     assert lag.stdout.splitlines()[-1] == "total lag: 0 records over 2 partitions"
     assert sorted(p.name for p in bin_dir.glob("kafkasource-*")) == [
-        "kafkasource-ingest", "kafkasource-lag", "kafkasource-replay"]
+        "kafkasource-ingest", "kafkasource-lag", "kafkasource-replay", "kafkasource-route"]
     with capsys.disabled():
         print(f"\n[cluster] packed environment ready in {packed_in:.0f} s; ingest with readPath=native on its "
               f"executors: 60 records in {took:.0f} s ({len(readers)} of {len(executors)} executors read natively)")
