@@ -13,7 +13,7 @@ from confluent_kafka import KafkaError, KafkaException
 from kafkasource.writing.failures import DeliveryError
 from kafkasource.writing.options import parse_sink_options
 from kafkasource.writing.producer import Deliveries, close, new_producer, send
-from kafkasource.writing.transactions import Outcome, StreamBatch, write_transaction
+from kafkasource.writing.transactions import Outcome, StreamBatch, TransactionalPool, write_transaction
 from tests.kafka_helpers import Record
 from tests.query_helpers import stream
 from tests.sink_helpers import (
@@ -161,6 +161,40 @@ def test_a_newer_attempt_fences_the_older_one_which_fails_having_written_nothing
     # another query with the same prefix is no replay of this one: its batch 4 is written
     assert write_transaction(options, 3, iter([(topic, b"k", b"other", None, 0)]),
                              StreamBatch("query-2", 4)) == Outcome(1)
+
+
+def test_a_worker_keeps_its_producer_across_batches_and_replaces_it_once_another_worker_fenced_it(kafka):
+    """Two pools stand for two Python workers that Spark hands the same partition's tasks in turn: each batch in a
+    worker that wrote the partition before takes its kept producer (no new init_transactions); a producer fenced by
+    the other worker meanwhile is replaced before it takes a record, and no batch is written twice or lost."""
+    topic = kafka.create_topic(kafka.unique_name("kept"), 1)
+    prefix = kafka.unique_name("kept-sink")
+    options = parse_sink_options(base(kafka, topic=topic, deliveryGuarantee="exactly-once",
+                                      transactionalIdPrefix=prefix), streaming=True)
+    worker_a, worker_b = TransactionalPool(), TransactionalPool()
+
+    def write(worker: TransactionalPool, batch_id: int, value: bytes) -> Outcome:
+        return write_transaction(options, 0, iter([(topic, None, value, None, 0)]), StreamBatch("q", batch_id), worker)
+
+    try:
+        assert [write(worker_a, 0, b"b0"), write(worker_a, 1, b"b1")] == [Outcome(1), Outcome(1)]
+        assert worker_a.created == 1  # batch 1 took the producer batch 0 left
+        assert write(worker_b, 2, b"b2") == Outcome(1)  # worker B's new producer fences worker A's
+        assert write(worker_a, 3, b"b3") == Outcome(1)  # A finds its producer fenced and makes a new one
+        assert worker_a.created == 2
+        # a replay of batch 3 where it was written: the kept producer knows its last marker
+        assert write(worker_a, 3, b"again") == Outcome(0, replayed=True)
+        assert worker_a.created == 2
+        # a replay of batch 2 in worker B, whose producer A fenced: the new one reads the marker, at batch 3
+        assert write(worker_b, 2, b"again") == Outcome(0, replayed=True)
+        assert worker_b.created == 2
+    finally:
+        worker_a.close_all()
+        worker_b.close_all()
+    assert [r[3] for r in read_topic(kafka, topic, 1, read_committed=True)] == [b"b0", b"b1", b"b2", b"b3"]
+    assert batch_markers(kafka, prefix, topic, 1) == [
+        (4, {"kind": "kafkasource-sink-marker", "queryId": "q", "batchId": 3, "partition": 0})
+    ]
 
 
 def test_a_producer_fenced_before_a_record_says_fenced_not_only_fatal_error(kafka):

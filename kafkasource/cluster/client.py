@@ -330,20 +330,39 @@ class KafkaClient:
         handle: the coordinator is looked up again, the error reaches us and the call is asked again below. (The
         admin client's requests to a group coordinator also abort the process at times, on an assertion about a
         request freed too early, librdkafka issue #4605: one more reason to leave the admin client out of groups.)"""
-        deadline = time.monotonic() + self._timeout_s
-        while True:
-            try:
-                result = self.group_consumer.committed(
-                    [KafkaTopicPartition(t, p) for t, p in partitions], timeout=max(1.0, deadline - time.monotonic())
-                )
-                break
-            except KafkaException as exc:
-                if exc.args[0].code() in COORDINATOR_RETRIABLE and time.monotonic() < deadline:
-                    log.info("fetching committed offsets: %s; retrying", exc.args[0].str())
-                    time.sleep(0.2)
-                    continue
-                raise self._fail(f"fetch the committed offsets of group {self.options.group_id}", exc) from None
+        try:
+            result = committed_when_coordinated(
+                self.group_consumer,
+                [KafkaTopicPartition(t, p) for t, p in partitions],
+                time.monotonic() + self._timeout_s,
+                "fetching committed offsets",
+            )
+        except KafkaException as exc:
+            raise self._fail(f"fetch the committed offsets of group {self.options.group_id}", exc) from None
         return {(tp.topic, tp.partition): (tp.offset if tp.offset >= 0 else None, tp.metadata or "") for tp in result}
+
+
+def committed_when_coordinated(
+    consumer: Consumer, partitions: list[KafkaTopicPartition], deadline: float, what: str
+) -> list[KafkaTopicPartition]:
+    """consumer.committed(partitions), asked again until `deadline` while the group's coordinator is not ready: a
+    broker answers NOT_COORDINATOR or COORDINATOR_LOAD_IN_PROGRESS for a while after it takes a group over (a fresh
+    cluster, a broker restart), for the whole call or for a partition. Any other error of the call is raised as
+    its KafkaException; a partition's other errors stay on its entry for the caller."""
+    while True:
+        try:
+            found = consumer.committed(partitions, timeout=max(1.0, deadline - time.monotonic()))
+            error = next((tp.error for tp in found if tp.error is not None), None)
+            if error is None or error.code() not in COORDINATOR_RETRIABLE:
+                return found
+        except KafkaException as exc:
+            error = exc.args[0]
+            if error.code() not in COORDINATOR_RETRIABLE:
+                raise
+        if time.monotonic() >= deadline:
+            raise KafkaException(error)
+        log.info("%s: %s; retrying", what, error.str())
+        time.sleep(0.2)
 
 
 def _answer(consumer: Consumer, calls: list[list[KafkaTopicPartition]], until: float) -> Positions:

@@ -13,23 +13,29 @@ one) of the same query, the batch was written by an earlier attempt whose end Sp
 the tasks' commits and the checkpoint's commit log), and the task writes nothing. The marker is read after
 init_transactions(), which settles any transaction of an older attempt first, through a consumer's committed()
 (which asks for stable offsets under read_committed), not the admin client's group offsets.
+
+A stream's producers outlive their task: each worker keeps one per transactional.id it wrote (TransactionalPool),
+so a batch costs one transaction, not a new producer's initialisation and connections. A kept producer puts the
+marker into its transaction before any record; the coordinator refuses that when the id was initialised elsewhere
+since (Spark gave the partition's task to another worker meanwhile), and the task starts again with a new producer.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import threading
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
-from kafkasource.cluster.client import COORDINATOR_RETRIABLE
+from kafkasource.cluster.client import committed_when_coordinated
 from kafkasource.cluster.settings import masked
 from kafkasource.writing.failures import DeliveryError, delivery_error, where
 from kafkasource.writing.options import SinkOptions
-from kafkasource.writing.producer import Deliveries, close, new_producer, send
+from kafkasource.writing.producer import Deliveries, close, fatal_cause, new_producer, send
 from kafkasource.writing.rows import Message
 
 log = logging.getLogger(__name__)
@@ -38,6 +44,9 @@ MARKER_KIND = "kafkasource-sink-marker"
 MARKER_PARTITION = 0  # every topic has one
 CALL_MARGIN_S = 30  # a transactional call waits for the brokers this long beyond the delivery timeout
 INIT_SLICE_S = 1.0  # init_transactions() waits this long at a time between serving the error callback
+IDLE_CLOSE_SECONDS = 300  # a kept producer unused this long is closed (its connections held for nothing)
+MAX_IDLE_TRANSACTIONAL = 64  # kept producers per worker: one per partition its tasks wrote, of every sink
+FENCED = (KafkaError._FENCED, KafkaError.PRODUCER_FENCED, KafkaError.INVALID_PRODUCER_EPOCH)
 
 
 def transactional_id(prefix: str, partition_id: int) -> str:
@@ -97,69 +106,227 @@ class Outcome:
     replayed: bool = False  # the marker showed the batch already written: nothing was written
 
 
+@dataclass
+class Transactional:
+    """A transactional producer a worker keeps between tasks, with the consumer that reads its marker and names the
+    marker's group to the transaction."""
+
+    producer: Producer
+    deliveries: Deliveries
+    consumer: Consumer | None
+    key: tuple
+    last_used: float = 0.0
+    last_marker: Marker | None = None  # what this producer's group holds: read at init, then what it committed
+    fenced: bool = False
+
+
+class TransactionalPool:
+    """This worker's idle transactional producers, one per configuration and transactional.id.
+
+    A producer's init_transactions() and its connections to the brokers and the transaction coordinator cost more
+    than a small batch's whole transaction (0.3 to 0.7 s on one local broker), so a stream's task takes the producer
+    an earlier task of the same Spark partition left in this worker. Spark gives a partition's next task to
+    whichever worker is free, though: when another worker (or another attempt) initialised the same
+    transactional.id meanwhile, the kept producer is fenced. write_transaction finds that out when it sends the
+    batch's marker, before it takes a record, and starts again with a new producer."""
+
+    def __init__(self) -> None:
+        self._idle: dict[tuple, Transactional] = {}
+        self._lock = threading.Lock()
+        self.created = 0  # producers this pool made: what reuse saves shows here (the tests read it)
+
+    def acquire(self, options: SinkOptions, tid: str, group: str) -> tuple[Transactional, bool]:
+        """A kept producer for `tid` (True) or a new one, not yet initialised (False)."""
+        key = (tid, group, tuple(sorted((k, str(v)) for k, v in options.producer_config().items())))
+        with self._lock:
+            self._close_idle()
+            kept = self._idle.pop(key, None)
+        if kept is not None:
+            kept.deliveries.reset()
+            return kept, True
+        deliveries = Deliveries()
+        producer = new_producer(options, deliveries, **{"transactional.id": tid})
+        consumer = Consumer(options.client_config(**{"group.id": group, "enable.auto.commit": False}))
+        self.created += 1
+        return Transactional(producer, deliveries, consumer, key), False
+
+    def release(self, kept: Transactional, healthy: bool) -> None:
+        """Back into the pool after a task whose transaction ended (committed, or none begun); closed otherwise."""
+        if not healthy:
+            discard(kept)
+            return
+        kept.last_used = time.monotonic()
+        with self._lock:
+            replaced = self._idle.pop(kept.key, None)
+            self._idle[kept.key] = kept
+            while len(self._idle) > MAX_IDLE_TRANSACTIONAL:  # the least recently used goes first
+                discard(self._idle.pop(next(iter(self._idle))))
+        if replaced is not None:  # two tasks of one partition in one worker at once: keep the newer
+            discard(replaced)
+
+    def _close_idle(self) -> None:
+        now = time.monotonic()
+        for key in [k for k, t in self._idle.items() if now - t.last_used > IDLE_CLOSE_SECONDS]:
+            discard(self._idle.pop(key))
+
+    def close_all(self) -> None:
+        with self._lock:
+            idle, self._idle = list(self._idle.values()), {}
+        for kept in idle:
+            discard(kept)
+
+
+def discard(kept: Transactional) -> None:
+    """Close a producer that leaves the pool (and its consumer); a second call does nothing."""
+    consumer, kept.consumer = kept.consumer, None
+    if consumer is not None:
+        consumer.close()
+    if not kept.fenced or consumer is not None:
+        close(kept.producer)
+    kept.fenced = True  # closed: never handed out again
+
+
+POOL = TransactionalPool()
+
+
 def write_transaction(
-    options: SinkOptions, partition_id: int, messages: Iterable[Message], batch: StreamBatch | None
+    options: SinkOptions,
+    partition_id: int,
+    messages: Iterable[Message],
+    batch: StreamBatch | None,
+    pool: TransactionalPool = POOL,
 ) -> Outcome:
     """One task's records in one transaction (with the batch's marker for a stream), or nothing at all: any error
-    aborts the transaction before it is raised."""
+    aborts the transaction before it is raised. A stream's task takes a producer this worker kept from an earlier
+    batch where it has one; a batch job's task makes its own (no marker tells it whether a kept one is fenced)."""
     prefix = options.transactional_id_prefix
     assert prefix is not None, "exactly-once options always hold a transactionalIdPrefix"
     tid = transactional_id(prefix, partition_id)
     timeout = options.delivery_timeout_ms() / 1000 + CALL_MARGIN_S
-    deliveries = Deliveries()
-    producer = new_producer(options, deliveries, **{"transactional.id": tid})
-    consumer = None
-    began = False
+    if batch is None:
+        deliveries = Deliveries()
+        one = Transactional(new_producer(options, deliveries, **{"transactional.id": tid}), deliveries, None, ())
+        try:
+            _init_transactions(one, options, timeout, tid)
+            return _write(one, options, messages, None, timeout, tid)
+        finally:
+            discard(one)
+    kept, reused = pool.acquire(options, tid, marker_group(prefix, partition_id))
+    healthy = False
     try:
-        _init_transactions(producer, deliveries, options, timeout, tid)
-        if batch is not None:
-            consumer = Consumer(
-                options.client_config(**{"group.id": marker_group(prefix, partition_id), "enable.auto.commit": False})
-            )
-            marker = _read_marker(consumer, options, timeout)
-            if already_written(marker, batch.query_id, batch.batch_id):
-                skipped = sum(1 for _ in messages)  # Spark's input still has to be read to its end
-                log.info(
-                    "batch %d of query %s is already written for partition %d (marker of batch %s): "
-                    "skipping its %d records",
-                    batch.batch_id,
-                    batch.query_id,
-                    partition_id,
-                    marker.batch_id if marker else None,
-                    skipped,
-                )
-                return Outcome(0, replayed=True)
-        producer.begin_transaction()
-        began = True
+        outcome = _begin_stream_batch(kept, reused, options, batch, partition_id, timeout, tid)
+        if outcome is None and reused and kept.fenced:
+            # another worker or attempt initialised this transactional.id since this worker's last batch: the kept
+            # producer is fenced, before any record was taken; a new one fences that one in turn
+            log.info("the kept producer %s was fenced since its last batch: starting a new one", tid)
+            discard(kept)
+            kept, _ = pool.acquire(options, tid, marker_group(prefix, partition_id))
+            outcome = _begin_stream_batch(kept, False, options, batch, partition_id, timeout, tid)
+        if outcome is None:
+            outcome = _write(kept, options, messages, batch, timeout, tid, begun=True)
+            kept.last_marker = Marker(batch.query_id, batch.batch_id)
+        else:  # the batch was written already: nothing is
+            sum(1 for _ in messages)  # Spark's input still has to be read to its end
+        healthy = True
+        return outcome
+    finally:
+        pool.release(kept, healthy)
+
+
+def _begin_stream_batch(
+    kept: Transactional,
+    reused: bool,
+    options: SinkOptions,
+    batch: StreamBatch,
+    partition_id: int,
+    timeout: float,
+    tid: str,
+) -> Outcome | None:
+    """Begin the batch's transaction with its marker in it (None), or find the batch written already (the Outcome
+    of a replay, no transaction open).
+
+    A new producer is initialised, then reads the marker: init_transactions() has ended any transaction an older
+    producer with this id left open, so the marker it reads is settled. A kept producer sends the marker first: that
+    is its first call to reach the transaction coordinator, which refuses it when another producer initialised the
+    same id since (the kept one is fenced: kept.fenced, None returned, no record taken). Otherwise no other producer
+    committed under this id since this one's last transaction, so the marker is the one it committed last."""
+    if not reused:
+        _init_transactions(kept, options, timeout, tid)
+        assert kept.consumer is not None
+        kept.last_marker = _read_marker(kept.consumer, options, timeout)
+        if already_written(kept.last_marker, batch.query_id, batch.batch_id):
+            _log_replay(batch, partition_id, kept.last_marker)
+            return Outcome(0, replayed=True)
+    kept.producer.begin_transaction()
+    offset = TopicPartition(
+        _marker_topic(options),
+        MARKER_PARTITION,
+        batch.batch_id + 1,
+        marker_metadata(batch.query_id, batch.batch_id, partition_id),
+    )
+    try:
+        assert kept.consumer is not None
+        kept.producer.send_offsets_to_transaction([offset], kept.consumer.consumer_group_metadata(), timeout)
+    except KafkaException as exc:
+        error = exc.args[0]
+        if error.code() == KafkaError._FATAL:
+            error = fatal_cause(kept.producer, error)
+        if reused and (error.code() in FENCED or error.fatal()):
+            kept.fenced = True
+            return None
+        failure = _transaction_error(error, kept.deliveries, options, tid, batch)
+        _abort(kept.producer, error, True, timeout, tid, options)
+        raise failure from None
+    if reused and already_written(kept.last_marker, batch.query_id, batch.batch_id):
+        _abort(kept.producer, None, True, timeout, tid, options)  # the marker sent is not committed
+        _log_replay(batch, partition_id, kept.last_marker)
+        return Outcome(0, replayed=True)
+    return None
+
+
+def _log_replay(batch: StreamBatch, partition_id: int, marker: Marker | None) -> None:
+    log.info(
+        "batch %d of query %s is already written for partition %d (marker of batch %s): skipping its records",
+        batch.batch_id,
+        batch.query_id,
+        partition_id,
+        marker.batch_id if marker else None,
+    )
+
+
+def _write(
+    kept: Transactional,
+    options: SinkOptions,
+    messages: Iterable[Message],
+    batch: StreamBatch | None,
+    timeout: float,
+    tid: str,
+    begun: bool = False,
+) -> Outcome:
+    """The records in the transaction (begun here unless `begun`), committed; aborted on any error."""
+    producer, deliveries = kept.producer, kept.deliveries
+    try:
+        if not begun:
+            producer.begin_transaction()
+            begun = True
         count = send(producer, deliveries, messages, options, transactional_id=tid)
-        if batch is not None and consumer is not None:
-            offset = TopicPartition(
-                _marker_topic(options),
-                MARKER_PARTITION,
-                batch.batch_id + 1,
-                marker_metadata(batch.query_id, batch.batch_id, partition_id),
-            )
-            producer.send_offsets_to_transaction([offset], consumer.consumer_group_metadata(), timeout)
         producer.commit_transaction(timeout)
         return Outcome(count)
     except KafkaException as exc:
         error = _transaction_error(exc.args[0], deliveries, options, tid, batch)
-        _abort(producer, exc.args[0], began, timeout, tid, options)
+        _abort(producer, exc.args[0], begun, timeout, tid, options)
         raise error from None
     except BaseException:
-        _abort(producer, None, began, timeout, tid, options)
+        _abort(producer, None, begun, timeout, tid, options)
         raise
-    finally:
-        if consumer is not None:
-            consumer.close()
-        close(producer)
 
 
-def _init_transactions(producer, deliveries: Deliveries, options: SinkOptions, timeout: float, tid: str) -> None:
+def _init_transactions(kept: Transactional, options: SinkOptions, timeout: float, tid: str) -> None:
     """init_transactions() within `timeout`, called in slices with the error callback served between them: brokers
     that refuse the producer (authentication, the TLS handshake) say so only to that callback, which no
     transactional call serves, so a single call would wait the whole timeout and then only report that it timed
     out. librdkafka resumes the same initialisation when the call is repeated after a timeout."""
+    producer, deliveries = kept.producer, kept.deliveries
     deadline = time.monotonic() + timeout
     while True:
         try:
@@ -175,24 +342,16 @@ def _init_transactions(producer, deliveries: Deliveries, options: SinkOptions, t
 
 
 def _read_marker(consumer: Consumer, options: SinkOptions, timeout: float) -> Marker | None:
-    """The task's marker, asked again while the group's coordinator is not ready: a broker answers NOT_COORDINATOR
-    or COORDINATOR_LOAD_IN_PROGRESS for a while after it takes a group over (a fresh cluster, a broker restart)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            found = consumer.committed(
-                [TopicPartition(_marker_topic(options), MARKER_PARTITION)],
-                timeout=max(1.0, deadline - time.monotonic()),
-            )
-            error = found[0].error
-        except KafkaException as exc:
-            error = exc.args[0]
-        if error is None:
-            return parse_marker(found[0].offset, found[0].metadata)
-        if error.code() not in COORDINATOR_RETRIABLE or time.monotonic() >= deadline:
-            raise KafkaException(error)
-        log.info("reading the batch marker: %s; retrying", error.str())
-        time.sleep(0.2)
+    """The task's marker (its group's committed offset on the marker partition)."""
+    found = committed_when_coordinated(
+        consumer,
+        [TopicPartition(_marker_topic(options), MARKER_PARTITION)],
+        time.monotonic() + timeout,
+        "reading the batch marker",
+    )[0]
+    if found.error is not None:
+        raise KafkaException(found.error)
+    return parse_marker(found.offset, found.metadata)
 
 
 def _marker_topic(options: SinkOptions) -> str:

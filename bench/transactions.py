@@ -1,0 +1,92 @@
+"""What a stream's exactly-once batch costs a task with a producer the worker kept against a new producer per batch.
+
+Starts a local broker and writes `--batches` consecutive stream batches of `--records` 100 B records for one Spark
+partition through the sink's exactly-once task writer (write_transaction, without Spark, as a task calls it): once
+with one TransactionalPool for all batches (what a Python worker does since it keeps its producers), once with a
+new pool per batch (what every batch cost before: init_transactions, new connections, the marker read). Prints
+the median and spread of the seconds per batch, wall time, checked against the topic's read_committed contents.
+
+    python3 -m bench.transactions [--batches 20] [--records 1000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from dev import broker as dev_broker
+from kafkasource.writing.options import parse_sink_options
+from kafkasource.writing.transactions import StreamBatch, TransactionalPool, write_transaction
+
+
+def committed_records(bootstrap: str, topic: str) -> int:
+    """How many records a read_committed consumer finds in partition 0 of `topic`."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench", "isolation.level": "read_committed",
+                         "enable.auto.commit": False, "auto.offset.reset": "earliest"})
+    try:
+        consumer.assign([TopicPartition(topic, 0, 0)])
+        _, end = consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=10)
+        count = 0
+        while True:
+            found = consumer.consume(10_000, timeout=2)
+            count += sum(1 for m in found if m.error() is None)
+            if not found or (found[-1].offset() or 0) >= end - 2:  # the last offset holds a transaction marker
+                return count
+    finally:
+        consumer.close()
+
+
+def run(bootstrap: str, name: str, batches: int, records: int, kept: bool) -> list[float]:
+    admin = AdminClient({"bootstrap.servers": bootstrap})  # kept until the answer: its end cancels the request
+    admin.create_topics([NewTopic(name, 1, 1)])[name].result()
+    options = parse_sink_options({"kafka.bootstrap.servers": bootstrap, "topic": name,
+                                  "deliveryGuarantee": "exactly-once", "transactionalIdPrefix": name},
+                                 streaming=True)
+    value = b"x" * 100
+    pool = TransactionalPool()
+    seconds = []
+    try:
+        for batch in range(batches):
+            if not kept:
+                pool.close_all()
+                pool = TransactionalPool()
+            rows = ((name, None, value, None, 0) for _ in range(records))
+            started = time.perf_counter()
+            write_transaction(options, 0, rows, StreamBatch("bench", batch), pool)
+            seconds.append(time.perf_counter() - started)
+    finally:
+        pool.close_all()
+    found = committed_records(bootstrap, name)
+    if found != batches * records:
+        raise SystemExit(f"{name}: {found} committed records, expected {batches * records}")
+    return seconds
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--batches", type=int, default=20)
+    parser.add_argument("--records", type=int, default=1000)
+    args = parser.parse_args()
+    broker = dev_broker.start()
+    try:
+        print(f"{args.batches} batches of {args.records:,} × 100 B, one partition, seconds per batch (wall):")
+        print("| producer | median s | min s | max s | records/s (median) |")
+        print("| --- | --- | --- | --- | --- |")
+        for kept in (False, True):
+            label = "kept across batches" if kept else "new per batch"
+            # the first batch makes the producer either way; the figures are the batches after it
+            seconds = run(broker.bootstrap_servers, f"txn-{'kept' if kept else 'new'}", args.batches, args.records,
+                          kept)[1:]
+            median = statistics.median(seconds)
+            print(f"| {label} | {median:.3f} | {min(seconds):.3f} | {max(seconds):.3f} | "
+                  f"{args.records / median:,.0f} |")
+    finally:
+        broker.stop()
+
+
+if __name__ == "__main__":
+    main()
