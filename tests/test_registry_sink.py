@@ -34,8 +34,10 @@ AVRO_SCHEMA = {
             {"name": "city", "type": "string"}, {"name": "zip", "type": ["null", "string"]}]}]},
         {"name": "status", "type": {"type": "enum", "name": "Status", "symbols": ["NEW", "PAID"]}},
     ]}  # fmt: skip
-AVRO_DDL = ("struct<id:bigint,note:string,amount:decimal(10,2),at:timestamp,tags:array<string>,"
-            "address:struct<city:string,zip:string>,status:string>")
+AVRO_DDL = (
+    "struct<id:bigint,note:string,amount:decimal(10,2),at:timestamp,tags:array<string>,"
+    "address:struct<city:string,zip:string>,status:string>"
+)
 AVRO_VALUES = [
     {"id": 1, "note": "first", "amount": Decimal("12.30"), "at": AT, "tags": ["a", "b"],
      "address": {"city": "Oslo", "zip": "0150"}, "status": "NEW"},
@@ -67,9 +69,11 @@ JSON_DOCUMENTS = {
     2: {"id": 2, "note": None, "total": -2.25, "tags": []},
     3: JSON_VALUES[2],
 }
-PROTO_DDL = ("struct<id:bigint,customer:string,address:struct<city:string,zip:string>,items:array<struct<sku:string,"
-             "qty:int>>,counts:map<string,bigint>,status:string,at:timestamp,note:string,total:double,"
-             "big:decimal(20,0),tags:array<string>>")
+PROTO_DDL = (
+    "struct<id:bigint,customer:string,address:struct<city:string,zip:string>,items:array<struct<sku:string,"
+    "qty:int>>,counts:map<string,bigint>,status:string,at:timestamp,note:string,total:double,"
+    "big:decimal(20,0),tags:array<string>>"
+)
 PROTO_VALUES = [
     {"id": 1, "customer": "c1", "address": {"city": "Oslo", "zip": "0150"}, "items": [{"sku": "s", "qty": 2}],
      "counts": {"k": 2**40}, "status": "PAID", "at": AT, "note": "gift", "total": 9.5, "big": Decimal(2**64 - 1),
@@ -156,3 +160,115 @@ def test_a_struct_value_round_trips_through_kafkasources_reader_and_confluent_ka
     assert [(row["key"], aware(row["value"])) for row in rows] == [
         (f"k{i}".encode(), value) for i, value in enumerate(values)
     ]
+
+
+def test_auto_register_schemas_registers_derived_schemas_and_a_json_key_beside_an_avro_value_round_trips(
+    spark, kafka, schema_registry
+):
+    topic = kafka.create_topic(kafka.unique_name("sink-auto"), partitions=1)
+    df = value_frame(
+        spark,
+        "struct<id:bigint,tags:array<string>,at:timestamp>",
+        [{"id": 1, "tags": ["a"], "at": AT}, {"id": 2, "tags": None, "at": None}],
+        key_ddl="struct<customer:string,n:int>",
+        keys=[{"customer": "c1", "n": 1}, {"customer": "c2", "n": None}],
+    )
+    options = registry_options(
+        kafka, schema_registry, topic=topic, valueFormat="avro", keyFormat="json", **{"auto.register.schemas": "true"}
+    )
+    write_batch(df, options)
+
+    client = SchemaRegistryClient({"url": schema_registry})
+    value_schema = json.loads(client.get_latest_version(f"{topic}-value").schema.schema_str)
+    assert value_schema == {"type": "record", "name": "topLevelRecord", "fields": [
+        {"name": "id", "type": ["null", "long"]},
+        {"name": "tags", "type": ["null", {"type": "array", "items": ["null", "string"]}]},
+        {"name": "at", "type": ["null", {"type": "long", "logicalType": "timestamp-micros"}]}]}  # fmt: skip
+    key_schema = json.loads(client.get_latest_version(f"{topic}-key").schema.schema_str)
+    assert key_schema["properties"] == {"customer": {"type": ["null", "string"]}, "n": {"type": ["null", "integer"]}}
+    rows = read_back(spark, kafka, schema_registry, topic, valueFormat="avro", keyFormat="json")
+    assert [(row["key"], aware(row["value"])) for row in rows] == [
+        ({"customer": "c1", "n": 1}, {"id": 1, "tags": ["a"], "at": AT}),
+        ({"customer": "c2", "n": None}, {"id": 2, "tags": None, "at": None}),
+    ]
+
+
+def test_the_driver_refuses_a_subject_without_schema_and_a_column_that_does_not_fit_naming_the_field(
+    spark, kafka, schema_registry
+):
+    topic = kafka.unique_name("sink-refused")  # never created: nothing is written
+    df = spark.createDataFrame([], f"value {AVRO_DDL}")
+    options = registry_options(kafka, schema_registry, topic=topic, valueFormat="avro")
+    with pytest.raises(Exception) as missing:
+        write_batch(df, options)
+    assert f"has no subject '{topic}-value' for the value column" in str(
+        missing.value
+    ) and "register the schema to write with under it, or set auto.register.schemas=true" in str(missing.value)
+
+    SchemaRegistryClient({"url": schema_registry}).register_schema(
+        f"{topic}-value", Schema(json.dumps(AVRO_SCHEMA), "AVRO")
+    )
+    wrong = spark.createDataFrame(
+        [], AVRO_DDL.replace("id:bigint", "id:string").replace("status:string", "extra:int").join(["value ", ""])
+    )
+    with pytest.raises(Exception) as unfit:
+        write_batch(wrong, options)
+    assert (
+        "the value column (struct<id:string,note:string,amount:decimal(10,2),at:timestamp,tags:array<string>,"
+        "address:struct<city:string,zip:string>,extra:int>) does not fit its writer schema (id "
+    ) in str(unfit.value)
+    assert (
+        "value.id is string, the schema's type there is bigint: CAST it to bigint; value.extra: the schema has "
+        "no field extra (its fields: id, note, amount, at, tags, address, status); drop it, or register a schema "
+        "version that has it; value.status: the schema's field status has no default and takes no null, and the "
+        "column lacks it; add it to the struct"
+    ) in str(unfit.value)
+    write_batch(df, options)  # the schema's own type fits: the same options write (no rows)
+
+
+def test_a_row_that_does_not_fit_fails_the_write_and_with_dead_letter_topic_lands_there_with_its_reason(
+    spark, kafka, schema_registry
+):
+    topic = kafka.create_topic(kafka.unique_name("sink-bad"), partitions=1)
+    dead = kafka.create_topic(kafka.unique_name("sink-dead"), partitions=1)
+    SchemaRegistryClient({"url": schema_registry}).register_schema(
+        f"{topic}-value", Schema(json.dumps(AVRO_SCHEMA), "AVRO")
+    )
+    bad = {**AVRO_VALUES[0], "id": 7, "amount": None}
+    df = value_frame(spark, AVRO_DDL, [AVRO_VALUES[0], bad, AVRO_VALUES[1]])
+    options = registry_options(kafka, schema_registry, topic=topic, valueFormat="avro")
+    with pytest.raises(Exception) as failed:
+        write_batch(df, options)
+    assert (
+        "cannot write row 1 of Spark partition 0: the value column does not fit its writer schema: value.amount: "
+        "null for a non-nullable field. No record of its batch was written"
+    ) in str(failed.value)
+    assert read_topic(kafka, topic, 1) == []
+
+    write_batch(
+        df,
+        {
+            **options,
+            "deadLetterTopic": dead,
+            "deliveryGuarantee": "exactly-once",
+            "transactionalIdPrefix": kafka.unique_name("sink-dead"),
+        },
+    )
+    written = read_topic(kafka, topic, 1, read_committed=True)
+    assert [decode(avro_deserializer(schema_registry), topic, r[3]) for r in written] == [
+        AVRO_VALUES[0],
+        AVRO_VALUES[1],
+    ]
+    assert [(r[2], r[4]) for r in written] == [(b"k0", ()), (b"k2", ())]
+    [letter] = read_topic(kafka, dead, 1, read_committed=True)
+    assert letter[2] == b"k1"
+    assert json.loads(letter[3]) == {
+        "id": 7,
+        "note": "first",
+        "at": "2024-05-06T07:08:09.123456+00:00",
+        "tags": ["a", "b"],
+        "address": {"city": "Oslo", "zip": "0150"},
+        "status": "NEW",
+    }
+    assert letter[4] == (("kafkasource.column", b"value"), ("kafkasource.error", b"value.amount: null for a "
+                         b"non-nullable field"), ("kafkasource.topic", topic.encode()))  # fmt: skip
