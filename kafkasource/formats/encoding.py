@@ -16,8 +16,12 @@ exactly-once in the same transaction): their formatted columns as JSON text, hea
 
 from __future__ import annotations
 
+import base64
+import datetime
+import json
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
+from decimal import Decimal
 
 import pyarrow as pa
 
@@ -133,7 +137,8 @@ def _writer_schema(options, config, column: str, fmt: Format, topic, data_type, 
         subject = f"{topic}-{column}"
 
     def derive() -> str:
-        from kafkasource.formats.encoders import SchemaUnfit, derive_schema
+        from kafkasource.formats.derived_schemas import derive_schema
+        from kafkasource.formats.encoders import SchemaUnfit
 
         try:
             return derive_schema(fmt, data_type, column)
@@ -245,8 +250,6 @@ def encode_batch(
 def _dead_letters(batch, arrays: dict, bad: dict, values: dict, encoding: Encoding, topic: str | None) -> None:
     """Rows that do not fit go to the dead-letter topic: the topic column names it, their formatted columns hold
     JSON text, their headers gain the column and the reason, their partition is the partitioner's choice."""
-    from kafkasource.formats.encoders import json_text
-
     rows = batch.num_rows
     if not bad:  # one layout for every batch: a topic and a headers column
         if topic is not None or "topic" not in arrays:
@@ -277,3 +280,29 @@ def _dead_letters(batch, arrays: dict, bad: dict, values: dict, encoding: Encodi
         arrays["partition"] = pa.array(partitions, pa.int32())
     arrays["topic"] = pa.array(topics, pa.string())
     arrays["headers"] = pa.array(headers, HEADERS_TYPE)
+
+
+# ---- the JSON text of a dead-lettered value, as to_json writes it ------------------------------------------
+
+
+def json_text(value) -> str:
+    """`value` (pyarrow's to_pylist form of a struct, array or scalar) as JSON text, close to Spark's to_json:
+    null struct fields left out, maps as objects, binary as base64, dates and timestamps in ISO 8601, decimals
+    as (double) numbers."""
+    return json.dumps(_jsonable(value), separators=(",", ":"), ensure_ascii=False)
+
+
+def _jsonable(value):
+    if isinstance(value, dict):
+        return {k: _jsonable(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        if value and all(isinstance(v, tuple) and len(v) == 2 for v in value):  # a map, as pyarrow gives it
+            return {str(k): _jsonable(v) for k, v in value}
+        return [_jsonable(v) for v in value]
+    if isinstance(value, bytes):
+        return base64.b64encode(value).decode()
+    if isinstance(value, datetime.date | datetime.time):
+        return value.isoformat()
+    if isinstance(value, Decimal):
+        return float(value)
+    return value

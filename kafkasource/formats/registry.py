@@ -1,5 +1,6 @@
-"""The schema registry as the source sees it: its client settings (the schema.registry.* options), the reader
-schema chosen when a query is defined, and writer schemas fetched by id, kept once per process.
+"""The schema registry as the source and the sink see it: its client settings (the schema.registry.* options), the
+reader schema chosen when a query is defined, writer schemas fetched by id, kept once per process, and the sink's
+writer schema (fetched, or registered with auto.register.schemas).
 
 Any registry speaking Confluent's REST API works (confluent-kafka's SchemaRegistryClient talks to it). The
 client retries a registry that does not answer (max.retries times, 3 unless set, with a growing wait); after

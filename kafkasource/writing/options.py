@@ -150,8 +150,7 @@ def _check_names(options: Mapping[str, str]) -> None:
         hint = f"did you mean {known[close[0]]}? " if close else ""
         raise OptionError(
             f"unknown option {shown_value(name)} for the kafkasource sink: {hint}its options are "
-            f"{', '.join(SINK_OPTIONS)} and kafka.<setting> for librdkafka's producer; with registry formats "
-            f"{', '.join(REGISTRY_OPTIONS)} and schema.registry.<setting>"
+            f"{', '.join(SINK_OPTIONS)} and kafka.<setting> for librdkafka's producer"
         )
 
 
