@@ -38,6 +38,10 @@ class ColumnError(KafkaSourceError, ValueError):
     or a row whose topic, partition or header cannot be."""
 
 
+class EncodeError(KafkaSourceError):
+    """A row's key or value does not fit its writer schema (valueFormat/keyFormat on the sink, no deadLetterTopic)."""
+
+
 class DeliveryError(KafkaSourceError):
     """Records could not be written to Kafka; the Spark task (and so the batch or job) fails with this message."""
 

@@ -1,5 +1,6 @@
-"""The schema registry as the source sees it: its client settings (the schema.registry.* options), the reader
-schema chosen when a query is defined, and writer schemas fetched by id, kept once per process.
+"""The schema registry as the source and the sink see it: its client settings (the schema.registry.* options), the
+reader schema chosen when a query is defined, writer schemas fetched by id, kept once per process, and the sink's
+writer schema (fetched, or registered with auto.register.schemas).
 
 Any registry speaking Confluent's REST API works (confluent-kafka's SchemaRegistryClient talks to it). The
 client retries a registry that does not answer (max.retries times, 3 unless set, with a growing wait); after
@@ -197,6 +198,67 @@ def reader_schema(
                 f"name another with {column}Subject, {column}SchemaVersion or {column}SchemaId"
             ) from None
         raise _failure(config, f"give the {column} column's reader schema", exc) from None
+    finally:
+        close = getattr(client, "close", None)
+        if close is not None:
+            close()
+
+
+def sink_schema(
+    config: Mapping[str, object],
+    column: str,
+    subject: str | None,
+    version: int | None,
+    schema_id: int | None,
+    form: str | None,
+    schema_type: str,
+    derive=None,
+) -> RegistrySchema:
+    """The schema the sink writes `column` with: by id, or a subject's version (the latest when None). A subject
+    with no schema gets the one `derive()` gives registered under it, when `derive` is given (auto.register.schemas),
+    else an OptionError says to register one or set auto.register.schemas."""
+    client = new_client(config)
+    try:
+        if schema_id is not None:
+            return _registry_schema(client, schema_id, client.get_schema(schema_id, fmt=form), form)
+        try:
+            registered = (
+                client.get_latest_version(subject, fmt=form)
+                if version is None
+                else client.get_version(subject, version, fmt=form)
+            )
+        except Exception as exc:
+            if not _is_not_found(exc) or derive is None:
+                raise
+            from confluent_kafka.schema_registry import Schema
+
+            text = derive()
+            new_id = client.register_schema(subject, Schema(text, schema_type))
+            return RegistrySchema(new_id, schema_type, text)
+        return _registry_schema(client, registered.schema_id, registered.schema, form)
+    except MissingReference as exc:
+        raise OptionError(f"the {column} column's writer schema cannot be read: {exc}") from None
+    except KafkaSourceError:
+        raise
+    except Exception as exc:
+        if _is_not_found(exc):
+            which = (
+                f"schema id {schema_id}"
+                if schema_id is not None
+                else f"subject {subject!r}" + (f" version {version}" if version is not None else "")
+            )
+            register = (
+                "register the schema to write with under it, or set auto.register.schemas=true to register one "
+                "derived from the column's type"
+                if schema_id is None and version is None
+                else "register it"
+            )
+            raise OptionError(
+                f"the schema registry at {url_without_credentials(str(config['url']))} has no {which} for the "
+                f"{column} column ({hide(str(exc), config)}): {register}, or name another with {column}Subject, "
+                f"{column}SchemaVersion or {column}SchemaId"
+            ) from None
+        raise _failure(config, f"give the {column} column's writer schema", exc) from None
     finally:
         close = getattr(client, "close", None)
         if close is not None:

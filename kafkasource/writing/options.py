@@ -16,6 +16,7 @@ from typing import Literal, get_args
 
 from kafkasource.cluster import settings as kafka_settings
 from kafkasource.errors import OptionError
+from kafkasource.formats.encoding import OPTIONS as REGISTRY_OPTIONS  # registry formats: read by formats/encoding.py
 from kafkasource.options.values import check_topic_name, option_text, read_bootstrap_servers, read_choice, shown_value
 
 DeliveryGuarantee = Literal["at-least-once", "exactly-once", "none"]
@@ -140,10 +141,10 @@ def parse_sink_options(raw_options: Mapping[str, str], streaming: bool) -> SinkO
 
 def _check_names(options: Mapping[str, str]) -> None:
     """Refuse option names the sink does not know, suggesting the closest: a typo never falls back to a default."""
-    known = {name.lower(): name for name in SINK_OPTIONS}
+    known = {name.lower(): name for name in SINK_OPTIONS + REGISTRY_OPTIONS}
     spark_added = {name.lower() for name in SPARK_WRITE_OPTIONS}
     for name in options:
-        if name.startswith("kafka.") or name in known or name in spark_added:
+        if name.startswith(("kafka.", "schema.registry.")) or name in known or name in spark_added:
             continue
         close = difflib.get_close_matches(name, list(known), n=1, cutoff=0.75)
         hint = f"did you mean {known[close[0]]}? " if close else ""

@@ -43,8 +43,10 @@ class Columns:
     partition: bool
 
 
-def check_columns(schema, topic_option: str | None) -> Columns:
-    """The columns of `schema` (a pyspark StructType) the sink writes, or a ColumnError in the built-in's words."""
+def check_columns(schema, topic_option: str | None, formatted: tuple[str, ...] = ()) -> Columns:
+    """The columns of `schema` (a pyspark StructType) the sink writes, or a ColumnError in the built-in's words.
+    `formatted`: the key/value columns written in a registry format (valueFormat/keyFormat), whose type the writer
+    schema decides (kafkasource.formats.encoding checks them)."""
     types = {f.name: f.dataType for f in schema.fields}  # exact names, as the built-in matches them
     if topic_option is None:
         if TOPIC not in types:
@@ -57,8 +59,9 @@ def check_columns(schema, topic_option: str | None) -> Columns:
             f"Required attribute '{VALUE}' not found: the DataFrame needs a value column (string or "
             f"binary); its columns are {', '.join(types) or 'none'}"
         )
-    _expect(VALUE, types[VALUE], ("string", "binary"), "CAST it, or serialize it (to_json, to_avro)")
-    if KEY in types:
+    if VALUE not in formatted:
+        _expect(VALUE, types[VALUE], ("string", "binary"), "CAST it, or serialize it (to_json, to_avro)")
+    if KEY in types and KEY not in formatted:
         _expect(KEY, types[KEY], ("string", "binary"), "CAST it, or serialize it (to_json, to_avro)")
     if HEADERS in types:
         _expect(

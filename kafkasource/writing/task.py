@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pyspark.sql.datasource import WriterCommitMessage
 
 from kafkasource.errors import KafkaSourceError
+from kafkasource.formats.encoding import Encoding, encode_batches
 from kafkasource.writing.options import SinkOptions
 from kafkasource.writing.producer import write_plain
 from kafkasource.writing.rows import Columns, Message, messages
@@ -67,7 +68,12 @@ def task_info() -> TaskInfo:
 
 
 def write_task(
-    options: SinkOptions, columns: Columns, batches: Iterable, task: TaskInfo, streaming: bool
+    options: SinkOptions,
+    columns: Columns,
+    batches: Iterable,
+    task: TaskInfo,
+    streaming: bool,
+    encoding: Encoding | None = None,
 ) -> SinkCommitMessage:
     """Write one task's Arrow record batches; its commit message for the driver."""
     if streaming and options.guarantee == "exactly-once" and task.batch is None:
@@ -79,7 +85,10 @@ def write_task(
     first, rest = _peek(batches)
     if first is None:  # no rows: no producer, no transaction (a replay of an empty task is empty again)
         return SinkCommitMessage(task.partition_id, 0)
-    records: Iterator[Message] = (m for batch in rest for m in messages(batch, columns))
+    # registry formats: an Arrow step before the producer, so it is handed binary key/value columns
+    encoded = encode_batches(iter(rest), encoding, options.topic, task.partition_id)
+    columns = encoded_columns(columns, encoding)
+    records: Iterator[Message] = (m for batch in encoded for m in messages(batch, columns))
     if options.guarantee == "exactly-once":
         outcome = write_transaction(options, task.partition_id, records, task.batch if streaming else None)
     else:
@@ -93,6 +102,14 @@ def write_task(
         " (batch already written: replay skipped)" if outcome.replayed else "",
     )
     return SinkCommitMessage(task.partition_id, outcome.records, outcome.replayed)
+
+
+def encoded_columns(columns: Columns, encoding: Encoding | None) -> Columns:
+    """The columns of the encoded batches: with a dead-letter topic each batch names every row's topic and carries
+    headers (kafkasource.formats.encoding)."""
+    if encoding is None or encoding.dead_letter_topic is None:
+        return columns
+    return Columns(topic=None, key=columns.key, headers=True, partition=columns.partition)
 
 
 def _peek(batches: Iterable) -> tuple[object | None, Iterable]:

@@ -17,6 +17,7 @@ from collections.abc import Iterator, Mapping
 from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowWriter, WriterCommitMessage
 
 from kafkasource.errors import ContinuousTriggerError, OptionError
+from kafkasource.formats.encoding import Encoding, parse_encoding
 from kafkasource.writing.options import SinkOptions, parse_sink_options
 from kafkasource.writing.rows import Columns, check_columns
 from kafkasource.writing.task import (
@@ -39,12 +40,20 @@ def batch_writer(raw_options: Mapping[str, str], schema, overwrite: bool) -> Kaf
     if overwrite:
         raise OptionError(OVERWRITE_REFUSED)
     options = parse_sink_options(raw_options, streaming=False)
-    return KafkaBatchWriter(options, check_columns(schema, options.topic))
+    return KafkaBatchWriter(options, *_columns(raw_options, schema, options))
 
 
 def stream_writer(raw_options: Mapping[str, str], schema) -> KafkaStreamWriter:
     options = parse_sink_options(raw_options, streaming=True)
-    return KafkaStreamWriter(options, check_columns(schema, options.topic))
+    return KafkaStreamWriter(options, *_columns(raw_options, schema, options))
+
+
+def _columns(raw_options: Mapping[str, str], schema, options: SinkOptions) -> tuple[Columns, Encoding | None]:
+    """The columns the sink writes, and the registry formats' encoding (None without valueFormat/keyFormat), its
+    writer schemas fetched and the columns checked against them."""
+    encoding = parse_encoding(raw_options, schema, options.topic)
+    columns = check_columns(schema, options.topic, encoding.formatted if encoding else ())
+    return columns, encoding
 
 
 def _summary(messages: list[WriterCommitMessage | None]) -> str:
@@ -58,12 +67,13 @@ def _summary(messages: list[WriterCommitMessage | None]) -> str:
 class KafkaBatchWriter(DataSourceArrowWriter):
     """df.write.format("kafkasource"): each task writes its rows; nothing is left for the driver to commit."""
 
-    def __init__(self, options: SinkOptions, columns: Columns):
+    def __init__(self, options: SinkOptions, columns: Columns, encoding: Encoding | None = None):
         self._options = options
         self._columns = columns
+        self._encoding = encoding
 
     def write(self, iterator: Iterator) -> SinkCommitMessage:
-        return write_task(self._options, self._columns, iterator, task_info(), streaming=False)
+        return write_task(self._options, self._columns, iterator, task_info(), streaming=False, encoding=self._encoding)
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
         log.info("batch write: %s", _summary(messages))
@@ -76,12 +86,13 @@ class KafkaBatchWriter(DataSourceArrowWriter):
 class KafkaStreamWriter(DataSourceStreamArrowWriter):
     """df.writeStream.format("kafkasource"): each task writes its part of a micro-batch."""
 
-    def __init__(self, options: SinkOptions, columns: Columns):
+    def __init__(self, options: SinkOptions, columns: Columns, encoding: Encoding | None = None):
         self._options = options
         self._columns = columns
+        self._encoding = encoding
 
     def write(self, iterator: Iterator) -> SinkCommitMessage:
-        return write_task(self._options, self._columns, iterator, task_info(), streaming=True)
+        return write_task(self._options, self._columns, iterator, task_info(), streaming=True, encoding=self._encoding)
 
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
         # a micro-batch is committed only once every task returned its message: a commit without them is a
