@@ -121,7 +121,7 @@ def output_schema(decoding: Decoding | None, include_headers: bool):
 # ---- options, on the driver --------------------------------------------------------------------------------
 
 
-def _format(options: Mapping[str, str], column: str) -> Format:
+def read_format(options: Mapping[str, str], column: str) -> Format:
     raw = options.get(f"{column}Format".lower())
     if raw is None:
         return "binary"
@@ -134,7 +134,7 @@ def _format(options: Mapping[str, str], column: str) -> Format:
     return chosen
 
 
-def _number(options: Mapping[str, str], name: str) -> int | None:
+def read_schema_number(options: Mapping[str, str], name: str) -> int | None:
     raw = options.get(name.lower())
     if raw is None:
         return None
@@ -164,7 +164,7 @@ def parse_decoding(options: Mapping[str, str], subscription: Subscription, read_
     """The decoding the options ask for (None: key and value stay binary), its reader schemas fetched now.
     `options` holds the options given a value: lower-case names, values stripped (as options.parse_options
     reads them)."""
-    formats = {column: _format(options, column) for column in COLUMNS}
+    formats = {column: read_format(options, column) for column in COLUMNS}
     on_error_raw = options.get("onDecodeError".lower()) or "fail"
     on_error: OnDecodeError
     if on_error_raw.lower() == "fail":
@@ -187,7 +187,7 @@ def parse_decoding(options: Mapping[str, str], subscription: Subscription, read_
     columns: list[ColumnFormat] = []
     subjects: dict[str, str | None] = {}
     for column in decoded:
-        schema_id = _number(options, f"{column}SchemaId")
+        schema_id = read_schema_number(options, f"{column}SchemaId")
         version_raw = options.get(f"{column}SchemaVersion".lower())
         if schema_id is not None and (version_raw is not None or options.get(f"{column}Subject".lower()) is not None):
             raise OptionError(
@@ -197,7 +197,7 @@ def parse_decoding(options: Mapping[str, str], subscription: Subscription, read_
         version = (
             None
             if version_raw is None or version_raw.lower() == "latest"
-            else _number(options, f"{column}SchemaVersion")
+            else read_schema_number(options, f"{column}SchemaVersion")
         )
         subject = _subject(options, column, subscription)
         reader = reader_schema(config, column, subject, version, schema_id, SCHEMA_FORMS.get(formats[column]))

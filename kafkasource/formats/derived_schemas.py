@@ -1,6 +1,8 @@
 """The schemas auto.register.schemas registers under a subject that has none, derived from the column's Spark type:
-Avro as Spark's to_avro derives one (a record named topLevelRecord, nested records named after their field in the
-namespace of their parents, a decimal as a fixed; a nullable type as a union with null, null first), JSON Schema
+Avro named as Spark's to_avro names its records (a record named topLevelRecord, nested records named after their
+field in the namespace of their parents, a decimal as a fixed), with a nullable type as a union with null first, so
+that such a field may default to null when the schema evolves (Avro takes a union's default from its first
+branch), JSON Schema
 an object schema in the types the reader maps back (nullable: null allowed; non-nullable fields required).
 Protobuf is not derived: a .proto's field numbers and names are the writer's to choose.
 """

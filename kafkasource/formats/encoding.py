@@ -26,9 +26,9 @@ from decimal import Decimal
 import pyarrow as pa
 
 from kafkasource.errors import ColumnError, EncodeError, OptionError
-from kafkasource.formats.decoding import COLUMNS, SCHEMA_FORMS, SCHEMA_TYPES, Format, _format, _number
+from kafkasource.formats.decoding import COLUMNS, SCHEMA_FORMS, SCHEMA_TYPES, Format, read_format, read_schema_number
 from kafkasource.formats.registry import RegistrySchema, registry_config, sink_schema
-from kafkasource.options.values import _bool, check_topic_name, option_text
+from kafkasource.options.values import check_topic_name, option_text, read_bool
 
 # the sink's options for registry formats; schema.registry.* besides
 OPTIONS = (
@@ -78,7 +78,7 @@ def parse_encoding(raw_options: Mapping[str, str], schema, topic: str | None) ->
     """The encoding the sink's options ask for (None: key and value written as they are), its writer schemas
     fetched or registered now and the DataFrame's `schema` (a pyspark StructType) checked against them."""
     options = {str(k).lower(): str(v).strip() for k, v in raw_options.items()}
-    formats = {column: _format(options, column) for column in COLUMNS}
+    formats = {column: read_format(options, column) for column in COLUMNS}
     encoded = [column for column in COLUMNS if formats[column] != "binary"]
     if not encoded:
         named = [n for n in OPTIONS[2:] if options.get(n.lower()) is not None]
@@ -89,7 +89,7 @@ def parse_encoding(raw_options: Mapping[str, str], schema, topic: str | None) ->
                 "valueFormat or keyFormat (avro, protobuf or json), or remove it"
             )
         return None
-    auto_register = _bool(options, "auto.register.schemas", False)
+    auto_register = read_bool(options, "auto.register.schemas", False)
     dead_letter = option_text(options, "deadLetterTopic")
     if dead_letter is not None:
         check_topic_name("deadLetterTopic", dead_letter)
@@ -116,7 +116,7 @@ def parse_encoding(raw_options: Mapping[str, str], schema, topic: str | None) ->
 
 
 def _writer_schema(options, config, column: str, fmt: Format, topic, data_type, auto_register: bool) -> RegistrySchema:
-    schema_id = _number(options, f"{column}SchemaId")
+    schema_id = read_schema_number(options, f"{column}SchemaId")
     version_raw = options.get(f"{column}SchemaVersion".lower())
     subject = options.get(f"{column}Subject".lower())
     if schema_id is not None and (version_raw is not None or subject is not None):
@@ -125,7 +125,9 @@ def _writer_schema(options, config, column: str, fmt: Format, topic, data_type, 
             f"and {column}SchemaVersion, or {column}SchemaId"
         )
     version = (
-        None if version_raw is None or version_raw.lower() == "latest" else _number(options, f"{column}SchemaVersion")
+        None
+        if version_raw is None or version_raw.lower() == "latest"
+        else read_schema_number(options, f"{column}SchemaVersion")
     )
     if schema_id is None and subject is None:
         if topic is None:

@@ -62,7 +62,7 @@ def _whole_number_option(options: Mapping[str, str], name: str, default: int) ->
     return default if raw is None else _whole_number(name, raw, 0, MAX_TIMEOUT_MS)
 
 
-def _bool(options: Mapping[str, str], name: str, default: bool) -> bool:
+def read_bool(options: Mapping[str, str], name: str, default: bool) -> bool:
     raw = option_text(options, name)
     if raw is None:
         return default
