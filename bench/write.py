@@ -377,8 +377,9 @@ def report(results: Results, data_sets: list[datasets.DataSet], sinks: tuple[Sin
         f"`{command}`, {time.strftime('%Y-%m-%d')}, {elapsed / 60:.0f} minutes, one run.", "",
         f"Machine: {machine()}.", "",
         "Each data set was first written once to Parquet (one file per target partition, so one Spark task per "
-        "file; random values); each write is a Trigger.AvailableNow stream of `readStream.format(\"parquet\")` "
-        "into the sink, `local[2]`, one session, to a fresh topic with the set's partition count (no key, no "
+        "file; " + ("the struct's fields" if args.avro else "random values") + "); each write is a "
+        "Trigger.AvailableNow stream of `readStream.format(\"parquet\")` into the sink, `local[2]`, one "
+        "session, to a fresh topic with the set's partition count (no key, no "
         "partition column: each sink's partitioner chooses), default producer settings. Per data set, each sink "
         f"wrote {args.warm_up} time(s) untimed, then {args.repeat} times timed, sinks rotating; the tables show "
         "medians of the timed writes. After every write the topic held exactly the set's record count (end "
