@@ -246,6 +246,16 @@ def check_count(bootstrap: str, topic: str, sink: Sink, data_set: datasets.DataS
                            f"({data_set.name}): the write lost or duplicated records")
 
 
+def check_tasks(bootstrap: str, prefix: str, data_set: datasets.DataSet) -> None:
+    """An exactly-once stream's tasks each commit a batch marker for group `<prefix>-<partition>`: one group per
+    Parquet file shows Spark wrote the set in one task per file, the shape every sink is meant to get."""
+    listed = admin_of(bootstrap).list_consumer_groups().result(60).valid
+    groups = sorted(g.group_id for g in listed if g.group_id.startswith(f"{prefix}-"))
+    expected = [f"{prefix}-{p}" for p in range(data_set.partitions)]
+    if groups != sorted(expected):
+        raise RuntimeError(f"{data_set.name} was written by the tasks {groups}, expected one per file: {expected}")
+
+
 # ---- the writes --------------------------------------------------------------------------------------------------
 
 def source(spark, folder: Path, avro: bool):
@@ -316,6 +326,8 @@ def write_once(spark, meter: cpu.Meter, sink: Sink, bootstrap: str, data_set: da
             raise RuntimeError(f"{sink.name}: the query read {rows:,} rows of {data_set.name}, expected "
                                f"{data_set.records:,}")
         check_count(bootstrap, topic, sink, data_set, bytes([0]) + schema_id.to_bytes(4, "big") if avro else None)
+        if sink.guarantee == "exactly-once":
+            check_tasks(bootstrap, f"{topic}-tx", data_set)
         delete_topic(bootstrap, topic)  # kept when the write failed, for a look at what it holds
         assert used.cpu is not None
         return Write(elapsed, inside, rows, used.cpu)
