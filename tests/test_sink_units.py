@@ -53,6 +53,26 @@ def test_users_settings_win_over_the_sinks_defaults_and_none_adds_no_idempotence
     assert parse(**{"kafka.enable.idempotence": "false"}).producer_config()["enable.idempotence"] == "false"
 
 
+def test_batching_compression_and_in_flight_stay_librdkafkas_defaults_under_every_guarantee():
+    """bench/PRODUCER.md measured linger.ms, batch.*, compression.type and max.in.flight: none helped, so the sink
+    sets none of them; a producer under each guarantee gets exactly the sink's two defaults and the brokers."""
+    configs = {
+        "at-least-once": parse().producer_config(),
+        "exactly-once": parse(deliveryGuarantee="exactly-once", transactionalIdPrefix="p").producer_config(),
+        "none": parse(deliveryGuarantee="none").producer_config(),
+    }
+    brokers = {"bootstrap.servers": "broker:9092"}
+    assert configs == {
+        "at-least-once": {"partitioner": "murmur2_random", "enable.idempotence": True, **brokers},
+        "exactly-once": {"partitioner": "murmur2_random", **brokers},
+        "none": {"partitioner": "murmur2_random", **brokers},
+    }
+    measured = {"linger.ms", "batch.size", "batch.num.messages", "compression.type", "max.in.flight"}
+    assert [sorted(measured & set(c)) for c in configs.values()] == [[], [], []]
+    # the same search finds such a setting when a user gives one
+    assert sorted(measured & set(parse(**{"kafka.compression.type": "lz4"}).producer_config())) == ["compression.type"]
+
+
 def test_option_names_are_case_insensitive_and_spark_s_checkpoint_location_is_accepted():
     options = parse_sink_options({"KAFKA.BOOTSTRAP.SERVERS": "b:1", "Topic": "t", "DELIVERYGUARANTEE": "NONE",
                                   "checkpointLocation": "/tmp/x"}, streaming=True)

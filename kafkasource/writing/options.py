@@ -34,7 +34,13 @@ REFUSED_PRODUCER_SETTINGS = {
 }
 # librdkafka's defaults where Spark's built-in sink (the Java producer) behaves otherwise: keyed records land in the
 # partition the Java producer picks (murmur2 of the key), so both sinks place a key alike; at-least-once writes are
-# idempotent, as the Java producer's are by default since Kafka 3.0 (its own retries neither duplicate nor reorder)
+# idempotent, as the Java producer's are by default since Kafka 3.0 (its own retries neither duplicate nor reorder).
+# Batching, compression and requests in flight stay librdkafka's: linger.ms 5 (Kafka's Java producer took the same
+# default in Kafka 4.0), batch.num.messages 10,000 and batch.size 1,000,000, compression.type none (the Java
+# producer's too), max.in.flight 5 with idempotence. A task's write with linger.ms 20 or 100, 100,000 records or
+# 256 KB per batch, lz4 or zstd, or 1 or 2 requests in flight was not faster in a way that held across 100 B and
+# 1 KB values and both guarantees, and compression costs the producer CPU to save bytes only on values that
+# compress (bench/PRODUCER.md has the figures). Users choose otherwise with kafka.*.
 PRODUCER_DEFAULTS: dict[str, object] = {"partitioner": "murmur2_random"}
 AT_LEAST_ONCE_DEFAULTS: dict[str, object] = {"enable.idempotence": True}
 # librdkafka's defaults: message.timeout.ms (alias delivery.timeout.ms) and transaction.timeout.ms; a transactional
