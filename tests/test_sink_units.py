@@ -9,6 +9,7 @@ from confluent_kafka import KafkaError
 from pyspark.sql.types import ArrayType, BinaryType, IntegerType, LongType, StringType, StructField, StructType
 
 from kafkasource.errors import ColumnError, OptionError
+from kafkasource.runtime import native_extension
 from kafkasource.writing.failures import delivery_error
 from kafkasource.writing.options import parse_sink_options
 from kafkasource.writing.rows import HEADERS_TYPE, NULL_TOPIC, Columns, check_columns, messages
@@ -79,11 +80,27 @@ def test_missing_bootstrap_servers():
 def test_an_unknown_option_is_refused_with_the_closest_name():
     assert error_of(deliveryGuarantees="none") == (
         "unknown option 'deliveryguarantees' for the kafkasource sink: did you mean deliveryGuarantee? its options "
-        "are topic, deliveryGuarantee, transactionalIdPrefix, markerTopic and kafka.<setting> for librdkafka's "
-        "producer")
+        "are topic, deliveryGuarantee, transactionalIdPrefix, markerTopic, writePath and kafka.<setting> for "
+        "librdkafka's producer")
     assert error_of(subscribe="in") == (
         "unknown option 'subscribe' for the kafkasource sink: its options are topic, deliveryGuarantee, "
-        "transactionalIdPrefix, markerTopic and kafka.<setting> for librdkafka's producer")
+        "transactionalIdPrefix, markerTopic, writePath and kafka.<setting> for librdkafka's producer")
+
+
+def test_write_path_is_auto_native_or_python_and_native_needs_the_extension(monkeypatch):
+    assert (parse().write_path, parse(writePath="Python").write_path) == ("auto", "python")
+    assert parse(writePath="python").native() is False
+    assert error_of(writePath="rust") == "option writePath must be one of auto, native, python, got 'rust'"
+    monkeypatch.setattr(native_extension, "EXTENSION", None)  # as installed without a Rust toolchain
+    assert error_of(writePath="native") == (
+        "option writePath is native, but kafkasource's native extension is not built here: install kafkasource "
+        "where a Rust toolchain is present (pip install builds it), or set writePath to auto (native when built) "
+        "or python")
+    assert parse(writePath="auto").native() is False  # auto falls back to confluent-kafka's producer
+    monkeypatch.setattr(native_extension, "LOAD_ERROR", "libssl.so.3: cannot open shared object file")
+    assert error_of(writePath="native").startswith(
+        "option writePath is native, but kafkasource's native extension could not be loaded here: libssl.so.3: "
+        "cannot open shared object file: install kafkasource")
 
 
 def test_a_bad_delivery_guarantee_names_the_choices():

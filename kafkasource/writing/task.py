@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import itertools
 import logging
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from pyspark.sql.datasource import WriterCommitMessage
@@ -17,7 +17,7 @@ from pyspark.sql.datasource import WriterCommitMessage
 from kafkasource.errors import KafkaSourceError
 from kafkasource.writing.options import SinkOptions
 from kafkasource.writing.producer import write_plain
-from kafkasource.writing.rows import Columns, Message, messages
+from kafkasource.writing.rows import ArrowRecords, Columns, Message, messages
 from kafkasource.writing.transactions import Outcome, StreamBatch, write_transaction
 
 log = logging.getLogger(__name__)
@@ -79,7 +79,10 @@ def write_task(
     first, rest = _peek(batches)
     if first is None:  # no rows: no producer, no transaction (a replay of an empty task is empty again)
         return SinkCommitMessage(task.partition_id, 0)
-    records: Iterator[Message] = (m for batch in rest for m in messages(batch, columns))
+    # the native producer reads the batches' columns itself; confluent-kafka's takes one record at a time
+    records: Iterable[Message] = (
+        ArrowRecords(rest, columns) if options.native() else (m for batch in rest for m in messages(batch, columns))
+    )
     if options.guarantee == "exactly-once":
         outcome = write_transaction(options, task.partition_id, records, task.batch if streaming else None)
     else:

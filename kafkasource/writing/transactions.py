@@ -29,7 +29,7 @@ from kafkasource.cluster.client import COORDINATOR_RETRIABLE
 from kafkasource.cluster.settings import masked
 from kafkasource.writing.failures import DeliveryError, delivery_error, where
 from kafkasource.writing.options import SinkOptions
-from kafkasource.writing.producer import Deliveries, close, new_producer, send
+from kafkasource.writing.producer import Deliveries, close, make_producer, send_records
 from kafkasource.writing.rows import Message
 
 log = logging.getLogger(__name__)
@@ -107,7 +107,7 @@ def write_transaction(
     tid = transactional_id(prefix, partition_id)
     timeout = options.delivery_timeout_ms() / 1000 + CALL_MARGIN_S
     deliveries = Deliveries()
-    producer = new_producer(options, deliveries, **{"transactional.id": tid})
+    producer = make_producer(options, deliveries, **{"transactional.id": tid})
     consumer = None
     began = False
     try:
@@ -131,7 +131,7 @@ def write_transaction(
                 return Outcome(0, replayed=True)
         producer.begin_transaction()
         began = True
-        count = send(producer, deliveries, messages, options, transactional_id=tid)
+        count = send_records(producer, deliveries, messages, options, transactional_id=tid)
         if batch is not None and consumer is not None:
             offset = TopicPartition(
                 _marker_topic(options),
@@ -139,7 +139,7 @@ def write_transaction(
                 batch.batch_id + 1,
                 marker_metadata(batch.query_id, batch.batch_id, partition_id),
             )
-            producer.send_offsets_to_transaction([offset], consumer.consumer_group_metadata(), timeout)
+            _send_marker(producer, consumer, offset, marker_group(prefix, partition_id), timeout)
         producer.commit_transaction(timeout)
         return Outcome(count)
     except KafkaException as exc:
@@ -193,6 +193,17 @@ def _read_marker(consumer: Consumer, options: SinkOptions, timeout: float) -> Ma
             raise KafkaException(error)
         log.info("reading the batch marker: %s; retrying", error.str())
         time.sleep(0.2)
+
+
+def _send_marker(producer, consumer: Consumer, offset: TopicPartition, group: str, timeout: float) -> None:
+    """The marker's offset into the open transaction: the native producer names the group by its id alone,
+    confluent-kafka's takes the marker consumer's group metadata."""
+    from kafkasource.writing.native_producer import NativeProducer
+
+    if isinstance(producer, NativeProducer):
+        producer.send_marker(offset.topic, offset.partition, offset.offset, offset.metadata, group, timeout)
+    else:
+        producer.send_offsets_to_transaction([offset], consumer.consumer_group_metadata(), timeout)
 
 
 def _marker_topic(options: SinkOptions) -> str:

@@ -53,6 +53,7 @@ type FailureTuple = (usize, i32, String, String, String, i32, usize);
 struct Failure {
     row: usize,
     code: i32,
+    name: String,
     text: String,
     topic: String,
     partition: i32,
@@ -61,8 +62,7 @@ struct Failure {
 
 impl Failure {
     fn to_tuple(&self) -> FailureTuple {
-        let name = error_code_name(self.code);
-        (self.row, self.code, name, self.text.clone(), self.topic.clone(), self.partition, self.size)
+        (self.row, self.code, self.name.clone(), self.text.clone(), self.topic.clone(), self.partition, self.size)
     }
 }
 
@@ -105,6 +105,7 @@ unsafe extern "C" fn on_delivery(
         reports.first = Some(Failure {
             row: m._private as usize,
             code: m.err as i32,
+            name: error_code_name(m.err),
             // librdkafka's description of the code, as confluent-kafka's KafkaError of a delivery report says it
             text: error_name(m.err),
             topic,
@@ -227,6 +228,7 @@ unsafe impl Sync for ProducerHandle {}
 
 /// A failed librdkafka call (an rd_kafka_error_t), read and destroyed.
 struct CallError {
+    err: Err,
     code: i32,
     name: String,
     text: String,
@@ -244,8 +246,10 @@ impl CallError {
         if error.is_null() {
             return None;
         }
+        let err = rd::rd_kafka_error_code(error);
         let found = CallError {
-            code: rd::rd_kafka_error_code(error) as i32,
+            err,
+            code: err as i32,
             name: cstr(rd::rd_kafka_error_name(error)),
             text: cstr(rd::rd_kafka_error_string(error)),
             fatal: rd::rd_kafka_error_is_fatal(error) != 0,
@@ -270,10 +274,9 @@ fn call_result(error: *mut rd::rd_kafka_error_t) -> PyResult<()> {
 }
 
 /// librdkafka's name of an error code, as "MSG_SIZE_TOO_LARGE" or "_QUEUE_FULL".
-fn error_code_name(code: i32) -> String {
-    // SAFETY: rd_kafka_err2name returns a static NUL-terminated string for any code; the resp_err_t enum is i32
-    // sized and librdkafka reads it as an int, so any code goes through (an unknown one is named as such).
-    unsafe { cstr(rd::rd_kafka_err2name(std::mem::transmute::<i32, Err>(code))) }
+fn error_code_name(err: Err) -> String {
+    // SAFETY: rd_kafka_err2name returns a static NUL-terminated string for any code.
+    unsafe { cstr(rd::rd_kafka_err2name(err)) }
 }
 
 // --- the Arrow C Data Interface -------------------------------------------------------------------------------
@@ -686,7 +689,7 @@ fn produce_rows(
             }
             Some(e) => {
                 let (mut code, mut text, mut fatal) =
-                    (e.code, format!("Unable to produce message: {}", e.text), e.fatal);
+                    (e.code, format!("Unable to produce message: {}", error_name(e.err)), e.fatal);
                 if code == Err::RD_KAFKA_RESP_ERR__FATAL as i32 {
                     // produce only says _FATAL; the producer knows what the fatal error was (fenced, refused)
                     let mut errstr = [0 as c_char; ERRSTR_SIZE];
@@ -876,14 +879,19 @@ impl Producer {
         let handle = self.handle()?;
         let list = crate::PartitionList::new(&[(topic, partition, offset)])?;
         if let Some(text) = metadata {
+            let text = c_string(&text, "the marker's metadata")?;
+            // with its NUL, as confluent-kafka commits metadata: readers through confluent-kafka (the Python path's
+            // marker check among them) read it as a C string, and librdkafka copies a committed offset's metadata
+            // by its size alone
+            let bytes = text.as_bytes_with_nul();
             // SAFETY: the list has its one entry; librdkafka frees an entry's metadata with its own allocator
             // when the list is destroyed, so the copy is made with it.
             unsafe {
                 let entry = &mut *(*list.0).elems;
-                let copy = rd::rd_kafka_mem_malloc(handle.kafka, text.len().max(1));
-                ptr::copy_nonoverlapping(text.as_ptr(), copy as *mut u8, text.len());
+                let copy = rd::rd_kafka_mem_malloc(handle.kafka, bytes.len());
+                ptr::copy_nonoverlapping(bytes.as_ptr(), copy as *mut u8, bytes.len());
                 entry.metadata = copy;
-                entry.metadata_size = text.len();
+                entry.metadata_size = bytes.len();
             }
         }
         let group = c_string(&group_id, "a group id")?;
