@@ -6,7 +6,7 @@ setup.py builds the extension when a Rust toolchain is present; without it, or w
 confluent-kafka path (producer.send, a produce() call per record) writes instead. Both share everything but the
 hot loop: NativeProducer makes the calls producer.py and transactions.py make on a confluent-kafka Producer, with
 the same errors (confluent-kafka's KafkaException and KafkaError, whose codes are librdkafka's in both), and its
-delivery reports, which the extension counts, end up in the same Deliveries.
+delivery reports, which the extension counts, end up in the same Deliveries; producer.send_batches is its loop.
 """
 
 from __future__ import annotations
@@ -14,14 +14,15 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Iterator
 from types import ModuleType
+from typing import TYPE_CHECKING
 
 from confluent_kafka import KafkaError, KafkaException
 
 from kafkasource.runtime.native_extension import EXTENSION, why_unavailable
-from kafkasource.writing.failures import delivery_error
-from kafkasource.writing.options import SinkOptions
-from kafkasource.writing.producer import Deliveries, _raise_on_failure, serve
-from kafkasource.writing.rows import ArrowRecords, Columns, Message, native_batch
+from kafkasource.writing.rows import Columns, Message
+
+if TYPE_CHECKING:
+    from kafkasource.writing.producer import Deliveries
 
 log = logging.getLogger(__name__)
 
@@ -137,42 +138,6 @@ class NativeProducer:
 
 def _property(value: object) -> str:
     return str(value).lower() if isinstance(value, bool) else str(value)
-
-
-def send_batches(
-    producer: NativeProducer,
-    deliveries: Deliveries,
-    records: ArrowRecords | Iterable[Message],
-    options: SinkOptions,
-    transactional_id: str | None = None,
-) -> int:
-    """producer.send's loop for the native producer: each Arrow batch handed over in one call (a few when the
-    producer must be served in between); how many records it took. The same errors as producer.send, plus the
-    failed record's row in the task."""
-    strict = options.guarantee != "none"
-    batches: Iterable[tuple[object, Columns]]
-    if isinstance(records, ArrowRecords):
-        batches = ((batch, records.columns) for batch in records.batches)
-    else:  # records as producer.send takes them (direct callers): put in Arrow batches first
-        batches = message_batches(records)
-    row = skipped = 0
-    for batch, columns in batches:
-        arrow = native_batch(batch, columns)
-        start = 0
-        while start < arrow.num_rows:
-            start, refused, refusal = producer.produce_batch(arrow, columns.topic, start, row, strict)
-            deliveries.failed += refused
-            skipped += refused
-            serve(producer, 0, options, transactional_id)  # what the loop's own polls served, into `deliveries`
-            if refusal is not None:
-                position, code, text, fatal, topic, partition, size = refusal
-                error = KafkaError(code, text, fatal=fatal)
-                raise delivery_error(
-                    error, options, topic, partition, size=size, transactional_id=transactional_id, record=position
-                )
-            _raise_on_failure(deliveries, options, strict, transactional_id)
-        row += arrow.num_rows
-    return row - skipped
 
 
 def message_batches(messages: Iterable[Message]) -> Iterator[tuple[object, Columns]]:

@@ -21,8 +21,9 @@ from confluent_kafka import KafkaError, KafkaException, Producer
 
 from kafkasource.cluster.refusal import is_refusal, refusal_error
 from kafkasource.writing.failures import DeliveryError, delivery_error, where
+from kafkasource.writing.native_producer import NativeProducer, message_batches
 from kafkasource.writing.options import SinkOptions
-from kafkasource.writing.rows import Message, size_of
+from kafkasource.writing.rows import ArrowRecords, Columns, Message, native_batch, size_of
 
 if TYPE_CHECKING:
     from kafkasource.writing.native_producer import NativeProducer
@@ -95,8 +96,6 @@ def make_producer(options: SinkOptions, deliveries: Deliveries, **overrides: obj
     confluent-kafka's. Either reports into `deliveries`; send_records hands either a task's records."""
     if not options.native():
         return new_producer(options, deliveries, **overrides)
-    from kafkasource.writing.native_producer import NativeProducer  # loads the extension only when asked
-
     return NativeProducer(options.producer_config(**overrides), deliveries)
 
 
@@ -109,8 +108,6 @@ def send_records(
 ) -> int:
     """send() for either kind of producer: the native one takes Arrow batches (rows.ArrowRecords), confluent-kafka's
     one record at a time."""
-    from kafkasource.writing.native_producer import NativeProducer, send_batches
-
     if isinstance(producer, NativeProducer):
         return send_batches(producer, deliveries, records, options, transactional_id)
     return send(producer, deliveries, records, options, transactional_id)
@@ -154,6 +151,42 @@ def send(
             serve(producer, 0, options, transactional_id)
             _raise_on_failure(deliveries, options, strict, transactional_id)
     return count
+
+
+def send_batches(
+    producer: NativeProducer,
+    deliveries: Deliveries,
+    records: ArrowRecords | Iterable[Message],
+    options: SinkOptions,
+    transactional_id: str | None = None,
+) -> int:
+    """producer.send's loop for the native producer: each Arrow batch handed over in one call (a few when the
+    producer must be served in between); how many records it took. The same errors as producer.send, plus the
+    failed record's row in the task."""
+    strict = options.guarantee != "none"
+    batches: Iterable[tuple[object, Columns]]
+    if isinstance(records, ArrowRecords):
+        batches = ((batch, records.columns) for batch in records.batches)
+    else:  # records as producer.send takes them (direct callers): put in Arrow batches first
+        batches = message_batches(records)
+    row = skipped = 0
+    for batch, columns in batches:
+        arrow = native_batch(batch, columns)
+        start = 0
+        while start < arrow.num_rows:
+            start, refused, refusal = producer.produce_batch(arrow, columns.topic, start, row, strict)
+            deliveries.failed += refused
+            skipped += refused
+            serve(producer, 0, options, transactional_id)  # what the loop's own polls served, into `deliveries`
+            if refusal is not None:
+                position, code, text, fatal, topic, partition, size = refusal
+                error = KafkaError(code, text, fatal=fatal)
+                raise delivery_error(
+                    error, options, topic, partition, size=size, transactional_id=transactional_id, record=position
+                )
+            _raise_on_failure(deliveries, options, strict, transactional_id)
+        row += arrow.num_rows
+    return row - skipped
 
 
 def serve(

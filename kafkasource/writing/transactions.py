@@ -28,6 +28,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 from kafkasource.cluster.client import COORDINATOR_RETRIABLE
 from kafkasource.cluster.settings import masked
 from kafkasource.writing.failures import DeliveryError, delivery_error, where
+from kafkasource.writing.native_producer import NativeProducer
 from kafkasource.writing.options import SinkOptions
 from kafkasource.writing.producer import Deliveries, close, make_producer, send_records
 from kafkasource.writing.rows import Message
@@ -198,8 +199,6 @@ def _read_marker(consumer: Consumer, options: SinkOptions, timeout: float) -> Ma
 def _send_marker(producer, consumer: Consumer, offset: TopicPartition, group: str, timeout: float) -> None:
     """The marker's offset into the open transaction: the native producer names the group by its id alone,
     confluent-kafka's takes the marker consumer's group metadata."""
-    from kafkasource.writing.native_producer import NativeProducer
-
     if isinstance(producer, NativeProducer):
         producer.send_marker(offset.topic, offset.partition, offset.offset, offset.metadata, group, timeout)
     else:
