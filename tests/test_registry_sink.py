@@ -18,8 +18,6 @@ from tests.registry_helpers import avro_deserializer, decode, encode, json_deser
 from tests.sink_helpers import read_topic, write_batch
 from tests.test_registry_protobuf import order_classes
 
-# each write path's sink options: the round trips run once per entry
-WRITE_PATHS = [pytest.param({}, id="python")]
 UTC = datetime.UTC
 AT = datetime.datetime(2024, 5, 6, 7, 8, 9, 123456, tzinfo=UTC)
 
@@ -130,7 +128,6 @@ def proto_as_row(message) -> dict:
     }  # fmt: skip
 
 
-@pytest.mark.parametrize("write_path", WRITE_PATHS)
 @pytest.mark.parametrize("fmt", ["avro", "protobuf", "json"])
 def test_a_struct_value_round_trips_through_kafkasources_reader_and_confluent_kafkas_deserializer(
     spark, kafka, schema_registry, fmt, write_path
@@ -147,7 +144,7 @@ def test_a_struct_value_round_trips_through_kafkasources_reader_and_confluent_ka
         ddl, values, extra = (AVRO_DDL, AVRO_VALUES, {}) if fmt == "avro" else (JSON_DDL, JSON_VALUES, {})
         deserializer = avro_deserializer(schema_registry) if fmt == "avro" else json_deserializer(schema_registry)
         as_row = None
-    options = registry_options(kafka, schema_registry, topic=topic, valueFormat=fmt, **extra, **write_path)
+    options = registry_options(kafka, schema_registry, topic=topic, valueFormat=fmt, **extra, writePath=write_path)
     write_batch(value_frame(spark, ddl, values), options)
 
     records = read_topic(kafka, topic, 1)

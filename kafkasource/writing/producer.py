@@ -15,7 +15,7 @@ import threading
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, TypeAlias
+from typing import TypeAlias
 
 from confluent_kafka import KafkaError, KafkaException, Producer
 
@@ -25,12 +25,7 @@ from kafkasource.writing.native_producer import NativeProducer, message_batches
 from kafkasource.writing.options import SinkOptions
 from kafkasource.writing.rows import ArrowRecords, Columns, Message, native_batch, size_of
 
-if TYPE_CHECKING:
-    from kafkasource.writing.native_producer import NativeProducer
-
-    SinkProducer: TypeAlias = (
-        Producer | NativeProducer
-    )  # what make_producer gives: confluent-kafka's, or the native one
+SinkProducer: TypeAlias = Producer | NativeProducer  # what make_producer gives: confluent-kafka's, or the native one
 
 log = logging.getLogger(__name__)
 
