@@ -19,6 +19,7 @@ use pyo3::prelude::*;
 use rdkafka_sys as rd;
 
 mod avro;
+mod avro_encode;
 
 const ERRSTR_SIZE: usize = 512;
 
@@ -689,6 +690,7 @@ fn librdkafka_version() -> String {
 #[pymodule]
 fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<Consumer>()?;
+    avro_encode::register(module)?;
     module.add_class::<Buffer>()?;
     module.add_class::<TakenRows>()?;
     module.add_class::<HeaderBuffers>()?;
