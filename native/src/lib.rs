@@ -19,7 +19,6 @@ use pyo3::prelude::*;
 use rdkafka_sys as rd;
 
 mod avro;
-mod avro_encode;
 
 const ERRSTR_SIZE: usize = 512;
 
@@ -686,6 +685,9 @@ fn librdkafka_version() -> String {
     // SAFETY: rd_kafka_version_str returns a static NUL-terminated string.
     unsafe { cstr(rd::rd_kafka_version_str()) }
 }
+
+// the sink's Avro encoder: encode_avro and the AvroEncodePlan it follows
+mod avro_encode;
 
 #[pymodule]
 fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
