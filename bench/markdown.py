@@ -7,7 +7,8 @@ import re
 from pathlib import Path
 
 # sections other scripts write, which bench/run.py carries over when it rewrites the file
-OWN_SECTIONS = ("Avro from a schema registry",)  # bench/avro_e2e.py
+OWN_SECTIONS = ("Avro from a schema registry",  # bench/avro_e2e.py
+                "Write throughput", "Avro write throughput")  # bench/write.py
 
 
 def _span(text: str, heading: str) -> tuple[int, int] | None:

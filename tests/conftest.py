@@ -132,6 +132,12 @@ def read_path(request) -> str:
     return request.param
 
 
+@pytest.fixture(params=native_coverage.WRITE_PATHS)
+def write_path(request) -> str:
+    """The sink's writePath a test runs on: "python", and "native" where the extension is built."""
+    return request.param
+
+
 @pytest.fixture(params=native_coverage.AVRO_READ_PATHS)
 def decoder(request) -> str:
     """The Avro decoder a test of kafkasource.formats.avro runs on: "python", and "native" where it is built."""

@@ -47,6 +47,8 @@ def left_out() -> str | None:
 
 
 READ_PATHS = ["python", "native"] if native_extension.available() else ["python"]
+# the sink's tests that check exact records and errors run on both write paths likewise (writePath)
+WRITE_PATHS = ["python", "native"] if native_extension.available() else ["python"]
 # the Avro decoder follows the read path: Python's where readPath=python, the native one where it is built
 AVRO_READ_PATHS = ["python", "native"] if native_extension.avro_decoder_available() else ["python"]
 # the fixtures (conftest's, test_registry_avro's) whose "native" parameter runs the native read path, resp.

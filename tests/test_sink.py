@@ -36,12 +36,12 @@ def base(kafka, **options) -> dict[str, str]:
 
 # --- what lands --------------------------------------------------------------------------------------------
 
-def test_a_batch_write_lands_every_record_exactly_where_the_columns_say(spark, kafka, request):
+def test_a_batch_write_lands_every_record_exactly_where_the_columns_say(spark, kafka, write_path):
     topic_a = kafka.create_topic(kafka.unique_name("sink-a"), PARTITIONS)
     topic_b = kafka.create_topic(kafka.unique_name("sink-b"), PARTITIONS)
     rows = sample_rows(topic_a, topic_b)
 
-    write_batch(sample_frame(spark, topic_a, topic_b), base(kafka))
+    write_batch(sample_frame(spark, topic_a, topic_b), base(kafka, writePath=write_path))
 
     assert read_topic(kafka, topic_a, PARTITIONS) == expected_records(rows, topic_a)
     assert read_topic(kafka, topic_b, PARTITIONS) == expected_records(rows, topic_b)
@@ -59,11 +59,11 @@ def test_the_topic_option_wins_over_the_topic_column(spark, kafka):
     assert read_topic(kafka, topic_a, PARTITIONS) == read_topic(kafka, topic_b, PARTITIONS) == []
 
 
-def test_string_keys_and_values_are_written_as_their_utf8_bytes(spark, kafka):
+def test_string_keys_and_values_are_written_as_their_utf8_bytes(spark, kafka, write_path):
     topic = kafka.create_topic(kafka.unique_name("strings"), 1)
     df = spark.createDataFrame([("k", "ünïcode ✓"), (None, "")], "key string, value string").coalesce(1)
 
-    write_batch(df, base(kafka, topic=topic))
+    write_batch(df, base(kafka, topic=topic, writePath=write_path))
 
     assert read_topic(kafka, topic, 1) == [(0, 0, b"k", "ünïcode ✓".encode(), ()), (0, 1, None, b"", ())]
 
@@ -208,10 +208,10 @@ def failure_of(spark, rows: list[tuple], columns: str, options: dict[str, str]) 
     return str(failed.value)
 
 
-def test_a_record_over_the_producers_limit_names_topic_partition_and_both_limits(spark, kafka):
+def test_a_record_over_the_producers_limit_names_topic_partition_and_both_limits(spark, kafka, write_path):
     topic = kafka.create_topic(kafka.unique_name("large"), 2)
     message = failure_of(spark, [(b"x" * 20_000, 1)], "value binary, partition int",
-                         base(kafka, topic=topic, **{"kafka.message.max.bytes": "10000"}))
+                         base(kafka, topic=topic, writePath=write_path, **{"kafka.message.max.bytes": "10000"}))
     assert (f"a record of 20,000 bytes for topic {topic} partition 1 is too large: Unable to produce message: "
             "Broker: Message size too large. The producer takes records up to kafka.message.max.bytes (10000 bytes "
             "now) and the brokers up to the topic's max.message.bytes: raise both") in message
@@ -226,16 +226,18 @@ def test_a_topic_that_does_not_exist_is_named(spark, kafka):
             "or the topic column)") in message
 
 
-def test_a_partition_the_topic_lacks_is_named(spark, kafka):
+def test_a_partition_the_topic_lacks_is_named(spark, kafka, write_path):
     topic = kafka.create_topic(kafka.unique_name("three"), PARTITIONS)
-    message = failure_of(spark, [("v", 7)], "value string, partition int", base(kafka, topic=topic))
+    message = failure_of(spark, [("v", 7)], "value string, partition int",
+                         base(kafka, topic=topic, writePath=write_path))
     assert (f"topic {topic} partition 7 does not exist: Local: Unknown partition. Write a partition number the "
             "topic has in the partition column, or null to let the partitioner choose") in message
 
 
-def test_a_null_topic_in_the_data_fails_in_the_built_ins_words(spark, kafka):
+def test_a_null_topic_in_the_data_fails_in_the_built_ins_words(spark, kafka, write_path):
     topic = kafka.create_topic(kafka.unique_name("named"), 1)
-    message = failure_of(spark, [(topic, "v"), (None, "w")], "topic string, value string", base(kafka))
+    message = failure_of(spark, [(topic, "v"), (None, "w")], "topic string, value string",
+                         base(kafka, writePath=write_path))
     assert ("The Kafka message data sent to the producer contains a null topic. Use the `topic` option for setting "
             "a default topic.") in message
 

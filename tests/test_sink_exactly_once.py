@@ -124,11 +124,11 @@ def test_an_aborted_transaction_stays_invisible_to_read_committed(spark, kafka):
     assert [(p, v, h) for p, _, _, v, h in committed] == small  # without a transaction, half a task is written
 
 
-def test_a_newer_attempt_fences_the_older_one_which_fails_having_written_nothing(kafka):
+def test_a_newer_attempt_fences_the_older_one_which_fails_having_written_nothing(kafka, write_path):
     topic = kafka.create_topic(kafka.unique_name("fenced"), 1)
     prefix = kafka.unique_name("fence-sink")
     options = parse_sink_options(base(kafka, topic=topic, deliveryGuarantee="exactly-once",
-                                      transactionalIdPrefix=prefix), streaming=True)
+                                      transactionalIdPrefix=prefix, writePath=write_path), streaming=True)
     batch = StreamBatch("query-1", 4)
     newer: dict[str, Outcome] = {}
 

@@ -9,9 +9,10 @@ from confluent_kafka import KafkaError
 from pyspark.sql.types import ArrayType, BinaryType, IntegerType, LongType, StringType, StructField, StructType
 
 from kafkasource.errors import ColumnError, OptionError
+from kafkasource.runtime import native_extension
 from kafkasource.writing.failures import delivery_error
 from kafkasource.writing.options import parse_sink_options
-from kafkasource.writing.rows import HEADERS_TYPE, NULL_TOPIC, Columns, check_columns, messages
+from kafkasource.writing.rows import HEADERS_TYPE, NULL_TOPIC, Columns, check_columns, messages, native_batch
 from kafkasource.writing.transactions import (
     Marker,
     already_written,
@@ -53,6 +54,26 @@ def test_users_settings_win_over_the_sinks_defaults_and_none_adds_no_idempotence
     assert parse(**{"kafka.enable.idempotence": "false"}).producer_config()["enable.idempotence"] == "false"
 
 
+def test_batching_compression_and_in_flight_stay_librdkafkas_defaults_under_every_guarantee():
+    """bench/PRODUCER.md measured linger.ms, batch.*, compression.type and max.in.flight: none helped, so the sink
+    sets none of them; a producer under each guarantee gets exactly the sink's two defaults and the brokers."""
+    configs = {
+        "at-least-once": parse().producer_config(),
+        "exactly-once": parse(deliveryGuarantee="exactly-once", transactionalIdPrefix="p").producer_config(),
+        "none": parse(deliveryGuarantee="none").producer_config(),
+    }
+    brokers = {"bootstrap.servers": "broker:9092"}
+    assert configs == {
+        "at-least-once": {"partitioner": "murmur2_random", "enable.idempotence": True, **brokers},
+        "exactly-once": {"partitioner": "murmur2_random", **brokers},
+        "none": {"partitioner": "murmur2_random", **brokers},
+    }
+    measured = {"linger.ms", "batch.size", "batch.num.messages", "compression.type", "max.in.flight"}
+    assert [sorted(measured & set(c)) for c in configs.values()] == [[], [], []]
+    # the same search finds such a setting when a user gives one
+    assert sorted(measured & set(parse(**{"kafka.compression.type": "lz4"}).producer_config())) == ["compression.type"]
+
+
 def test_option_names_are_case_insensitive_and_spark_s_checkpoint_location_is_accepted():
     options = parse_sink_options({"KAFKA.BOOTSTRAP.SERVERS": "b:1", "Topic": "t", "DELIVERYGUARANTEE": "NONE",
                                   "checkpointLocation": "/tmp/x"}, streaming=True)
@@ -79,11 +100,27 @@ def test_missing_bootstrap_servers():
 def test_an_unknown_option_is_refused_with_the_closest_name():
     assert error_of(deliveryGuarantees="none") == (
         "unknown option 'deliveryguarantees' for the kafkasource sink: did you mean deliveryGuarantee? its options "
-        "are topic, deliveryGuarantee, transactionalIdPrefix, markerTopic and kafka.<setting> for librdkafka's "
-        "producer")
+        "are topic, deliveryGuarantee, transactionalIdPrefix, markerTopic, writePath and kafka.<setting> for "
+        "librdkafka's producer")
     assert error_of(subscribe="in") == (
         "unknown option 'subscribe' for the kafkasource sink: its options are topic, deliveryGuarantee, "
-        "transactionalIdPrefix, markerTopic and kafka.<setting> for librdkafka's producer")
+        "transactionalIdPrefix, markerTopic, writePath and kafka.<setting> for librdkafka's producer")
+
+
+def test_write_path_is_auto_native_or_python_and_native_needs_the_extension(monkeypatch):
+    assert (parse().write_path, parse(writePath="Python").write_path) == ("auto", "python")
+    assert parse(writePath="python").native() is False
+    assert error_of(writePath="rust") == "option writePath must be one of auto, native, python, got 'rust'"
+    monkeypatch.setattr(native_extension, "EXTENSION", None)  # as installed without a Rust toolchain
+    assert error_of(writePath="native") == (
+        "option writePath is native, but kafkasource's native extension is not built here: install kafkasource "
+        "where a Rust toolchain is present (pip install builds it), or set writePath to auto (native when built) "
+        "or python")
+    assert parse(writePath="auto").native() is False  # auto falls back to confluent-kafka's producer
+    monkeypatch.setattr(native_extension, "LOAD_ERROR", "libssl.so.3: cannot open shared object file")
+    assert error_of(writePath="native").startswith(
+        "option writePath is native, but kafkasource's native extension could not be loaded here: libssl.so.3: "
+        "cannot open shared object file: install kafkasource")
 
 
 def test_a_bad_delivery_guarantee_names_the_choices():
@@ -231,28 +268,57 @@ def test_the_topic_option_overrides_the_topic_column_and_absent_columns_are_null
         ("out", None, "x", None, -1), ("out", None, "y", None, -1)]
 
 
-def test_a_null_topic_fails_in_the_built_ins_words():
+# the Python path converts a batch to records, the native one casts its columns: both check a batch alike
+CONVERSIONS = {"messages": lambda batch, columns: list(messages(batch, columns)), "native_batch": native_batch}
+
+
+@pytest.mark.parametrize("convert", CONVERSIONS)
+def test_a_null_topic_fails_in_the_built_ins_words(convert):
     batch = pa.record_batch({"topic": pa.array(["a", None]), "value": pa.array(["x", "y"])})
     with pytest.raises(ColumnError) as info:
-        list(messages(batch, Columns(None, key=False, headers=False, partition=False)))
+        CONVERSIONS[convert](batch, Columns(None, key=False, headers=False, partition=False))
     assert str(info.value) == NULL_TOPIC == ("The Kafka message data sent to the producer contains a null topic. Use "
                                              "the `topic` option for setting a default topic.")
 
 
-def test_a_negative_partition_is_refused_rather_than_read_as_the_partitioners_choice():
+@pytest.mark.parametrize("convert", CONVERSIONS)
+def test_a_negative_partition_is_refused_rather_than_read_as_the_partitioners_choice(convert):
     batch = pa.record_batch({"value": pa.array(["x", "y"]), "partition": pa.array([1, -1], pa.int32())})
     with pytest.raises(ColumnError) as info:
-        list(messages(batch, Columns("t", key=False, headers=False, partition=True)))
+        CONVERSIONS[convert](batch, Columns("t", key=False, headers=False, partition=True))
     assert str(info.value) == ("the partition column holds -1: a partition is a number from 0, or null to let the "
                                "partitioner choose")
 
 
-def test_a_header_without_a_key_is_refused():
+@pytest.mark.parametrize("convert", CONVERSIONS)
+def test_a_header_without_a_key_is_refused(convert):
     batch = pa.record_batch({"value": pa.array(["x"]),
                              "headers": pa.array([[{"key": None, "value": b"1"}]], ARROW_HEADERS)})
     with pytest.raises(ColumnError) as info:
-        list(messages(batch, Columns("t", key=False, headers=True, partition=False)))
+        CONVERSIONS[convert](batch, Columns("t", key=False, headers=True, partition=False))
     assert str(info.value).startswith("the headers column holds a header with a null key")
+
+
+def test_the_native_batch_checks_only_its_own_rows_and_casts_to_32_bit_offsets():
+    """A sliced batch is checked over its rows alone (the header without a key lies before the slice), and large
+    or view columns arrive as the layouts the native producer reads, nothing else changed."""
+    batch = pa.record_batch({
+        "key": pa.array([b"k0", b"k1", None], pa.large_binary()),
+        "value": pa.array(["v0", "v1", "v2"], pa.large_string()),
+        "headers": pa.array([[{"key": None, "value": b"0"}], [{"key": "h", "value": None}], None], ARROW_HEADERS),
+        "partition": pa.array([0, 1, None], pa.int32()),
+    })
+    columns = Columns("t", key=True, headers=True, partition=True)
+    with pytest.raises(ColumnError):
+        native_batch(batch, columns)
+
+    cast = native_batch(batch.slice(1), columns)
+
+    assert cast.schema == pa.schema([("key", pa.binary()), ("value", pa.string()), ("headers", ARROW_HEADERS),
+                                     ("partition", pa.int32())])
+    assert cast.to_pylist() == [{"key": b"k1", "value": "v1", "headers": [{"key": "h", "value": None}],
+                                 "partition": 1},
+                                {"key": None, "value": "v2", "headers": None, "partition": None}]
 
 
 # --- transactions: ids and markers -------------------------------------------------------------------------

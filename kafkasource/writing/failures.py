@@ -36,8 +36,27 @@ def delivery_error(
     size: int | None = None,
     failed: int = 1,
     transactional_id: str | None = None,
+    record: int | None = None,
 ) -> DeliveryError:
-    """The one message for `error`, met writing to `topic` (and `partition`, when known)."""
+    """The one message for `error`, met writing to `topic` (and `partition`, when known); `record`, the failed
+    record's row in the task (from 0), where the producer tells it (the native one does)."""
+    found = _delivery_error(error, options, topic, partition, size, failed, transactional_id)
+    if record is None:
+        return found
+    return DeliveryError(
+        f"{found} (the record{' that failed first' if failed > 1 else ''}: record {record:,} of the task)"
+    )
+
+
+def _delivery_error(
+    error: KafkaError,
+    options: SinkOptions,
+    topic: str | None,
+    partition: int | None,
+    size: int | None,
+    failed: int,
+    transactional_id: str | None,
+) -> DeliveryError:
     config = options.producer_config()
     reason = masked(error.str(), config)
     code = error.code()

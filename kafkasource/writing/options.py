@@ -18,9 +18,13 @@ from kafkasource.cluster import settings as kafka_settings
 from kafkasource.errors import OptionError
 from kafkasource.formats.encoding import OPTIONS as REGISTRY_OPTIONS  # registry formats: read by formats/encoding.py
 from kafkasource.options.values import check_topic_name, option_text, read_bootstrap_servers, read_choice, shown_value
+from kafkasource.runtime import native_extension
 
 DeliveryGuarantee = Literal["at-least-once", "exactly-once", "none"]
-SINK_OPTIONS = ("topic", "deliveryGuarantee", "transactionalIdPrefix", "markerTopic")
+# writePath: native hands Arrow batches to the compiled extension's producer, python makes a confluent-kafka
+# produce() call per record, auto is native where the extension is built
+WritePath = Literal["auto", "native", "python"]
+SINK_OPTIONS = ("topic", "deliveryGuarantee", "transactionalIdPrefix", "markerTopic", "writePath")
 # options Spark itself puts into a stream writer's map: accepted, they mean nothing to the sink
 SPARK_WRITE_OPTIONS = ("checkpointLocation",)
 # kafka.* settings the sink sets itself or that only mean something to Spark's Java producer, with what to do
@@ -34,7 +38,13 @@ REFUSED_PRODUCER_SETTINGS = {
 }
 # librdkafka's defaults where Spark's built-in sink (the Java producer) behaves otherwise: keyed records land in the
 # partition the Java producer picks (murmur2 of the key), so both sinks place a key alike; at-least-once writes are
-# idempotent, as the Java producer's are by default since Kafka 3.0 (its own retries neither duplicate nor reorder)
+# idempotent, as the Java producer's are by default since Kafka 3.0 (its own retries neither duplicate nor reorder).
+# Batching, compression and requests in flight stay librdkafka's: linger.ms 5 (Kafka's Java producer took the same
+# default in Kafka 4.0), batch.num.messages 10,000 and batch.size 1,000,000, compression.type none (the Java
+# producer's too), max.in.flight 5 with idempotence. A task's write with linger.ms 20 or 100, 100,000 records or
+# 256 KB per batch, lz4 or zstd, or 1 or 2 requests in flight was not faster in a way that held across 100 B and
+# 1 KB values and both guarantees, and compression costs the producer CPU to save bytes only on values that
+# compress (bench/PRODUCER.md has the figures). Users choose otherwise with kafka.*.
 PRODUCER_DEFAULTS: dict[str, object] = {"partitioner": "murmur2_random"}
 AT_LEAST_ONCE_DEFAULTS: dict[str, object] = {"enable.idempotence": True}
 # librdkafka's defaults: message.timeout.ms (alias delivery.timeout.ms) and transaction.timeout.ms; a transactional
@@ -54,6 +64,12 @@ class SinkOptions:
     marker_topic: str | None  # exactly-once streams: partition 0 of it holds each task's batch marker
     # librdkafka settings (prefix stripped), secrets included: never print this field
     kafka_config: dict[str, str] = field(repr=False)
+    write_path: WritePath = "auto"
+
+    def native(self) -> bool:
+        """Whether the tasks write with the native producer: writePath=native (refused on the driver where the
+        extension does not load), or auto where it loads."""
+        return self.write_path == "native" or (self.write_path == "auto" and native_extension.available())
 
     def producer_config(self, **overrides: object) -> dict[str, object]:
         """librdkafka configuration of the sink's producers: its defaults, the user's kafka.*, then `overrides`."""
@@ -120,6 +136,7 @@ def parse_sink_options(raw_options: Mapping[str, str], streaming: bool) -> SinkO
         check_topic_name("topic", topic)
     guarantee = read_choice(options, "deliveryGuarantee", get_args(DeliveryGuarantee), "at-least-once")
     prefix = _transactional_id_prefix(options, guarantee)
+    write_path = _write_path(options)
     marker_topic = _marker_topic(options, guarantee, topic, streaming)
     for name in options:
         setting = name[len("kafka.") :]
@@ -134,6 +151,7 @@ def parse_sink_options(raw_options: Mapping[str, str], streaming: bool) -> SinkO
         transactional_id_prefix=prefix,
         marker_topic=marker_topic,
         kafka_config=kafka_settings.kafka_config(options),
+        write_path=write_path,
     )
     _check_producer_accepts(parsed)
     return parsed
@@ -152,6 +170,17 @@ def _check_names(options: Mapping[str, str]) -> None:
             f"unknown option {shown_value(name)} for the kafkasource sink: {hint}its options are "
             f"{', '.join(SINK_OPTIONS)} and kafka.<setting> for librdkafka's producer"
         )
+
+
+def _write_path(options: Mapping[str, str]) -> WritePath:
+    path = read_choice(options, "writePath", get_args(WritePath), "auto")
+    if path == "native" and not native_extension.available():
+        raise OptionError(
+            f"option writePath is native, but kafkasource's native extension {native_extension.why_unavailable()}: "
+            "install kafkasource where a Rust toolchain is present (pip install builds it), "
+            "or set writePath to auto (native when built) or python"
+        )
+    return path
 
 
 def _transactional_id_prefix(options: Mapping[str, str], guarantee: DeliveryGuarantee) -> str | None:

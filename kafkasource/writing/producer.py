@@ -15,13 +15,22 @@ import threading
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, TypeAlias
 
 from confluent_kafka import KafkaError, KafkaException, Producer
 
 from kafkasource.cluster.refusal import is_refusal, refusal_error
 from kafkasource.writing.failures import DeliveryError, delivery_error, where
+from kafkasource.writing.native_producer import NativeProducer, message_batches
 from kafkasource.writing.options import SinkOptions
-from kafkasource.writing.rows import Message, size_of
+from kafkasource.writing.rows import ArrowRecords, Columns, Message, native_batch, size_of
+
+if TYPE_CHECKING:
+    from kafkasource.writing.native_producer import NativeProducer
+
+    SinkProducer: TypeAlias = (
+        Producer | NativeProducer
+    )  # what make_producer gives: confluent-kafka's, or the native one
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +48,7 @@ class Deliveries:
     failed: int = 0
     first: tuple[KafkaError, str | None, int | None, int | None] | None = None  # error, topic, partition, size
     refusal: KafkaError | None = None
+    position: int | None = None  # the first failure's row in the task, where the producer tells it (native)
 
     def report(self, error: KafkaError | None, message) -> None:
         """librdkafka's delivery report callback, run by poll() and flush() in the thread that calls them."""
@@ -56,7 +66,7 @@ class Deliveries:
             self.refusal = error
 
     def reset(self) -> None:
-        self.failed, self.first, self.refusal = 0, None, None
+        self.failed, self.first, self.refusal, self.position = 0, None, None, None
 
     def error(self, options: SinkOptions, transactional_id: str | None = None) -> Exception | None:
         """The error these reports mean, or None when none failed."""
@@ -66,12 +76,41 @@ class Deliveries:
             return None
         error, topic, partition, size = self.first
         return delivery_error(
-            error, options, topic, partition, size=size, failed=self.failed, transactional_id=transactional_id
+            error,
+            options,
+            topic,
+            partition,
+            size=size,
+            failed=self.failed,
+            transactional_id=transactional_id,
+            record=self.position,
         )
 
 
 def new_producer(options: SinkOptions, deliveries: Deliveries, **overrides: object) -> Producer:
     return Producer(options.producer_config(error_cb=deliveries.on_error, **overrides))
+
+
+def make_producer(options: SinkOptions, deliveries: Deliveries, **overrides: object) -> SinkProducer:
+    """The producer writePath chooses: the native one (writing/native_producer.py) where options.native(), else
+    confluent-kafka's. Either reports into `deliveries`; send_records hands either a task's records."""
+    if not options.native():
+        return new_producer(options, deliveries, **overrides)
+    return NativeProducer(options.producer_config(**overrides), deliveries)
+
+
+def send_records(
+    producer: SinkProducer,
+    deliveries: Deliveries,
+    records: Iterable[Message],
+    options: SinkOptions,
+    transactional_id: str | None = None,
+) -> int:
+    """send() for either kind of producer: the native one takes Arrow batches (rows.ArrowRecords), confluent-kafka's
+    one record at a time."""
+    if isinstance(producer, NativeProducer):
+        return send_batches(producer, deliveries, records, options, transactional_id)
+    return send(producer, deliveries, records, options, transactional_id)
 
 
 def send(
@@ -114,8 +153,48 @@ def send(
     return count
 
 
+def send_batches(
+    producer: NativeProducer,
+    deliveries: Deliveries,
+    records: ArrowRecords | Iterable[Message],
+    options: SinkOptions,
+    transactional_id: str | None = None,
+) -> int:
+    """producer.send's loop for the native producer: each Arrow batch handed over in one call (a few when the
+    producer must be served in between); how many records it took. The same errors as producer.send, plus the
+    failed record's row in the task."""
+    strict = options.guarantee != "none"
+    batches: Iterable[tuple[object, Columns]]
+    if isinstance(records, ArrowRecords):
+        batches = ((batch, records.columns) for batch in records.batches)
+    else:  # records as producer.send takes them (direct callers): put in Arrow batches first
+        batches = message_batches(records)
+    row = skipped = 0
+    for batch, columns in batches:
+        arrow = native_batch(batch, columns)
+        start = 0
+        while start < arrow.num_rows:
+            start, refused, refusal = producer.produce_batch(arrow, columns.topic, start, row, strict)
+            deliveries.failed += refused
+            skipped += refused
+            serve(producer, 0, options, transactional_id)  # what the loop's own polls served, into `deliveries`
+            if refusal is not None:
+                position, code, text, fatal, topic, partition, size = refusal
+                error = KafkaError(code, text, fatal=fatal)
+                raise delivery_error(
+                    error, options, topic, partition, size=size, transactional_id=transactional_id, record=position
+                )
+            _raise_on_failure(deliveries, options, strict, transactional_id)
+        row += arrow.num_rows
+    return row - skipped
+
+
 def serve(
-    producer: Producer, timeout: float, options: SinkOptions, transactional_id: str | None = None, flush: bool = False
+    producer: SinkProducer,
+    timeout: float,
+    options: SinkOptions,
+    transactional_id: str | None = None,
+    flush: bool = False,
 ) -> int:
     """producer.poll() or flush(), whose callbacks report deliveries; a fatal error of the producer (an idempotent
     producer the brokers refuse, a fenced one) raised as its DeliveryError. confluent-kafka raises a fatal error
@@ -130,7 +209,7 @@ def serve(
         raise delivery_error(error, options, options.topic, None, transactional_id=transactional_id) from None
 
 
-def fatal_cause(producer: Producer, error: KafkaError) -> KafkaError:
+def fatal_cause(producer: SinkProducer, error: KafkaError) -> KafkaError:
     """What a transactional producer's fatal error was. confluent-kafka raises the error itself (a fenced
     producer's _FENCED) once, from the next call into the producer; after that, produce() only says _FATAL
     ("Local: Fatal error"), while a transactional call such as abort_transaction() raises the error again."""
@@ -157,7 +236,7 @@ def _raise_on_failure(deliveries: Deliveries, options: SinkOptions, strict: bool
             raise error
 
 
-def drain(producer: Producer, deliveries: Deliveries, options: SinkOptions) -> None:
+def drain(producer: SinkProducer, deliveries: Deliveries, options: SinkOptions) -> None:
     """Wait until every record handed to `producer` is delivered or failed (librdkafka reports each within its
     delivery timeout), then raise the first failure, except under deliveryGuarantee=none, which only logs them."""
     strict = options.guarantee != "none"
@@ -186,7 +265,7 @@ def drain(producer: Producer, deliveries: Deliveries, options: SinkOptions) -> N
 
 @dataclass
 class Pooled:
-    producer: Producer
+    producer: SinkProducer
     deliveries: Deliveries
     key: tuple
     last_used: float = 0.0
@@ -200,13 +279,13 @@ class ProducerPool:
         self._lock = threading.Lock()
 
     def acquire(self, options: SinkOptions) -> Pooled:
-        key = tuple(sorted((k, str(v)) for k, v in options.producer_config().items()))
+        key = (options.native(), *sorted((k, str(v)) for k, v in options.producer_config().items()))
         with self._lock:
             self._close_idle()
             pooled = self._idle.pop(key, None)
         if pooled is None:
             deliveries = Deliveries()
-            pooled = Pooled(new_producer(options, deliveries), deliveries, key)
+            pooled = Pooled(make_producer(options, deliveries), deliveries, key)
         pooled.deliveries.reset()
         return pooled
 
@@ -228,7 +307,7 @@ class ProducerPool:
             close(self._idle.pop(key).producer)
 
 
-def close(producer: Producer) -> None:
+def close(producer: SinkProducer) -> None:
     """Drop whatever the producer still holds (it failed, or its task is over) and close it without waiting on
     brokers that may be gone."""
     try:
@@ -247,7 +326,7 @@ def write_plain(options: SinkOptions, messages: Iterable[Message]) -> int:
     pooled = POOL.acquire(options)
     healthy = False
     try:
-        count = send(pooled.producer, pooled.deliveries, messages, options)
+        count = send_records(pooled.producer, pooled.deliveries, messages, options)
         drain(pooled.producer, pooled.deliveries, options)
         healthy = pooled.deliveries.failed == 0
         return count

@@ -13,7 +13,7 @@ time it is produced).
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -104,6 +104,11 @@ def messages(batch, columns: Columns) -> Iterator[Message]:
 
 
 def _partitions(column) -> list[int]:
+    _check_partitions(column)
+    return [UNASSIGNED if p is None else p for p in column.to_pylist()]
+
+
+def _check_partitions(column) -> None:
     import pyarrow.compute as pc
 
     lowest = pc.min(column).as_py()
@@ -113,7 +118,12 @@ def _partitions(column) -> list[int]:
             f"the partition column holds {lowest}: a partition is a number from 0, or null to let the "
             "partitioner choose"
         )
-    return [UNASSIGNED if p is None else p for p in column.to_pylist()]
+
+
+NULL_HEADER_KEY = (
+    "the headers column holds a header with a null key (or a null header): every header needs a key; filter "
+    "them out or give them one"
+)
 
 
 def _headers(column) -> list[list[Header] | None]:
@@ -125,13 +135,66 @@ def _headers(column) -> list[list[Header] | None]:
         pairs = []
         for header in row:
             if header is None or header["key"] is None:
-                raise ColumnError(
-                    "the headers column holds a header with a null key (or a null header): every "
-                    "header needs a key; filter them out or give them one"
-                )
+                raise ColumnError(NULL_HEADER_KEY)
             pairs.append((header["key"], header["value"]))
         out.append(pairs)
     return out
+
+
+@dataclass(frozen=True)
+class ArrowRecords:
+    """A task's records as the Arrow record batches Spark hands over, for the native producer, which reads their
+    columns itself. Iterating gives the records one by one as `messages` does (the Python path's form)."""
+
+    batches: Iterable
+    columns: Columns
+
+    def __iter__(self) -> Iterator[Message]:
+        return (m for batch in self.batches for m in messages(batch, self.columns))
+
+
+def native_batch(batch, columns: Columns):
+    """The sink's columns of one Arrow record batch in the layouts the native producer reads, after the checks
+    `messages` makes (a null topic, a negative partition, a header without a key), in the same words. The columns
+    are cast to 32-bit offsets and plain lists (large_binary, large_string, string_view, large_list arrive that
+    way from some Arrow producers): the native producer reads that one layout."""
+    import pyarrow as pa
+
+    arrays, names = [], []
+
+    def add(name: str, column, kind) -> None:
+        arrays.append(column if column.type == kind else column.cast(kind))
+        names.append(name)
+
+    if columns.topic is None:
+        topic = batch.column(TOPIC)
+        if topic.null_count:
+            raise ColumnError(NULL_TOPIC)
+        add(TOPIC, topic, pa.string())
+    if columns.key:
+        key = batch.column(KEY)
+        add(KEY, key, _plain_bytes(key.type))
+    value = batch.column(VALUE)
+    add(VALUE, value, _plain_bytes(value.type))
+    if columns.headers:
+        headers = batch.column(HEADERS)
+        entries = headers.flatten()  # the entries of the batch's rows (a sliced column's own), null lists left out
+        if entries.null_count or entries.field("key").null_count:
+            raise ColumnError(NULL_HEADER_KEY)
+        add(HEADERS, headers, pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())])))
+    if columns.partition:
+        partition = batch.column(PARTITION)
+        _check_partitions(partition)
+        add(PARTITION, partition, pa.int32())
+    return pa.RecordBatch.from_arrays(arrays, names=names)
+
+
+def _plain_bytes(kind):
+    """string for a string type (written as its UTF-8 bytes either way), else binary."""
+    import pyarrow as pa
+
+    text = pa.types.is_string(kind) or pa.types.is_large_string(kind) or pa.types.is_string_view(kind)
+    return pa.string() if text else pa.binary()
 
 
 def size_of(message: Message) -> int:

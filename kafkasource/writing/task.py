@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import itertools
 import logging
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from pyspark.sql.datasource import WriterCommitMessage
@@ -18,7 +18,7 @@ from kafkasource.errors import KafkaSourceError
 from kafkasource.formats.encoding import Encoding, encode_batches
 from kafkasource.writing.options import SinkOptions
 from kafkasource.writing.producer import write_plain
-from kafkasource.writing.rows import Columns, Message, messages
+from kafkasource.writing.rows import ArrowRecords, Columns, Message, messages
 from kafkasource.writing.transactions import Outcome, StreamBatch, write_transaction
 
 log = logging.getLogger(__name__)
@@ -88,7 +88,12 @@ def write_task(
     # registry formats: an Arrow step before the producer, so it is handed binary key/value columns
     encoded = encode_batches(iter(rest), encoding, options.topic, task.partition_id)
     columns = encoded_columns(columns, encoding)
-    records: Iterator[Message] = (m for batch in encoded for m in messages(batch, columns))
+    # the native producer reads the batches' columns itself; confluent-kafka's takes one record at a time
+    records: Iterable[Message] = (
+        ArrowRecords(encoded, columns)
+        if options.native()
+        else (m for batch in encoded for m in messages(batch, columns))
+    )
     if options.guarantee == "exactly-once":
         outcome = write_transaction(options, task.partition_id, records, task.batch if streaming else None)
     else:

@@ -29,13 +29,14 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
 from kafkasource.cluster.client import committed_when_coordinated
 from kafkasource.cluster.settings import masked
 from kafkasource.writing.failures import DeliveryError, delivery_error, where
+from kafkasource.writing.native_producer import NativeProducer
 from kafkasource.writing.options import SinkOptions
-from kafkasource.writing.producer import Deliveries, close, fatal_cause, new_producer, send
+from kafkasource.writing.producer import Deliveries, SinkProducer, close, fatal_cause, make_producer, send_records
 from kafkasource.writing.rows import Message
 
 log = logging.getLogger(__name__)
@@ -111,7 +112,7 @@ class Transactional:
     """A transactional producer a worker keeps between tasks, with the consumer that reads its marker and names the
     marker's group to the transaction."""
 
-    producer: Producer
+    producer: SinkProducer
     deliveries: Deliveries
     consumer: Consumer | None
     key: tuple
@@ -145,7 +146,7 @@ class TransactionalPool:
             kept.deliveries.reset()
             return kept, True
         deliveries = Deliveries()
-        producer = new_producer(options, deliveries, **{"transactional.id": tid})
+        producer = make_producer(options, deliveries, **{"transactional.id": tid})
         consumer = Consumer(options.client_config(**{"group.id": group, "enable.auto.commit": False}))
         self.created += 1
         return Transactional(producer, deliveries, consumer, key), False
@@ -205,7 +206,7 @@ def write_transaction(
     timeout = options.delivery_timeout_ms() / 1000 + CALL_MARGIN_S
     if batch is None:
         deliveries = Deliveries()
-        one = Transactional(new_producer(options, deliveries, **{"transactional.id": tid}), deliveries, None, ())
+        one = Transactional(make_producer(options, deliveries, **{"transactional.id": tid}), deliveries, None, ())
         try:
             _init_transactions(one, options, timeout, tid)
             return _write(one, options, messages, None, timeout, tid)
@@ -266,7 +267,13 @@ def _begin_stream_batch(
     )
     try:
         assert kept.consumer is not None
-        kept.producer.send_offsets_to_transaction([offset], kept.consumer.consumer_group_metadata(), timeout)
+        _send_marker(
+            kept.producer,
+            kept.consumer,
+            offset,
+            marker_group(options.transactional_id_prefix or "", partition_id),
+            timeout,
+        )
     except KafkaException as exc:
         error = exc.args[0]
         if error.code() == KafkaError._FATAL:
@@ -309,7 +316,7 @@ def _write(
         if not begun:
             producer.begin_transaction()
             begun = True
-        count = send(producer, deliveries, messages, options, transactional_id=tid)
+        count = send_records(producer, deliveries, messages, options, transactional_id=tid)
         producer.commit_transaction(timeout)
         return Outcome(count)
     except KafkaException as exc:
@@ -352,6 +359,15 @@ def _read_marker(consumer: Consumer, options: SinkOptions, timeout: float) -> Ma
     if found.error is not None:
         raise KafkaException(found.error)
     return parse_marker(found.offset, found.metadata)
+
+
+def _send_marker(producer, consumer: Consumer, offset: TopicPartition, group: str, timeout: float) -> None:
+    """The marker's offset into the open transaction: the native producer names the group by its id alone,
+    confluent-kafka's takes the marker consumer's group metadata."""
+    if isinstance(producer, NativeProducer):
+        producer.send_marker(offset.topic, offset.partition, offset.offset, offset.metadata, group, timeout)
+    else:
+        producer.send_offsets_to_transaction([offset], consumer.consumer_group_metadata(), timeout)
 
 
 def _marker_topic(options: SinkOptions) -> str:

@@ -1,5 +1,6 @@
 //! kafkasource's native read path: a librdkafka consumer that appends the records it consumes straight into
-//! Arrow column buffers, so reading makes no Python object per record.
+//! Arrow column buffers, so reading makes no Python object per record. Its write path (producer.rs) is the
+//! reverse: a producer that hands librdkafka the rows of Arrow record batches.
 //!
 //! Only the hot loop lives here. What to do about an error event (skip lost records, raise, retry), when a
 //! range is done and how positions move stay in Python (kafkasource/reading/task_reader.py), shared with the
@@ -19,6 +20,7 @@ use pyo3::prelude::*;
 use rdkafka_sys as rd;
 
 mod avro;
+mod producer;
 
 const ERRSTR_SIZE: usize = 512;
 
@@ -698,6 +700,8 @@ fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<HeaderBuffers>()?;
     module.add_class::<BinaryBuffers>()?;
     module.add_class::<avro::AvroDecoder>()?;
+    module.add_class::<producer::Producer>()?;
+    module.add("KafkaCallError", module.py().get_type::<producer::KafkaCallError>())?;
     module.add_function(wrap_pyfunction!(librdkafka_version, module)?)?;
     // the package's version (Cargo.toml holds the same as kafkasource/_version.py; a test checks they agree)
     module.add("__version__", env!("CARGO_PKG_VERSION"))?;

@@ -1,0 +1,177 @@
+"""The native write path: a producer in compiled code (kafkasource._native, Rust over librdkafka) that hands the
+rows of each Arrow record batch to librdkafka straight from the batch's columns, so a task is written without one
+Python object per record.
+
+setup.py builds the extension when a Rust toolchain is present; without it, or with writePath=python, the
+confluent-kafka path (producer.send, a produce() call per record) writes instead. Both share everything but the
+hot loop: NativeProducer makes the calls producer.py and transactions.py make on a confluent-kafka Producer, with
+the same errors (confluent-kafka's KafkaException and KafkaError, whose codes are librdkafka's in both), and its
+delivery reports, which the extension counts, end up in the same Deliveries; producer.send_batches is its loop.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Iterator
+from types import ModuleType
+from typing import TYPE_CHECKING
+
+from confluent_kafka import KafkaError, KafkaException
+
+from kafkasource.runtime.native_extension import EXTENSION, why_unavailable
+from kafkasource.writing.rows import Columns, Message
+
+if TYPE_CHECKING:
+    from kafkasource.writing.producer import Deliveries
+
+log = logging.getLogger(__name__)
+
+MESSAGE_BATCH_ROWS = 10_000  # records of a plain message iterable put in one Arrow batch (see message_batches)
+
+_announced = False
+
+
+def _extension() -> ModuleType:
+    if EXTENSION is None:
+        raise RuntimeError(f"kafkasource's native extension {why_unavailable()}: set writePath to auto or python")
+    return EXTENSION
+
+
+def _announce() -> None:
+    """One INFO line per process that writes natively: which extension file, so a log shows what a node ran."""
+    global _announced
+    if not _announced:
+        _announced = True
+        log.info("writing with the native extension %s (librdkafka %s)", _extension().__file__, _librdkafka())
+
+
+def _librdkafka() -> str:
+    return str(_extension().librdkafka_version())
+
+
+def _ms(seconds: float) -> int:
+    return max(int(seconds * 1000), 0)
+
+
+class NativeProducer:
+    """The calls the sink makes on a confluent-kafka Producer, over the native producer. Serving the producer
+    (poll, flush, the produce loop) fills `deliveries` as confluent-kafka's callbacks would: failed records, the
+    first failure, a refusal by the brokers; a fatal error of the producer is raised once, from the call that
+    served it, as confluent-kafka raises it."""
+
+    def __init__(self, config: dict[str, object], deliveries: Deliveries):
+        _announce()
+        self.native = _extension().Producer([(name, _property(value)) for name, value in config.items()])
+        self.deliveries = deliveries
+
+    def produce_batch(self, batch, topic: str | None, start: int, first_row: int, strict: bool):
+        """Rows `start..` of an Arrow record batch (native_batch's columns); see the extension's produce_batch."""
+        return self.native.produce_batch(batch.__arrow_c_array__(), topic, start, first_row, strict)
+
+    def poll(self, timeout: float = 0) -> int:
+        served = self.native.poll(_ms(timeout))
+        self._take_reports()
+        return served
+
+    def flush(self, timeout: float = -1) -> int:
+        left = self.native.flush(_ms(timeout) if timeout >= 0 else -1)
+        self._take_reports()
+        return left
+
+    def purge(self, in_queue: bool = True, in_flight: bool = True, blocking: bool = True) -> None:
+        self.native.purge()  # queued and in flight, without blocking: all the sink ever purges
+
+    def __len__(self) -> int:
+        return len(self.native)
+
+    def close(self) -> None:
+        self.native.close()
+
+    def init_transactions(self, timeout: float) -> None:
+        self._call(self.native.init_transactions, _ms(timeout))
+
+    def begin_transaction(self) -> None:
+        self._call(self.native.begin_transaction)
+
+    def send_marker(
+        self, topic: str, partition: int, offset: int, metadata: str | None, group_id: str, timeout: float
+    ) -> None:
+        """send_offsets_to_transaction for group `group_id`, which needs no consumer of the group."""
+        self._call(self.native.send_offsets_to_transaction, topic, partition, offset, metadata, group_id, _ms(timeout))
+
+    def commit_transaction(self, timeout: float) -> None:
+        self._call(self.native.commit_transaction, _ms(timeout))
+
+    def abort_transaction(self, timeout: float) -> None:
+        self._call(self.native.abort_transaction, _ms(timeout))
+
+    def _call(self, method, *args) -> None:
+        """A transactional call, its failure raised as confluent-kafka raises it. A commit flushes, which serves
+        the delivery reports: they are taken into `deliveries` whatever the call's outcome, so a failed commit
+        is told by the record that failed (transactions._transaction_error), as on the Python path."""
+        try:
+            method(*args)
+        except _extension().KafkaCallError as exc:
+            code, _name, text, fatal, retriable, txn_requires_abort = exc.args
+            error = KafkaError(code, text, fatal=fatal, retriable=retriable, txn_requires_abort=txn_requires_abort)
+            raise KafkaException(error) from None
+        finally:
+            self._take_reports(raise_fatal=False)  # the call's own error tells a fatal one
+
+    def _take_reports(self, raise_fatal: bool = True) -> None:
+        """What the callbacks kept since the last call, into `deliveries`; a fatal error raised."""
+        fatal = None
+        for code, text, is_fatal in self.native.client_errors():
+            error = KafkaError(code, text, fatal=is_fatal)
+            self.deliveries.on_error(error)
+            if is_fatal and fatal is None:
+                fatal = error
+        _delivered, failed, first = self.native.deliveries(reset=True)
+        self.deliveries.failed += failed
+        if first is not None and self.deliveries.first is None:
+            row, code, _name, text, topic, partition, size = first
+            self.deliveries.first = (KafkaError(code, text), topic, partition, size)
+            self.deliveries.position = row
+        if fatal is not None and raise_fatal:
+            raise KafkaException(fatal)
+
+
+def _property(value: object) -> str:
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def message_batches(messages: Iterable[Message]) -> Iterator[tuple[object, Columns]]:
+    """Records as producer.send takes them (topic, key, value, headers, partition), as Arrow batches of every
+    sink column: for callers that hold records rather than Spark's batches."""
+    import pyarrow as pa
+
+    columns = Columns(topic=None, key=True, headers=True, partition=True)
+    header = pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))
+    chunk: list[Message] = []
+    iterator = iter(messages)
+    while True:
+        chunk.clear()
+        for message in iterator:
+            chunk.append(message)
+            if len(chunk) >= MESSAGE_BATCH_ROWS:
+                break
+        if not chunk:
+            return
+        topics, keys, values, headers, partitions = zip(*chunk, strict=True)
+        yield (
+            pa.RecordBatch.from_arrays(
+                [
+                    pa.array(topics, pa.string()),
+                    pa.array([_bytes(k) for k in keys], pa.binary()),
+                    pa.array([_bytes(v) for v in values], pa.binary()),
+                    pa.array([[{"key": k, "value": v} for k, v in h] if h else None for h in headers], header),
+                    pa.array([None if p is None or p < 0 else p for p in partitions], pa.int32()),
+                ],
+                names=["topic", "key", "value", "headers", "partition"],
+            ),
+            columns,
+        )
+
+
+def _bytes(part: str | bytes | None) -> bytes | None:
+    return part.encode() if isinstance(part, str) else part

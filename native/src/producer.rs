@@ -1,0 +1,971 @@
+//! kafkasource's native write path: a librdkafka producer that hands the rows of an Arrow record batch to
+//! librdkafka straight from the batch's column buffers, so writing makes no Python object per record.
+//!
+//! Only the hot loop and the delivery reports live here. What a failure means (its message, whether it fails the
+//! task), the delivery guarantee's waits and the transactions' order stay in Python (kafkasource/writing/), shared
+//! with the confluent-kafka path: the Python wrapper (writing/native_producer.py) turns this producer's errors into
+//! confluent-kafka's KafkaError with the same codes, which are librdkafka's in both.
+//!
+//! The batch comes through the Arrow C Data Interface (pyarrow's `__arrow_c_array__()` capsules) as a struct
+//! array whose children are the sink's columns, named topic, key, value, headers and partition; the Python side
+//! casts them to the layouts read here (see `Layout`).
+
+use std::collections::HashMap;
+use std::ffi::{c_char, c_int, c_void, CStr};
+use std::ptr;
+use std::sync::{Mutex, MutexGuard};
+
+use pyo3::create_exception;
+use pyo3::exceptions::{PyException, PyOSError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::PyCapsule;
+use rdkafka_sys as rd;
+
+use crate::{c_string, cstr, error_name, error_text, KafkaConfig, ERRSTR_SIZE};
+
+create_exception!(
+    _native,
+    KafkaCallError,
+    PyException,
+    "A librdkafka call of the native producer failed; args: (code, name, text, fatal, retriable, txn_requires_abort)."
+);
+
+/// Records handed over between two polls that serve delivery reports (and notice a failure early), as the Python
+/// path's send loop.
+const POLL_EVERY: usize = 1_000;
+/// How long a produce waits for librdkafka to deliver some records when its queue is full, before trying again.
+const QUEUE_FULL_WAIT_MS: c_int = 100;
+/// librdkafka's RD_KAFKA_PARTITION_UA (a C macro, so not in the bindings): let the partitioner choose.
+const PARTITION_UA: i32 = -1;
+
+type Err = rd::rd_kafka_resp_err_t;
+const NO_ERROR: Err = Err::RD_KAFKA_RESP_ERR_NO_ERROR;
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// A record that failed: (row of the task, code, librdkafka's error name, text, topic, partition, key + value
+/// bytes) as Python receives it.
+type FailureTuple = (usize, i32, String, String, String, i32, usize);
+
+/// The first record whose delivery failed, or that produce refused.
+struct Failure {
+    row: usize,
+    code: i32,
+    name: String,
+    text: String,
+    topic: String,
+    partition: i32,
+    size: usize,
+}
+
+impl Failure {
+    fn to_tuple(&self) -> FailureTuple {
+        (self.row, self.code, self.name.clone(), self.text.clone(), self.topic.clone(), self.partition, self.size)
+    }
+}
+
+/// What the delivery reports said since the last time Python took them.
+#[derive(Default)]
+struct Reports {
+    delivered: u64,
+    failed: u64,
+    first: Option<Failure>,
+}
+
+/// What librdkafka's callbacks keep, on the thread that serves the producer (poll, flush, the produce loop).
+#[derive(Default)]
+struct Shared {
+    reports: Mutex<Reports>,
+    /// client-level errors (authentication, TLS, brokers down, a fatal error), as (code, text, fatal)
+    client_errors: Mutex<Vec<(i32, String, bool)>>,
+}
+
+/// librdkafka's delivery report callback: counts the record delivered or failed, keeping the first failure with
+/// the task's row it came from (the message's opaque).
+///
+/// # Safety
+/// `opaque` is the `Shared` of the ProducerHandle whose client calls back; `message` is a live message.
+unsafe extern "C" fn on_delivery(
+    _kafka: *mut rd::rd_kafka_t,
+    message: *const rd::rd_kafka_message_t,
+    opaque: *mut c_void,
+) {
+    let shared = &*(opaque as *const Shared);
+    let m = &*message;
+    let mut reports = lock(&shared.reports);
+    if m.err == NO_ERROR {
+        reports.delivered += 1;
+        return;
+    }
+    reports.failed += 1;
+    if reports.first.is_none() {
+        let topic = if m.rkt.is_null() { String::new() } else { cstr(rd::rd_kafka_topic_name(m.rkt)) };
+        reports.first = Some(Failure {
+            row: m._private as usize,
+            code: m.err as i32,
+            name: error_code_name(m.err),
+            // librdkafka's description of the code, as confluent-kafka's KafkaError of a delivery report says it
+            text: error_name(m.err),
+            topic,
+            partition: m.partition,
+            size: m.len + m.key_len,
+        });
+    }
+}
+
+/// librdkafka's error callback: keeps client-level errors for `Producer.client_errors`; a fatal one (a fenced
+/// transactional producer, an idempotent producer the brokers refuse) as its cause, which librdkafka tells apart.
+///
+/// # Safety
+/// As for `on_delivery`; a non-null `reason` is NUL-terminated.
+unsafe extern "C" fn on_client_error(
+    kafka: *mut rd::rd_kafka_t,
+    err: c_int,
+    reason: *const c_char,
+    opaque: *mut c_void,
+) {
+    let shared = &*(opaque as *const Shared);
+    let error = if err == Err::RD_KAFKA_RESP_ERR__FATAL as c_int {
+        let mut errstr = [0 as c_char; ERRSTR_SIZE];
+        let cause = rd::rd_kafka_fatal_error(kafka, errstr.as_mut_ptr(), ERRSTR_SIZE);
+        (cause as i32, error_text(&errstr), true)
+    } else {
+        (err, cstr(reason), false)
+    };
+    lock(&shared.client_errors).push(error);
+}
+
+/// A librdkafka producer and the topic handles it produced to, destroyed on drop without waiting on brokers.
+struct ProducerHandle {
+    kafka: *mut rd::rd_kafka_t,
+    // boxed: librdkafka holds its address, which must stay put and outlive the client (fields drop after `drop`)
+    shared: Box<Shared>,
+    topics: HashMap<Vec<u8>, *mut rd::rd_kafka_topic_t>,
+}
+
+impl ProducerHandle {
+    fn new(config: KafkaConfig) -> PyResult<Self> {
+        let shared: Box<Shared> = Box::default();
+        // SAFETY: the configuration is live; the opaque stays valid as long as the client (see the field).
+        unsafe {
+            rd::rd_kafka_conf_set_error_cb(config.0, Some(on_client_error));
+            rd::rd_kafka_conf_set_dr_msg_cb(config.0, Some(on_delivery));
+            rd::rd_kafka_conf_set_opaque(config.0, &*shared as *const Shared as *mut c_void);
+        }
+        let mut errstr = [0 as c_char; ERRSTR_SIZE];
+        let producer = rd::rd_kafka_type_t::RD_KAFKA_PRODUCER;
+        // SAFETY: the configuration is live and errstr holds ERRSTR_SIZE bytes.
+        let kafka = unsafe { rd::rd_kafka_new(producer, config.0, errstr.as_mut_ptr(), ERRSTR_SIZE) };
+        if kafka.is_null() {
+            return Err(PyValueError::new_err(error_text(&errstr))); // dropping the guard destroys the configuration
+        }
+        // librdkafka took the configuration over and frees it
+        std::mem::forget(config);
+        Ok(ProducerHandle { kafka, shared, topics: HashMap::new() })
+    }
+
+    /// The topic handle for `name`, made once per topic: producing by handle spares librdkafka a lookup of the
+    /// topic by name per record.
+    fn topic(&mut self, name: &[u8]) -> Result<*mut rd::rd_kafka_topic_t, String> {
+        if let Some(&topic) = self.topics.get(name) {
+            return Ok(topic);
+        }
+        let shown = String::from_utf8_lossy(name).into_owned();
+        let c_name =
+            std::ffi::CString::new(name).map_err(|_| format!("the topic name {shown:?} holds a NUL character"))?;
+        // SAFETY: the client is live and the name NUL-terminated; a null configuration means the client's defaults.
+        let topic = unsafe { rd::rd_kafka_topic_new(self.kafka, c_name.as_ptr(), ptr::null_mut()) };
+        if topic.is_null() {
+            // SAFETY: rd_kafka_last_error reads this thread's last error and has no preconditions.
+            let err = unsafe { rd::rd_kafka_last_error() };
+            return Err(format!("topic {shown}: {}", error_name(err)));
+        }
+        self.topics.insert(name.to_vec(), topic);
+        Ok(topic)
+    }
+
+    fn poll(&self, timeout_ms: c_int) -> c_int {
+        // SAFETY: the client is live.
+        unsafe { rd::rd_kafka_poll(self.kafka, timeout_ms) }
+    }
+
+    /// Whether the produce loop should hand control back to Python: a delivery failed under a strict guarantee,
+    /// or a client-level error waits to be judged (a refusal fails the task; brokers down do not).
+    fn should_stop(&self, strict: bool) -> bool {
+        (strict && lock(&self.shared.reports).failed > 0) || !lock(&self.shared.client_errors).is_empty()
+    }
+
+    fn in_flight(&self) -> usize {
+        // SAFETY: the client is live.
+        unsafe { rd::rd_kafka_outq_len(self.kafka) }.max(0) as usize
+    }
+}
+
+impl Drop for ProducerHandle {
+    fn drop(&mut self) {
+        // SAFETY: the handle owns the client and the topic handles, which go before it. Records still queued or in
+        // flight are dropped without waiting (a purge that does not block, then a zero-timeout flush that serves
+        // their reports), so closing never waits on brokers that may be gone.
+        unsafe {
+            for (_, topic) in self.topics.drain() {
+                rd::rd_kafka_topic_destroy(topic);
+            }
+            let flags = rd::RD_KAFKA_PURGE_F_QUEUE | rd::RD_KAFKA_PURGE_F_INFLIGHT | rd::RD_KAFKA_PURGE_F_NON_BLOCKING;
+            rd::rd_kafka_purge(self.kafka, flags);
+            rd::rd_kafka_flush(self.kafka, 0);
+            rd::rd_kafka_destroy(self.kafka);
+        }
+    }
+}
+
+// SAFETY: librdkafka's producer API is thread-safe (any call from any thread on a client and its topic handles);
+// the topic cache is only changed through `&mut self`, which pyo3 hands to one call at a time.
+unsafe impl Send for ProducerHandle {}
+// SAFETY: as for Send.
+unsafe impl Sync for ProducerHandle {}
+
+/// A failed librdkafka call (an rd_kafka_error_t), read and destroyed.
+struct CallError {
+    err: Err,
+    code: i32,
+    name: String,
+    text: String,
+    fatal: bool,
+    retriable: bool,
+    txn_requires_abort: bool,
+}
+
+impl CallError {
+    /// None for no error; else the error's parts, the error destroyed.
+    ///
+    /// # Safety
+    /// A non-null `error` is a live error the caller owns.
+    unsafe fn take(error: *mut rd::rd_kafka_error_t) -> Option<CallError> {
+        if error.is_null() {
+            return None;
+        }
+        let err = rd::rd_kafka_error_code(error);
+        let found = CallError {
+            err,
+            code: err as i32,
+            name: cstr(rd::rd_kafka_error_name(error)),
+            text: cstr(rd::rd_kafka_error_string(error)),
+            fatal: rd::rd_kafka_error_is_fatal(error) != 0,
+            retriable: rd::rd_kafka_error_is_retriable(error) != 0,
+            txn_requires_abort: rd::rd_kafka_error_txn_requires_abort(error) != 0,
+        };
+        rd::rd_kafka_error_destroy(error);
+        Some(found)
+    }
+
+    fn into_py(self) -> PyErr {
+        KafkaCallError::new_err((self.code, self.name, self.text, self.fatal, self.retriable, self.txn_requires_abort))
+    }
+}
+
+fn call_result(error: *mut rd::rd_kafka_error_t) -> PyResult<()> {
+    // SAFETY: librdkafka's transactional calls return an error the caller owns, or null.
+    match unsafe { CallError::take(error) } {
+        None => Ok(()),
+        Some(e) => Err(e.into_py()),
+    }
+}
+
+/// librdkafka's name of an error code, as "MSG_SIZE_TOO_LARGE" or "_QUEUE_FULL".
+fn error_code_name(err: Err) -> String {
+    // SAFETY: rd_kafka_err2name returns a static NUL-terminated string for any code.
+    unsafe { cstr(rd::rd_kafka_err2name(err)) }
+}
+
+// --- the Arrow C Data Interface -------------------------------------------------------------------------------
+
+/// struct ArrowSchema of the Arrow C Data Interface.
+#[repr(C)]
+struct ArrowSchema {
+    format: *const c_char,
+    name: *const c_char,
+    metadata: *const c_char,
+    flags: i64,
+    n_children: i64,
+    children: *mut *mut ArrowSchema,
+    dictionary: *mut ArrowSchema,
+    release: Option<unsafe extern "C" fn(*mut ArrowSchema)>,
+    private_data: *mut c_void,
+}
+
+/// struct ArrowArray of the Arrow C Data Interface.
+#[repr(C)]
+struct ArrowArray {
+    length: i64,
+    null_count: i64,
+    offset: i64,
+    n_buffers: i64,
+    n_children: i64,
+    buffers: *mut *const c_void,
+    children: *mut *mut ArrowArray,
+    dictionary: *mut ArrowArray,
+    release: Option<unsafe extern "C" fn(*mut ArrowArray)>,
+    private_data: *mut c_void,
+}
+
+/// A C Data Interface struct moved out of its capsule, as the interface allows (a bitwise copy, the source marked
+/// released so the capsule's destructor leaves it be): ours, released once on drop.
+struct Owned<T: Releasable>(Box<T>);
+
+trait Releasable {
+    fn release(&mut self) -> &mut Option<unsafe extern "C" fn(*mut Self)>;
+}
+
+impl Releasable for ArrowSchema {
+    fn release(&mut self) -> &mut Option<unsafe extern "C" fn(*mut Self)> {
+        &mut self.release
+    }
+}
+
+impl Releasable for ArrowArray {
+    fn release(&mut self) -> &mut Option<unsafe extern "C" fn(*mut Self)> {
+        &mut self.release
+    }
+}
+
+impl<T: Releasable> Owned<T> {
+    fn take(capsule: &Bound<'_, PyCapsule>, name: &CStr) -> PyResult<Self> {
+        if capsule.name()? != Some(name) {
+            return Err(PyValueError::new_err(format!("expected a PyCapsule named {}", name.to_string_lossy())));
+        }
+        let source = capsule.pointer() as *mut T;
+        if source.is_null() {
+            return Err(PyValueError::new_err("an invalid PyCapsule"));
+        }
+        // SAFETY: a capsule of this name holds a live struct of this kind; after the copy the source is marked
+        // released, so only the copy is ever released.
+        unsafe {
+            let mut moved = Box::new(ptr::read(source));
+            *(*source).release() = None;
+            if moved.release().is_none() {
+                return Err(PyValueError::new_err("the Arrow capsule was already consumed"));
+            }
+            Ok(Owned(moved))
+        }
+    }
+}
+
+impl<T: Releasable> Drop for Owned<T> {
+    fn drop(&mut self) {
+        if let Some(release) = self.0.release().take() {
+            let this: *mut T = &mut *self.0;
+            // SAFETY: a live struct is released once, through its own callback, which frees its children too.
+            unsafe { release(this) }
+        }
+    }
+}
+
+// SAFETY: the structs describe immutable Arrow buffers; nothing reads them concurrently with their release, which
+// happens on drop, with the GIL held (see `produce_batch`).
+unsafe impl Send for ArrowArray {}
+// SAFETY: as for Send.
+unsafe impl Sync for ArrowArray {}
+// SAFETY: as for ArrowArray.
+unsafe impl Send for ArrowSchema {}
+// SAFETY: as for Send.
+unsafe impl Sync for ArrowSchema {}
+
+/// The layouts the Python side casts the sink's columns to: string (utf8) or binary with i32 offsets, int32, and
+/// list<struct<key: string, value: binary>>. large_binary, large_string and string_view columns are cast to these
+/// first: librdkafka takes a record's bytes as one contiguous piece either way, a batch from Spark is far below
+/// 2 GiB, and one layout keeps this reader short and its checks exact.
+enum Layout {
+    Bytes,
+    Int32,
+    Headers,
+}
+
+/// # Safety
+/// `schema` is a live ArrowSchema.
+unsafe fn format_of(schema: *const ArrowSchema) -> String {
+    cstr((*schema).format)
+}
+
+/// # Safety
+/// `schema` is a live ArrowSchema with `n_children` children.
+unsafe fn schema_child(schema: *const ArrowSchema, index: usize) -> *const ArrowSchema {
+    *(*schema).children.add(index)
+}
+
+/// Whether `schema` has `layout`; the reason when it does not.
+///
+/// # Safety
+/// `schema` is a live ArrowSchema.
+unsafe fn check_layout(schema: *const ArrowSchema, layout: &Layout, column: &str) -> Result<(), String> {
+    let format = format_of(schema);
+    let fits = match layout {
+        Layout::Bytes => format == "z" || format == "u",
+        Layout::Int32 => format == "i",
+        Layout::Headers => {
+            format == "+l" && (*schema).n_children == 1 && {
+                let entry = schema_child(schema, 0);
+                format_of(entry) == "+s"
+                    && (*entry).n_children == 2
+                    && cstr((*schema_child(entry, 0)).name) == "key"
+                    && format_of(schema_child(entry, 0)) == "u"
+                    && cstr((*schema_child(entry, 1)).name) == "value"
+                    && matches!(format_of(schema_child(entry, 1)).as_str(), "z" | "u")
+            }
+        }
+    };
+    if fits {
+        Ok(())
+    } else {
+        Err(format!("column {column} has the Arrow format {format:?}, which the native producer does not read"))
+    }
+}
+
+/// One column of the batch: an ArrowArray and the offset its parent adds (a struct's children start at the
+/// struct's offset plus their own).
+#[derive(Clone, Copy)]
+struct Column<'a> {
+    array: &'a ArrowArray,
+    shift: usize,
+}
+
+impl<'a> Column<'a> {
+    fn buffer(&self, index: usize) -> *const c_void {
+        if (index as i64) < self.array.n_buffers {
+            // SAFETY: the array has n_buffers buffer pointers (some null).
+            unsafe { *self.array.buffers.add(index) }
+        } else {
+            ptr::null()
+        }
+    }
+
+    /// The physical index of `row`: the array's offset (a sliced array) and its parent's added.
+    fn at(&self, row: usize) -> usize {
+        self.array.offset as usize + self.shift + row
+    }
+
+    fn is_valid(&self, row: usize) -> bool {
+        let validity = self.buffer(0) as *const u8;
+        if self.array.null_count == 0 || validity.is_null() {
+            return true;
+        }
+        let index = self.at(row);
+        // SAFETY: a validity bitmap has a bit for every physical index of the array.
+        unsafe { (*validity.add(index / 8) >> (index % 8)) & 1 == 1 }
+    }
+
+    /// A binary or string value; None for null. An empty value is an empty slice (never null: librdkafka writes
+    /// a null pointer as a null key or value).
+    fn bytes(&self, row: usize) -> Option<&'a [u8]> {
+        if !self.is_valid(row) {
+            return None;
+        }
+        let offsets = self.buffer(1) as *const i32;
+        let data = self.buffer(2) as *const u8;
+        let index = self.at(row);
+        // SAFETY: a binary array's i32 offsets hold length + offset + 1 entries, each within its data buffer.
+        unsafe {
+            let (start, end) = (*offsets.add(index) as usize, *offsets.add(index + 1) as usize);
+            if end <= start || data.is_null() {
+                Some(&[])
+            } else {
+                Some(std::slice::from_raw_parts(data.add(start), end - start))
+            }
+        }
+    }
+
+    fn int32(&self, row: usize) -> Option<i32> {
+        if !self.is_valid(row) {
+            return None;
+        }
+        // SAFETY: an int32 array's values buffer holds an i32 for every physical index.
+        Some(unsafe { *(self.buffer(1) as *const i32).add(self.at(row)) })
+    }
+
+    /// The entries of a list's row, as indices into its child (which carries its own offset).
+    fn list_range(&self, row: usize) -> Option<std::ops::Range<usize>> {
+        if !self.is_valid(row) {
+            return None;
+        }
+        let offsets = self.buffer(1) as *const i32;
+        let index = self.at(row);
+        // SAFETY: a list array's i32 offsets hold length + offset + 1 entries.
+        unsafe { Some(*offsets.add(index) as usize..*offsets.add(index + 1) as usize) }
+    }
+
+    /// A list's values (their indices are the list's offsets).
+    fn list_values(&self) -> Column<'a> {
+        // SAFETY: a list array has one child.
+        Column { array: unsafe { &**self.array.children }, shift: 0 }
+    }
+
+    /// A struct's field: the struct's offset applies to its fields too.
+    fn field(&self, index: usize) -> Column<'a> {
+        // SAFETY: the struct has this child (the schema said so).
+        let array = unsafe { &**self.array.children.add(index) };
+        Column { array, shift: self.array.offset as usize + self.shift }
+    }
+}
+
+/// Where each row's topic comes from.
+enum Topics<'a> {
+    Fixed(*mut rd::rd_kafka_topic_t, &'a [u8]),
+    Column(Column<'a>),
+}
+
+/// The sink's columns of one batch.
+struct Batch<'a> {
+    rows: usize,
+    topics: Topics<'a>,
+    keys: Option<Column<'a>>,
+    values: Column<'a>,
+    headers: Option<Column<'a>>,
+    partitions: Option<Column<'a>>,
+}
+
+/// An rd_kafka_headers_t of ours until librdkafka takes it with its record.
+struct Headers(*mut rd::rd_kafka_headers_t);
+
+impl Headers {
+    /// The headers of a list row; None for a null or empty list (a record without headers), and the bytes they
+    /// hold.
+    fn of(column: &Column<'_>, row: usize) -> Result<(Option<Headers>, usize), String> {
+        let range = match column.list_range(row) {
+            Some(range) if !range.is_empty() => range,
+            _ => return Ok((None, 0)),
+        };
+        let entries = column.list_values();
+        let (keys, values) = (entries.field(0), entries.field(1));
+        // SAFETY: rd_kafka_headers_new has no preconditions; the guard owns what it returns.
+        let headers = Headers(unsafe { rd::rd_kafka_headers_new(range.len()) });
+        let mut size = 0;
+        for entry in range {
+            let key = match (entries.is_valid(entry), keys.bytes(entry)) {
+                (true, Some(key)) => key,
+                // the Python side refuses these before any row moves; never a header without a key
+                _ => return Err("the headers column holds a header with a null key (or a null header)".to_string()),
+            };
+            let value = values.bytes(entry);
+            let (value_ptr, value_len) = match value {
+                Some(v) => (v.as_ptr() as *const c_void, v.len()),
+                None => (ptr::null(), 0), // a null header value
+            };
+            size += key.len() + value_len;
+            // SAFETY: the headers are live; librdkafka copies `key.len()` bytes of the name (no NUL needed when the
+            // size is given) and the value's bytes.
+            unsafe {
+                rd::rd_kafka_header_add(
+                    headers.0,
+                    key.as_ptr() as *const c_char,
+                    key.len() as isize,
+                    value_ptr,
+                    value_len as isize,
+                );
+            }
+        }
+        Ok((Some(headers), size))
+    }
+
+    fn ptr(headers: &Option<Headers>) -> *mut rd::rd_kafka_headers_t {
+        headers.as_ref().map_or(ptr::null_mut(), |h| h.0)
+    }
+
+    /// librdkafka took the headers with the record it accepted.
+    fn handed_over(headers: Option<Headers>) {
+        if let Some(h) = headers {
+            std::mem::forget(h);
+        }
+    }
+}
+
+impl Drop for Headers {
+    fn drop(&mut self) {
+        // SAFETY: the guard owns the headers (produce did not take them).
+        unsafe { rd::rd_kafka_headers_destroy(self.0) }
+    }
+}
+
+/// A record produce refused at once that fails the write: (row of the task, code, text, fatal, topic, partition,
+/// key + value + header bytes).
+type Refusal = (usize, i32, String, bool, String, i32, usize);
+
+/// How far `produce_rows` got.
+struct Progress {
+    next: usize,
+    skipped: usize,
+    refusal: Option<Refusal>,
+}
+
+/// Hands one record to librdkafka, copying its bytes (RD_KAFKA_MSG_F_COPY: the Arrow buffers go back to Python).
+///
+/// # Safety
+/// `kafka` and `topic` are live; `headers` is null or live (librdkafka takes it only on success).
+unsafe fn produce_one(
+    kafka: *mut rd::rd_kafka_t,
+    topic: *mut rd::rd_kafka_topic_t,
+    key: Option<&[u8]>,
+    value: Option<&[u8]>,
+    partition: i32,
+    headers: *mut rd::rd_kafka_headers_t,
+    row: usize,
+) -> Option<CallError> {
+    use rd::rd_kafka_vtype_t as V;
+    type U = rd::rd_kafka_vu_s__bindgen_ty_1;
+    let vu = |vtype, u| rd::rd_kafka_vu_t { vtype, u };
+    let mem = |bytes: Option<&[u8]>| U {
+        mem: match bytes {
+            Some(b) => rd::rd_kafka_vu_s__bindgen_ty_1__bindgen_ty_1 { ptr: b.as_ptr() as *mut c_void, size: b.len() },
+            None => rd::rd_kafka_vu_s__bindgen_ty_1__bindgen_ty_1 { ptr: ptr::null_mut(), size: 0 }, // a tombstone
+        },
+    };
+    let mut args = [vu(V::RD_KAFKA_VTYPE_END, U { i: 0 }); 7];
+    args[0] = vu(V::RD_KAFKA_VTYPE_RKT, U { rkt: topic });
+    args[1] = vu(V::RD_KAFKA_VTYPE_PARTITION, U { i32_: partition });
+    args[2] = vu(V::RD_KAFKA_VTYPE_MSGFLAGS, U { i: rd::RD_KAFKA_MSG_F_COPY });
+    args[3] = vu(V::RD_KAFKA_VTYPE_VALUE, mem(value));
+    // the record's row in the task comes back in its delivery report
+    args[4] = vu(V::RD_KAFKA_VTYPE_OPAQUE, U { ptr: row as *mut c_void });
+    let mut count = 5;
+    if key.is_some() {
+        args[count] = vu(V::RD_KAFKA_VTYPE_KEY, mem(key)); // no KEY at all is a null key
+        count += 1;
+    }
+    if !headers.is_null() {
+        args[count] = vu(V::RD_KAFKA_VTYPE_HEADERS, U { headers });
+        count += 1;
+    }
+    CallError::take(rd::rd_kafka_produceva(kafka, args.as_ptr(), count))
+}
+
+/// Hands rows `start..` of the batch to librdkafka; stops early (at the row not yet handed over) when a delivery
+/// failed under a strict guarantee, a client-level error waits for Python, or a record is refused at once under a
+/// strict guarantee (or fatally).
+fn produce_rows(
+    handle: &mut ProducerHandle,
+    batch: &Batch<'_>,
+    start: usize,
+    first_row: usize,
+    strict: bool,
+) -> Result<Progress, String> {
+    let mut progress = Progress { next: start, skipped: 0, refusal: None };
+    let mut last_topic: Option<(&[u8], *mut rd::rd_kafka_topic_t)> = None;
+    while progress.next < batch.rows {
+        let row = progress.next;
+        let (topic_name, topic) = match &batch.topics {
+            Topics::Fixed(topic, name) => (*name, *topic),
+            Topics::Column(column) => {
+                let name = column.bytes(row).ok_or("a null topic")?; // refused by the Python side before
+                match last_topic {
+                    Some((last, topic)) if last == name => (name, topic),
+                    _ => {
+                        let topic = handle.topic(name)?;
+                        last_topic = Some((name, topic));
+                        (name, topic)
+                    }
+                }
+            }
+        };
+        let key = batch.keys.as_ref().and_then(|c| c.bytes(row));
+        let value = batch.values.bytes(row);
+        let partition = batch.partitions.as_ref().and_then(|c| c.int32(row)).unwrap_or(PARTITION_UA);
+        let (headers, header_size) = match &batch.headers {
+            Some(column) => Headers::of(column, row)?,
+            None => (None, 0),
+        };
+        // SAFETY: the client and the topic handle are live; the headers are ours until produce takes them.
+        match unsafe {
+            produce_one(handle.kafka, topic, key, value, partition, Headers::ptr(&headers), first_row + row)
+        } {
+            None => Headers::handed_over(headers),
+            Some(e) if e.code == Err::RD_KAFKA_RESP_ERR__QUEUE_FULL as i32 => {
+                // librdkafka's queue is full (queue.buffering.max.*): let it deliver some first, then this row again
+                drop(headers);
+                handle.poll(QUEUE_FULL_WAIT_MS);
+                if handle.should_stop(strict) {
+                    return Ok(progress);
+                }
+                continue;
+            }
+            Some(e) => {
+                let (mut code, mut text, mut fatal) =
+                    (e.code, format!("Unable to produce message: {}", error_name(e.err)), e.fatal);
+                if code == Err::RD_KAFKA_RESP_ERR__FATAL as i32 {
+                    // produce only says _FATAL; the producer knows what the fatal error was (fenced, refused)
+                    let mut errstr = [0 as c_char; ERRSTR_SIZE];
+                    // SAFETY: the client is live and errstr holds ERRSTR_SIZE bytes.
+                    let cause = unsafe { rd::rd_kafka_fatal_error(handle.kafka, errstr.as_mut_ptr(), ERRSTR_SIZE) };
+                    if cause != NO_ERROR {
+                        (code, text, fatal) = (cause as i32, error_text(&errstr), true);
+                    }
+                }
+                if strict || fatal {
+                    let size = key.map_or(0, <[u8]>::len) + value.map_or(0, <[u8]>::len) + header_size;
+                    let topic = String::from_utf8_lossy(topic_name).into_owned();
+                    progress.refusal = Some((first_row + row, code, text, fatal, topic, partition, size));
+                    return Ok(progress);
+                }
+                progress.skipped += 1; // deliveryGuarantee=none: counted as failed, and the write goes on
+            }
+        }
+        progress.next += 1;
+        if (progress.next - start).is_multiple_of(POLL_EVERY) {
+            handle.poll(0);
+            if handle.should_stop(strict) {
+                return Ok(progress);
+            }
+        }
+    }
+    Ok(progress)
+}
+
+/// The batch's columns by name, checked against the layouts read here.
+///
+/// # Safety
+/// `schema` and `array` are a live, matching struct schema and array.
+unsafe fn batch_columns<'a>(
+    handle: &mut ProducerHandle,
+    schema: &ArrowSchema,
+    array: &'a ArrowArray,
+    topic: Option<&'a str>,
+) -> Result<Batch<'a>, String> {
+    if format_of(schema) != "+s" || schema.n_children != array.n_children {
+        return Err("the native producer takes a record batch (an Arrow struct array)".to_string());
+    }
+    let top = Column { array, shift: 0 };
+    let mut found: HashMap<String, usize> = HashMap::new();
+    for index in 0..schema.n_children as usize {
+        found.insert(cstr((*schema_child(schema, index)).name), index);
+    }
+    let column = |name: &str, layout: Layout| -> Result<Option<Column<'a>>, String> {
+        match found.get(name) {
+            None => Ok(None),
+            Some(&index) => {
+                check_layout(schema_child(schema, index), &layout, name)?;
+                Ok(Some(top.field(index)))
+            }
+        }
+    };
+    let topics = match topic {
+        Some(name) => Topics::Fixed(handle.topic(name.as_bytes())?, name.as_bytes()),
+        None => Topics::Column(column("topic", Layout::Bytes)?.ok_or("no topic, and no topic column")?),
+    };
+    Ok(Batch {
+        rows: array.length as usize,
+        topics,
+        keys: column("key", Layout::Bytes)?,
+        values: column("value", Layout::Bytes)?.ok_or("no value column")?,
+        headers: column("headers", Layout::Headers)?,
+        partitions: column("partition", Layout::Int32)?,
+    })
+}
+
+/// A librdkafka producer that writes Arrow record batches, counting delivery reports in Rust.
+#[pyclass]
+pub struct Producer {
+    handle: Option<ProducerHandle>,
+}
+
+#[pymethods]
+impl Producer {
+    /// `config`: librdkafka properties, already validated by the caller.
+    #[new]
+    fn new(config: Vec<(String, String)>) -> PyResult<Self> {
+        Ok(Producer { handle: Some(ProducerHandle::new(KafkaConfig::new(&config)?)?) })
+    }
+
+    /// Hands rows `start..` of one record batch (the capsules of pyarrow's `__arrow_c_array__()`) to librdkafka:
+    /// every row to `topic`, or to the batch's topic column when it is None. Row i of the batch is row
+    /// `first_row + i` of the task, as its delivery report and any error tell. Returns (the row to resume from,
+    /// which is the batch's length when all were handed over; rows refused at once and skipped, under
+    /// strict=False; the refusal that stopped it, or None).
+    #[pyo3(signature = (batch, topic, start, first_row, strict))]
+    fn produce_batch(
+        &mut self,
+        py: Python<'_>,
+        batch: (Bound<'_, PyCapsule>, Bound<'_, PyCapsule>),
+        topic: Option<String>,
+        start: usize,
+        first_row: usize,
+        strict: bool,
+    ) -> PyResult<(usize, usize, Option<Refusal>)> {
+        let handle = self.handle.as_mut().ok_or_else(closed)?;
+        let schema: Owned<ArrowSchema> = Owned::take(&batch.0, c"arrow_schema")?;
+        let array: Owned<ArrowArray> = Owned::take(&batch.1, c"arrow_array")?;
+        let result = py.allow_threads(|| {
+            // SAFETY: both structs are live until their guards drop, after this closure.
+            let columns = unsafe { batch_columns(handle, &schema.0, &array.0, topic.as_deref())? };
+            produce_rows(handle, &columns, start, first_row, strict)
+        });
+        // the structs are released here, with the GIL held: releasing pyarrow's may drop Python objects
+        drop((array, schema));
+        let progress = result.map_err(PyValueError::new_err)?;
+        Ok((progress.next, progress.skipped, progress.refusal))
+    }
+
+    /// Serves delivery reports and the error callback for up to `timeout_ms`; how many events it served.
+    fn poll(&self, py: Python<'_>, timeout_ms: i32) -> PyResult<i32> {
+        let handle = self.handle()?;
+        Ok(py.allow_threads(|| handle.poll(timeout_ms)))
+    }
+
+    /// Waits up to `timeout_ms` for every record to be delivered or failed; how many are still in flight.
+    fn flush(&self, py: Python<'_>, timeout_ms: i32) -> PyResult<usize> {
+        let handle = self.handle()?;
+        Ok(py.allow_threads(|| {
+            // SAFETY: the client is live; a timeout is no error here (what is left in flight tells).
+            unsafe { rd::rd_kafka_flush(handle.kafka, timeout_ms) };
+            handle.in_flight()
+        }))
+    }
+
+    /// Drops the records queued and in flight (their reports say _PURGE_QUEUE or _PURGE_INFLIGHT) without waiting.
+    fn purge(&self) -> PyResult<()> {
+        let handle = self.handle()?;
+        let flags = rd::RD_KAFKA_PURGE_F_QUEUE | rd::RD_KAFKA_PURGE_F_INFLIGHT | rd::RD_KAFKA_PURGE_F_NON_BLOCKING;
+        // SAFETY: the client is live.
+        crate::check(unsafe { rd::rd_kafka_purge(handle.kafka, flags) }, "purge")
+    }
+
+    /// Records not yet delivered or failed (and other requests librdkafka still has to serve).
+    fn __len__(&self) -> PyResult<usize> {
+        Ok(self.handle()?.in_flight())
+    }
+
+    /// The delivery reports served since the last reset: (delivered, failed, the first failure or None).
+    #[pyo3(signature = (reset=false))]
+    fn deliveries(&self, reset: bool) -> PyResult<(u64, u64, Option<FailureTuple>)> {
+        let mut reports = lock(&self.handle()?.shared.reports);
+        let found = (reports.delivered, reports.failed, reports.first.as_ref().map(Failure::to_tuple));
+        if reset {
+            *reports = Reports::default();
+        }
+        Ok(found)
+    }
+
+    /// The client-level errors the error callback heard since the last call, oldest first, as (code, text,
+    /// fatal); a fatal error is given as its cause.
+    fn client_errors(&self) -> PyResult<Vec<(i32, String, bool)>> {
+        Ok(std::mem::take(&mut *lock(&self.handle()?.shared.client_errors)))
+    }
+
+    fn init_transactions(&self, py: Python<'_>, timeout_ms: i32) -> PyResult<()> {
+        let handle = self.handle()?;
+        // SAFETY: the client is live; the call returns an error we own, or null.
+        let error = py.allow_threads(|| ErrorPtr(unsafe { rd::rd_kafka_init_transactions(handle.kafka, timeout_ms) }));
+        call_result(error.0)
+    }
+
+    fn begin_transaction(&self) -> PyResult<()> {
+        let handle = self.handle()?;
+        // SAFETY: the client is live (begin only changes local state: no wait).
+        call_result(unsafe { rd::rd_kafka_begin_transaction(handle.kafka) })
+    }
+
+    /// Commits `offset` (with `metadata`) of the topic's partition for group `group_id` in the open transaction;
+    /// no consumer is needed: librdkafka makes the group's metadata from its id alone.
+    #[pyo3(signature = (topic, partition, offset, metadata, group_id, timeout_ms))]
+    #[allow(clippy::too_many_arguments)]
+    fn send_offsets_to_transaction(
+        &self,
+        py: Python<'_>,
+        topic: String,
+        partition: i32,
+        offset: i64,
+        metadata: Option<String>,
+        group_id: String,
+        timeout_ms: i32,
+    ) -> PyResult<()> {
+        let handle = self.handle()?;
+        let list = crate::PartitionList::new(&[(topic, partition, offset)])?;
+        if let Some(text) = metadata {
+            let text = c_string(&text, "the marker's metadata")?;
+            // with its NUL, as confluent-kafka commits metadata: readers through confluent-kafka (the Python path's
+            // marker check among them) read it as a C string, and librdkafka copies a committed offset's metadata
+            // by its size alone
+            let bytes = text.as_bytes_with_nul();
+            // SAFETY: the list has its one entry; librdkafka frees an entry's metadata with its own allocator
+            // when the list is destroyed, so the copy is made with it.
+            unsafe {
+                let entry = &mut *(*list.0).elems;
+                let copy = rd::rd_kafka_mem_malloc(handle.kafka, bytes.len());
+                ptr::copy_nonoverlapping(bytes.as_ptr(), copy as *mut u8, bytes.len());
+                entry.metadata = copy;
+                entry.metadata_size = bytes.len();
+            }
+        }
+        let group = c_string(&group_id, "a group id")?;
+        // SAFETY: the id is NUL-terminated; the metadata is ours to destroy.
+        let metadata = GroupMetadata(unsafe { rd::rd_kafka_consumer_group_metadata_new(group.as_ptr()) });
+        let args = OffsetsCall { list: list.0, metadata: metadata.0 };
+        // a method call takes the whole struct into the closure (a field use would take only the raw pointer)
+        let error = py.allow_threads(move || args.send(handle.kafka, timeout_ms));
+        drop((list, metadata));
+        call_result(error.0)
+    }
+
+    fn commit_transaction(&self, py: Python<'_>, timeout_ms: i32) -> PyResult<()> {
+        let handle = self.handle()?;
+        // SAFETY: the client is live; the call returns an error we own, or null.
+        let error = py.allow_threads(|| ErrorPtr(unsafe { rd::rd_kafka_commit_transaction(handle.kafka, timeout_ms) }));
+        call_result(error.0)
+    }
+
+    fn abort_transaction(&self, py: Python<'_>, timeout_ms: i32) -> PyResult<()> {
+        let handle = self.handle()?;
+        // SAFETY: the client is live; the call returns an error we own, or null.
+        let error = py.allow_threads(|| ErrorPtr(unsafe { rd::rd_kafka_abort_transaction(handle.kafka, timeout_ms) }));
+        call_result(error.0)
+    }
+
+    /// Drops what is still queued or in flight and frees librdkafka's handle without waiting on brokers; later
+    /// calls fail.
+    fn close(&mut self, py: Python<'_>) {
+        if let Some(handle) = self.handle.take() {
+            py.allow_threads(move || drop(handle)); // destroying joins librdkafka's threads: let Python's run meanwhile
+        }
+    }
+}
+
+impl Producer {
+    fn handle(&self) -> PyResult<&ProducerHandle> {
+        self.handle.as_ref().ok_or_else(closed)
+    }
+}
+
+/// An rd_kafka_error_t on its way out of a call made without the GIL.
+struct ErrorPtr(*mut rd::rd_kafka_error_t);
+
+// SAFETY: an error object is plain data the caller owns; it only moves from the call's thread to the caller's.
+unsafe impl Send for ErrorPtr {}
+
+/// A consumer group's metadata for send_offsets_to_transaction, destroyed on drop.
+struct GroupMetadata(*mut rd::rd_kafka_consumer_group_metadata_t);
+
+impl Drop for GroupMetadata {
+    fn drop(&mut self) {
+        // SAFETY: the guard owns the metadata.
+        unsafe { rd::rd_kafka_consumer_group_metadata_destroy(self.0) }
+    }
+}
+
+/// What send_offsets_to_transaction hands librdkafka, taken into a call made without the GIL.
+#[derive(Clone, Copy)]
+struct OffsetsCall {
+    list: *mut rd::rd_kafka_topic_partition_list_t,
+    metadata: *mut rd::rd_kafka_consumer_group_metadata_t,
+}
+
+impl OffsetsCall {
+    fn send(self, kafka: *mut rd::rd_kafka_t, timeout_ms: i32) -> ErrorPtr {
+        // SAFETY: the client, the list and the group metadata are live for the call (their guards drop after it).
+        ErrorPtr(unsafe { rd::rd_kafka_send_offsets_to_transaction(kafka, self.list, self.metadata, timeout_ms) })
+    }
+}
+
+// SAFETY: librdkafka only reads both during the call, and nothing else touches them meanwhile.
+unsafe impl Send for OffsetsCall {}
+
+fn closed() -> PyErr {
+    PyOSError::new_err("the producer is closed")
+}
