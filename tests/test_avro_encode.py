@@ -244,3 +244,24 @@ def test_what_the_native_encoder_does_not_cover_is_encoded_by_python():
     assert native.encode(batch.column("value")) is None
     assert native.unsupported == "Arrow type l into an Avro int"
     assert encode_batch(batch, encoding(wide), "t").column("value").to_pylist() == [b"\x00\x00\x00\x00\x07\x02"]
+
+
+def test_arrays_whose_children_start_at_their_own_offsets_encode_alike():
+    """Arrow children with offsets of their own (a struct of sliced columns, a list and a map over sliced values,
+    sliced again), under a root union with null first: the native encoder reads each level where it starts."""
+    schema = ["null", {"type": "record", "name": "R", "fields": [
+        {"name": "n", "type": ["null", "long"]}, {"name": "xs", "type": {"type": "array", "items": "string"}},
+        {"name": "m", "type": {"type": "map", "values": ["null", "int"]}}]}]  # fmt: skip
+    numbers = pa.array([99, 1, None, 3, 4]).slice(1)
+    strings = pa.array(["skip", "skip", "a", "bb", "", "ccc"]).slice(2)
+    xs = pa.ListArray.from_arrays(pa.array([0, 1, 1, 3, 4]), strings)
+    keys, items = pa.array(["z", "k1", "k2", "k3"]).slice(1), pa.array([7, 5, None, 6], pa.int32()).slice(1)
+    m = pa.MapArray.from_arrays(pa.array([0, 1, 2, 2, 3]), keys, items)
+    column = pa.StructArray.from_arrays([numbers, xs, m], ["n", "xs", "m"], mask=pa.array([False, False, True, False]))
+    batch = pa.RecordBatch.from_arrays([column.slice(1)], ["value"])
+    native, python = both(batch, schema)
+    assert native == python
+    parsed = fastavro.parse_schema(schema)
+    assert [None if r["value"] is None else fastavro.schemaless_reader(io.BytesIO(r["value"][5:]), parsed, None)
+            for r in native] == [{"n": None, "xs": [], "m": {"k2": None}}, None,
+                         {"n": 4, "xs": ["ccc"], "m": {"k3": 6}}]  # fmt: skip
