@@ -8,10 +8,13 @@ field that does not fit before any data moves.
 
 On the executors, an Arrow step before the producer: each record batch comes out with its key/value column
 replaced by a binary column of payloads (a zero byte, the schema id in 4 bytes, for Protobuf the message indexes,
-then the record), so whichever producer writes the batch sees binary columns only. A row that does not fit the
-schema fails the task, naming the column, the row and why, before any record of its batch is handed on; with
-deadLetterTopic such rows go there instead, in the same batch (so through the same producer, and under
-exactly-once in the same transaction): their formatted columns as JSON text, headers saying which column and why.
+then the record), so whichever producer writes the batch sees binary columns only. An Avro column is encoded in
+one call by the native encoder where the extension has it and it covers the schema and the column
+(kafkasource.formats.avro_encoding: the same bytes and reasons as Python's), else row by row in Python. A row
+that does not fit the schema fails the task, naming the column, the row and why, before any record of its batch
+is handed on; with deadLetterTopic such rows go there instead, in the same batch (so through the same producer,
+and under exactly-once in the same transaction): their formatted columns as JSON text, headers saying which
+column and why.
 """
 
 from __future__ import annotations
@@ -200,33 +203,49 @@ def encoder(column: str, fmt: Format, schema: RegistrySchema, message: str | Non
 
 
 def encode_batches(
-    batches: Iterator[pa.RecordBatch], encoding: Encoding | None, topic: str | None, partition: int
+    batches: Iterator[pa.RecordBatch],
+    encoding: Encoding | None,
+    topic: str | None,
+    partition: int,
+    native: bool = True,
 ) -> Iterator[pa.RecordBatch]:
     """A task's batches with key/value encoded (unchanged when `encoding` is None); `topic` is the topic option,
-    `partition` the Spark partition, for messages."""
+    `partition` the Spark partition, for messages; `native` as for encode_batch."""
     if encoding is None:
         yield from batches
         return
     seen = 0
     for batch in batches:
-        yield encode_batch(batch, encoding, topic, partition, seen)
+        yield encode_batch(batch, encoding, topic, partition, seen, native)
         seen += batch.num_rows
 
 
 def encode_batch(
-    batch: pa.RecordBatch, encoding: Encoding, topic: str | None, partition: int = 0, first_row: int = 0
+    batch: pa.RecordBatch,
+    encoding: Encoding,
+    topic: str | None,
+    partition: int = 0,
+    first_row: int = 0,
+    native: bool = True,
 ) -> pa.RecordBatch:
+    """The batch with its formatted columns encoded. `native`: Avro columns go through the native encoder where
+    the extension has one and it covers the schema and column (kafkasource.formats.avro_encoding), else through
+    the Python encoder; False: the Python encoder for every column."""
     from kafkasource.formats.encoders import RowError
 
     arrays = {name: batch.column(name) for name in batch.schema.names}
     bad: dict[int, list[tuple[str, str]]] = {}  # row -> (column, reason)
-    values: dict[str, list] = {}
     for column in encoding.columns:
         chosen = encoder(column.column, column.format, column.schema, column.message)
-        rows = batch.column(column.column).to_pylist()
-        values[column.column] = rows
+        array = batch.column(column.column)
+        encoded = _native_encode(column, array) if native and column.format == "avro" else None
+        if encoded is not None:
+            arrays[column.column], native_bad = encoded
+            for row, reason in native_bad:
+                bad.setdefault(row, []).append((column.column, reason or _python_reason(chosen, array[row].as_py())))
+            continue
         payloads: list[bytes | None] = []
-        for row, value in enumerate(rows):
+        for row, value in enumerate(array.to_pylist()):
             if value is None:  # a null key, a tombstone: null, as the built-in writes them
                 payloads.append(None)
                 continue
@@ -245,11 +264,41 @@ def encode_batch(
             "deadLetterTopic to write such rows there"
         )
     if encoding.dead_letter_topic is not None:
-        _dead_letters(batch, arrays, bad, values, encoding, topic)
+        _dead_letters(batch, arrays, bad, encoding, topic)
     return pa.RecordBatch.from_arrays(list(arrays.values()), names=list(arrays))
 
 
-def _dead_letters(batch, arrays: dict, bad: dict, values: dict, encoding: Encoding, topic: str | None) -> None:
+_NATIVE: dict[tuple, object] = {}  # per process: each writer schema's native plan made once (None: no extension)
+
+
+def _native_encode(column: ColumnEncoding, array: pa.Array):
+    """(payloads, [(row, reason or None)]) from the native Avro encoder; None where it is not built or does not
+    cover the schema or this column's Arrow type (kafkasource.formats.avro_encoding says which)."""
+    from kafkasource.formats import avro_encoding
+
+    key = (column.column, column.schema)
+    found = _NATIVE.get(key, False)
+    if found is False:
+        found = _NATIVE[key] = (
+            avro_encoding.NativeAvroEncoder(column.schema, column.column) if avro_encoding.available() else None
+        )
+    if found is None:
+        return None
+    return found.encode(array)  # type: ignore[attr-defined]
+
+
+def _python_reason(chosen, value) -> str:
+    """The Python encoder's reason for a row the native encoder found unfit and left to Python to word."""
+    from kafkasource.formats.encoders import RowError
+
+    try:
+        chosen.encode(value)
+    except RowError as exc:
+        return str(exc)
+    raise RuntimeError("the native Avro encoder refused a row the Python encoder writes")  # never: both check alike
+
+
+def _dead_letters(batch, arrays: dict, bad: dict, encoding: Encoding, topic: str | None) -> None:
     """Rows that do not fit go to the dead-letter topic: the topic column names it, their formatted columns hold
     JSON text, their headers gain the column and the reason, their partition is the partitioner's choice."""
     rows = batch.num_rows
@@ -271,8 +320,9 @@ def _dead_letters(batch, arrays: dict, bad: dict, values: dict, encoding: Encodi
         topics[row] = encoding.dead_letter_topic
     for column in encoding.formatted:
         payloads = arrays[column].to_pylist()
+        values = batch.column(column)
         for row in bad:
-            value = values[column][row]
+            value = values[row].as_py()
             payloads[row] = None if value is None else json_text(value).encode()
         arrays[column] = pa.array(payloads, pa.binary())
     if "partition" in arrays:

@@ -85,8 +85,9 @@ def write_task(
     first, rest = _peek(batches)
     if first is None:  # no rows: no producer, no transaction (a replay of an empty task is empty again)
         return SinkCommitMessage(task.partition_id, 0)
-    # registry formats: an Arrow step before the producer, so it is handed binary key/value columns
-    encoded = encode_batches(iter(rest), encoding, options.topic, task.partition_id)
+    # registry formats: an Arrow step before the producer, so it is handed binary key/value columns; Avro columns
+    # are encoded natively on the native write path (writePath=python keeps every step in Python)
+    encoded = encode_batches(iter(rest), encoding, options.topic, task.partition_id, options.native())
     columns = encoded_columns(columns, encoding)
     # the native producer reads the batches' columns itself; confluent-kafka's takes one record at a time
     records: Iterable[Message] = (

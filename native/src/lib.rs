@@ -688,9 +688,13 @@ fn librdkafka_version() -> String {
     unsafe { cstr(rd::rd_kafka_version_str()) }
 }
 
+// the sink's Avro encoder: encode_avro and the AvroEncodePlan it follows
+mod avro_encode;
+
 #[pymodule]
 fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<Consumer>()?;
+    avro_encode::register(module)?;
     module.add_class::<Buffer>()?;
     module.add_class::<TakenRows>()?;
     module.add_class::<HeaderBuffers>()?;
