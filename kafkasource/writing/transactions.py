@@ -28,7 +28,6 @@ import threading
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
@@ -37,11 +36,8 @@ from kafkasource.cluster.settings import masked
 from kafkasource.writing.failures import DeliveryError, delivery_error, where
 from kafkasource.writing.native_producer import NativeProducer
 from kafkasource.writing.options import SinkOptions
-from kafkasource.writing.producer import Deliveries, close, fatal_cause, make_producer, send_records
+from kafkasource.writing.producer import Deliveries, SinkProducer, close, fatal_cause, make_producer, send_records
 from kafkasource.writing.rows import Message
-
-if TYPE_CHECKING:
-    from kafkasource.writing.producer import SinkProducer  # a type alias producer.py defines for checkers only
 
 log = logging.getLogger(__name__)
 
