@@ -11,16 +11,10 @@ from pyspark.sql.types import ArrayType, BinaryType, IntegerType, LongType, Stri
 from kafkasource.errors import ColumnError, OptionError
 from kafkasource.runtime import native_extension
 from kafkasource.writing.failures import delivery_error
+from kafkasource.writing.markers import Marker, already_written, marker_group, marker_metadata, parse_marker
 from kafkasource.writing.options import parse_sink_options
 from kafkasource.writing.rows import HEADERS_TYPE, NULL_TOPIC, Columns, check_columns, messages, native_batch
-from kafkasource.writing.transactions import (
-    Marker,
-    already_written,
-    marker_group,
-    marker_metadata,
-    parse_marker,
-    transactional_id,
-)
+from kafkasource.writing.transactions import transactional_id
 from kafkasource.writing.writer import OVERWRITE_REFUSED, batch_writer
 
 BASE = {"kafka.bootstrap.servers": "broker:9092", "topic": "out"}

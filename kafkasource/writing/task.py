@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import itertools
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from pyspark.sql.datasource import WriterCommitMessage
@@ -19,11 +19,12 @@ from kafkasource.formats.encoding import Encoding, encode_batches
 from kafkasource.writing.options import SinkOptions
 from kafkasource.writing.producer import write_plain
 from kafkasource.writing.rows import ArrowRecords, Columns, Message, messages
-from kafkasource.writing.transactions import Outcome, StreamBatch, write_transaction
+from kafkasource.writing.transactions import Outcome, Prepared, StreamBatch, write_transaction
 
 log = logging.getLogger(__name__)
 
 BATCH_ID = "streaming.sql.batchId"
+READ_AHEAD_BYTES = 64 * 1024 * 1024  # input an exactly-once task holds while its producer is made ready
 QUERY_ID = "sql.streaming.queryId"
 
 
@@ -85,6 +86,14 @@ def write_task(
     first, rest = _peek(batches)
     if first is None:  # no rows: no producer, no transaction (a replay of an empty task is empty again)
         return SinkCommitMessage(task.partition_id, 0)
+    prepared = None
+    if options.guarantee == "exactly-once":  # the producer is made ready while the rest of the input comes
+        prepared = Prepared(options, task.partition_id, streaming)
+        try:
+            rest = _read_ahead(rest, prepared.done)
+        except BaseException:
+            prepared.cancel()
+            raise
     # registry formats: an Arrow step before the producer, so it is handed binary key/value columns; Avro columns
     # are encoded natively on the native write path (writePath=python keeps every step in Python)
     encoded = encode_batches(iter(rest), encoding, options.topic, task.partition_id, options.native())
@@ -96,7 +105,8 @@ def write_task(
         else (m for batch in encoded for m in messages(batch, columns))
     )
     if options.guarantee == "exactly-once":
-        outcome = write_transaction(options, task.partition_id, records, task.batch if streaming else None)
+        batch = task.batch if streaming else None
+        outcome = write_transaction(options, task.partition_id, records, batch, prepared=prepared)
     else:
         outcome = Outcome(write_plain(options, records))
     log.debug(
@@ -116,6 +126,21 @@ def encoded_columns(columns: Columns, encoding: Encoding | None) -> Columns:
     if encoding is None or encoding.dead_letter_topic is None:
         return columns
     return Columns(topic=None, key=columns.key, headers=True, partition=columns.partition)
+
+
+def _read_ahead(batches: Iterable, ready: Callable[[], bool]) -> Iterable:
+    """The task's input, some of it taken from Spark already: as many batches as come while `ready()` is false (its
+    producer is being made ready), up to READ_AHEAD_BYTES, so Spark goes on sending meanwhile."""
+    iterator = iter(batches)
+    taken: list = []
+    size = 0
+    while not ready() and size < READ_AHEAD_BYTES:
+        batch = next(iterator, None)
+        if batch is None:
+            break
+        taken.append(batch)
+        size += batch.nbytes
+    return itertools.chain(taken, iterator)
 
 
 def _peek(batches: Iterable) -> tuple[object | None, Iterable]:

@@ -22,7 +22,6 @@ since (Spark gave the partition's task to another worker meanwhile), and the tas
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
 import time
@@ -31,18 +30,24 @@ from dataclasses import dataclass
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
-from kafkasource.cluster.client import committed_when_coordinated
 from kafkasource.cluster.settings import masked
 from kafkasource.writing.failures import DeliveryError, delivery_error, where
-from kafkasource.writing.native_producer import NativeProducer
+from kafkasource.writing.markers import (
+    MARKER_PARTITION,
+    Marker,
+    already_written,
+    marker_group,
+    marker_metadata,
+    marker_topic,
+    read_marker,
+    send_marker,
+)
 from kafkasource.writing.options import SinkOptions
 from kafkasource.writing.producer import Deliveries, SinkProducer, close, fatal_cause, make_producer, send_records
 from kafkasource.writing.rows import Message
 
 log = logging.getLogger(__name__)
 
-MARKER_KIND = "kafkasource-sink-marker"
-MARKER_PARTITION = 0  # every topic has one
 CALL_MARGIN_S = 30  # a transactional call waits for the brokers this long beyond the delivery timeout
 INIT_SLICE_S = 1.0  # init_transactions() waits this long at a time between serving the error callback
 IDLE_CLOSE_SECONDS = 300  # a kept producer unused this long is closed (its connections held for nothing)
@@ -52,45 +57,6 @@ FENCED = (KafkaError._FENCED, KafkaError.PRODUCER_FENCED, KafkaError.INVALID_PRO
 
 def transactional_id(prefix: str, partition_id: int) -> str:
     return f"{prefix}-{partition_id}"
-
-
-def marker_group(prefix: str, partition_id: int) -> str:
-    """The group whose committed offset marks what Spark partition `partition_id` of the sink has written."""
-    return f"{prefix}-{partition_id}"
-
-
-@dataclass(frozen=True)
-class Marker:
-    query_id: str
-    batch_id: int
-
-
-def marker_metadata(query_id: str, batch_id: int, partition_id: int) -> str:
-    return json.dumps(
-        {"kind": MARKER_KIND, "queryId": query_id, "batchId": batch_id, "partition": partition_id},
-        separators=(",", ":"),
-    )
-
-
-def parse_marker(offset: int, metadata: str | None) -> Marker | None:
-    """The marker a committed offset holds; None for no commit, or a commit that is not the sink's marker."""
-    if offset < 0 or not metadata:
-        return None
-    try:
-        found = json.loads(metadata)
-    except ValueError:
-        return None
-    if not isinstance(found, dict) or found.get("kind") != MARKER_KIND:
-        return None
-    query_id, batch_id = found.get("queryId"), found.get("batchId")
-    if not isinstance(query_id, str) or type(batch_id) is not int or offset != batch_id + 1:
-        return None
-    return Marker(query_id, batch_id)
-
-
-def already_written(marker: Marker | None, query_id: str, batch_id: int) -> bool:
-    """Whether the marker says this query's batch `batch_id` is already written by this task's partition."""
-    return marker is not None and marker.query_id == query_id and marker.batch_id >= batch_id
 
 
 @dataclass(frozen=True)
@@ -190,29 +156,83 @@ def discard(kept: Transactional) -> None:
 POOL = TransactionalPool()
 
 
+class Prepared:
+    """A task's transactional producer made ready on a thread of its own while the task reads the rest of its input:
+    taken from the pool or made, and, when new, initialised and its marker read. init_transactions() and the
+    connections take a few hundred milliseconds, which the input a task still receives from Spark covers."""
+
+    def __init__(self, options: SinkOptions, partition_id: int, stream: bool, pool: TransactionalPool = POOL):
+        prefix = options.transactional_id_prefix
+        assert prefix is not None, "exactly-once options always hold a transactionalIdPrefix"
+        self.options, self.partition_id, self.stream, self.pool = options, partition_id, stream, pool
+        self.tid = transactional_id(prefix, partition_id)
+        self.group = marker_group(prefix, partition_id)
+        self.timeout = options.delivery_timeout_ms() / 1000 + CALL_MARGIN_S
+        self.kept: Transactional | None = None
+        self.reused = False
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name=f"kafkasource-{self.tid}", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            if self.stream:
+                self.kept, self.reused = self.pool.acquire(self.options, self.tid, self.group)
+            else:  # a batch job's task: a producer of its own (no marker would tell whether a kept one is fenced)
+                deliveries = Deliveries()
+                producer = make_producer(self.options, deliveries, **{"transactional.id": self.tid})
+                self.kept = Transactional(producer, deliveries, None, ())
+            if not self.reused:
+                _make_ready(self.kept, self.options, self.timeout, self.tid)
+        except BaseException as exc:  # raised again in the task's thread, by result()
+            self._error = exc
+
+    def done(self) -> bool:
+        return not self._thread.is_alive()
+
+    def result(self) -> tuple[Transactional, bool]:
+        """The producer, ready, and whether it is a kept one; what making it ready raised, raised here."""
+        self._thread.join()
+        if self._error is not None:
+            if self.kept is not None:
+                discard(self.kept)
+            raise self._error
+        assert self.kept is not None
+        return self.kept, self.reused
+
+    def cancel(self) -> None:
+        """The task ends without a transaction: a stream's producer goes back to the pool, a batch job's is closed."""
+        try:
+            kept, _ = self.result()
+        except Exception as exc:  # the task's own error, if any, is the one to tell
+            log.debug("a producer made ready for %s: %s", self.tid, exc)
+            return
+        if self.stream:
+            self.pool.release(kept, True)
+        else:
+            discard(kept)
+
+
 def write_transaction(
     options: SinkOptions,
     partition_id: int,
     messages: Iterable[Message],
     batch: StreamBatch | None,
     pool: TransactionalPool = POOL,
+    prepared: Prepared | None = None,
 ) -> Outcome:
     """One task's records in one transaction (with the batch's marker for a stream), or nothing at all: any error
     aborts the transaction before it is raised. A stream's task takes a producer this worker kept from an earlier
-    batch where it has one; a batch job's task makes its own (no marker tells it whether a kept one is fenced)."""
-    prefix = options.transactional_id_prefix
-    assert prefix is not None, "exactly-once options always hold a transactionalIdPrefix"
-    tid = transactional_id(prefix, partition_id)
-    timeout = options.delivery_timeout_ms() / 1000 + CALL_MARGIN_S
+    batch where it has one; a batch job's task makes its own. `prepared`: the producer, being made ready since the
+    task's first rows came (writing/task.py)."""
+    prepared = prepared or Prepared(options, partition_id, batch is not None, pool)
+    tid, timeout = prepared.tid, prepared.timeout
+    kept, reused = prepared.result()
     if batch is None:
-        deliveries = Deliveries()
-        one = Transactional(make_producer(options, deliveries, **{"transactional.id": tid}), deliveries, None, ())
         try:
-            _init_transactions(one, options, timeout, tid)
-            return _write(one, options, messages, None, timeout, tid)
+            return _write(kept, options, messages, None, timeout, tid)
         finally:
-            discard(one)
-    kept, reused = pool.acquire(options, tid, marker_group(prefix, partition_id))
+            discard(kept)
     healthy = False
     try:
         outcome = _begin_stream_batch(kept, reused, options, batch, partition_id, timeout, tid)
@@ -221,7 +241,8 @@ def write_transaction(
             # producer is fenced, before any record was taken; a new one fences that one in turn
             log.info("the kept producer %s was fenced since its last batch: starting a new one", tid)
             discard(kept)
-            kept, _ = pool.acquire(options, tid, marker_group(prefix, partition_id))
+            kept, _ = pool.acquire(options, tid, prepared.group)
+            _make_ready(kept, options, timeout, tid)
             outcome = _begin_stream_batch(kept, False, options, batch, partition_id, timeout, tid)
         if outcome is None:
             outcome = _write(kept, options, messages, batch, timeout, tid, begun=True)
@@ -232,6 +253,14 @@ def write_transaction(
         return outcome
     finally:
         pool.release(kept, healthy)
+
+
+def _make_ready(kept: Transactional, options: SinkOptions, timeout: float, tid: str) -> None:
+    """A new producer initialised (which ends any transaction an older producer with this id left open) and, for a
+    stream, its marker read: settled, since that older transaction is over."""
+    _init_transactions(kept, options, timeout, tid)
+    if kept.consumer is not None:
+        kept.last_marker = read_marker(kept.consumer, options, timeout)
 
 
 def _begin_stream_batch(
@@ -246,28 +275,24 @@ def _begin_stream_batch(
     """Begin the batch's transaction with its marker in it (None), or find the batch written already (the Outcome
     of a replay, no transaction open).
 
-    A new producer is initialised, then reads the marker: init_transactions() has ended any transaction an older
-    producer with this id left open, so the marker it reads is settled. A kept producer sends the marker first: that
-    is its first call to reach the transaction coordinator, which refuses it when another producer initialised the
-    same id since (the kept one is fenced: kept.fenced, None returned, no record taken). Otherwise no other producer
+    A new producer read the marker when it was made ready (_make_ready). A kept producer sends the marker first:
+    that is its first call to reach the transaction coordinator, which refuses it when another producer initialised
+    the same id since (the kept one is fenced: kept.fenced, None returned, no record taken). Otherwise no other producer
     committed under this id since this one's last transaction, so the marker is the one it committed last."""
     if not reused:
-        _init_transactions(kept, options, timeout, tid)
-        assert kept.consumer is not None
-        kept.last_marker = _read_marker(kept.consumer, options, timeout)
         if already_written(kept.last_marker, batch.query_id, batch.batch_id):
             _log_replay(batch, partition_id, kept.last_marker)
             return Outcome(0, replayed=True)
     kept.producer.begin_transaction()
     offset = TopicPartition(
-        _marker_topic(options),
+        marker_topic(options),
         MARKER_PARTITION,
         batch.batch_id + 1,
         marker_metadata(batch.query_id, batch.batch_id, partition_id),
     )
     try:
         assert kept.consumer is not None
-        _send_marker(
+        send_marker(
             kept.producer,
             kept.consumer,
             offset,
@@ -346,34 +371,6 @@ def _init_transactions(kept: Transactional, options: SinkOptions, timeout: float
                 raise refused from None
             if not exc.args[0].retriable() or time.monotonic() >= deadline:
                 raise
-
-
-def _read_marker(consumer: Consumer, options: SinkOptions, timeout: float) -> Marker | None:
-    """The task's marker (its group's committed offset on the marker partition)."""
-    found = committed_when_coordinated(
-        consumer,
-        [TopicPartition(_marker_topic(options), MARKER_PARTITION)],
-        time.monotonic() + timeout,
-        "reading the batch marker",
-    )[0]
-    if found.error is not None:
-        raise KafkaException(found.error)
-    return parse_marker(found.offset, found.metadata)
-
-
-def _send_marker(producer, consumer: Consumer, offset: TopicPartition, group: str, timeout: float) -> None:
-    """The marker's offset into the open transaction: the native producer names the group by its id alone,
-    confluent-kafka's takes the marker consumer's group metadata."""
-    if isinstance(producer, NativeProducer):
-        producer.send_marker(offset.topic, offset.partition, offset.offset, offset.metadata, group, timeout)
-    else:
-        producer.send_offsets_to_transaction([offset], consumer.consumer_group_metadata(), timeout)
-
-
-def _marker_topic(options: SinkOptions) -> str:
-    if options.marker_topic is None:  # parse_sink_options gives every exactly-once stream one
-        raise ValueError("an exactly-once stream's options without a marker topic")
-    return options.marker_topic
 
 
 def _transaction_error(

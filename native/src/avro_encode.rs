@@ -11,109 +11,14 @@
 //! for it; where that wording needs Python's repr of a non-ASCII string, the reason is left to Python (None).
 
 use std::collections::{HashMap, HashSet};
-use std::ffi::{c_char, c_void, CStr};
+use std::ffi::{c_char, CStr};
 
 use pyo3::exceptions::{PyNotImplementedError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyCapsule, PyTuple};
 
+use crate::arrow_ffi::{ArrowArray, ArrowSchema, Owned};
 use crate::{set_bit, BinaryBuffers, BinaryColumn};
-
-// ---- the Arrow C Data Interface (https://arrow.apache.org/docs/format/CDataInterface.html) ----
-
-#[repr(C)]
-struct ArrowSchema {
-    format: *const c_char,
-    name: *const c_char,
-    metadata: *const c_char,
-    flags: i64,
-    n_children: i64,
-    children: *mut *mut ArrowSchema,
-    dictionary: *mut ArrowSchema,
-    release: Option<unsafe extern "C" fn(*mut ArrowSchema)>,
-    private_data: *mut c_void,
-}
-
-#[repr(C)]
-struct ArrowArray {
-    length: i64,
-    null_count: i64,
-    offset: i64,
-    n_buffers: i64,
-    n_children: i64,
-    buffers: *mut *const c_void,
-    children: *mut *mut ArrowArray,
-    dictionary: *mut ArrowArray,
-    release: Option<unsafe extern "C" fn(*mut ArrowArray)>,
-    private_data: *mut c_void,
-}
-
-/// A base structure moved out of its capsule: released (the producer's callback frees its children) on drop.
-struct Owned<T: Releasable>(Box<T>);
-
-trait Releasable {
-    fn released(&self) -> bool;
-    /// # Safety
-    /// `this` points at a live structure.
-    unsafe fn mark_released(this: *mut Self);
-    fn release(&mut self);
-}
-
-impl Releasable for ArrowSchema {
-    fn released(&self) -> bool {
-        self.release.is_none()
-    }
-    unsafe fn mark_released(this: *mut Self) {
-        (*this).release = None;
-    }
-    fn release(&mut self) {
-        if let Some(release) = self.release {
-            // SAFETY: a structure not yet released is released once, by its owner, through its own callback.
-            unsafe { release(self) }
-        }
-    }
-}
-
-impl Releasable for ArrowArray {
-    fn released(&self) -> bool {
-        self.release.is_none()
-    }
-    unsafe fn mark_released(this: *mut Self) {
-        (*this).release = None;
-    }
-    fn release(&mut self) {
-        if let Some(release) = self.release {
-            // SAFETY: as for ArrowSchema.
-            unsafe { release(self) }
-        }
-    }
-}
-
-impl<T: Releasable> Drop for Owned<T> {
-    fn drop(&mut self) {
-        self.0.release();
-    }
-}
-
-/// Moves the structure out of a capsule named `name` (the Arrow PyCapsule interface allows the move) and marks the
-/// capsule's copy released, so the capsule's destructor leaves the data to us.
-fn take_capsule<T: Releasable>(obj: &Bound<'_, PyAny>, name: &CStr) -> PyResult<Owned<T>> {
-    let capsule = obj.downcast::<PyCapsule>()?;
-    if capsule.name()? != Some(name) {
-        return Err(PyValueError::new_err(format!("expected a capsule named {}", name.to_string_lossy())));
-    }
-    let source = capsule.pointer() as *mut T;
-    // SAFETY: a capsule of this name holds a live structure of type T (the interface's contract); a bitwise copy
-    // is a move once the source is marked released, which we do before anyone else can see it.
-    unsafe {
-        if source.is_null() || (*source).released() {
-            return Err(PyValueError::new_err("the Arrow capsule was released already"));
-        }
-        let moved = Owned(Box::new(std::ptr::read(source)));
-        T::mark_released(source);
-        Ok(moved)
-    }
-}
 
 /// One array of the column and its type, borrowed from the imported structures.
 #[derive(Clone, Copy)]
@@ -825,8 +730,8 @@ pub fn encode_avro(
 ) -> PyResult<(usize, Py<BinaryBuffers>, Vec<BadRow>)> {
     let capsules = column.call_method0("__arrow_c_array__")?;
     let (schema_capsule, array_capsule): (Bound<'_, PyAny>, Bound<'_, PyAny>) = capsules.extract()?;
-    let schema: Owned<ArrowSchema> = take_capsule(&schema_capsule, c"arrow_schema")?;
-    let array: Owned<ArrowArray> = take_capsule(&array_capsule, c"arrow_array")?;
+    let schema: Owned<ArrowSchema> = Owned::take(schema_capsule.downcast::<PyCapsule>()?, c"arrow_schema")?;
+    let array: Owned<ArrowArray> = Owned::take(array_capsule.downcast::<PyCapsule>()?, c"arrow_array")?;
     let node = Node { schema: &schema.0, array: &array.0 };
     let root = bind(&plan.plan, node, node.offset()).map_err(PyNotImplementedError::new_err)?;
     let rows = node.len();

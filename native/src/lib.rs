@@ -19,6 +19,7 @@ use pyo3::ffi;
 use pyo3::prelude::*;
 use rdkafka_sys as rd;
 
+mod arrow_ffi;
 mod avro;
 mod producer;
 

@@ -11,7 +11,7 @@
 //! casts them to the layouts read here (see `Layout`).
 
 use std::collections::HashMap;
-use std::ffi::{c_char, c_int, c_void, CStr};
+use std::ffi::{c_char, c_int, c_void};
 use std::ptr;
 use std::sync::{Mutex, MutexGuard};
 
@@ -21,6 +21,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyCapsule;
 use rdkafka_sys as rd;
 
+use crate::arrow_ffi::{ArrowArray, ArrowSchema, Owned};
 use crate::{c_string, cstr, error_name, error_text, KafkaConfig, ERRSTR_SIZE};
 
 create_exception!(
@@ -278,99 +279,6 @@ fn error_code_name(err: Err) -> String {
     // SAFETY: rd_kafka_err2name returns a static NUL-terminated string for any code.
     unsafe { cstr(rd::rd_kafka_err2name(err)) }
 }
-
-// --- the Arrow C Data Interface -------------------------------------------------------------------------------
-
-/// struct ArrowSchema of the Arrow C Data Interface.
-#[repr(C)]
-struct ArrowSchema {
-    format: *const c_char,
-    name: *const c_char,
-    metadata: *const c_char,
-    flags: i64,
-    n_children: i64,
-    children: *mut *mut ArrowSchema,
-    dictionary: *mut ArrowSchema,
-    release: Option<unsafe extern "C" fn(*mut ArrowSchema)>,
-    private_data: *mut c_void,
-}
-
-/// struct ArrowArray of the Arrow C Data Interface.
-#[repr(C)]
-struct ArrowArray {
-    length: i64,
-    null_count: i64,
-    offset: i64,
-    n_buffers: i64,
-    n_children: i64,
-    buffers: *mut *const c_void,
-    children: *mut *mut ArrowArray,
-    dictionary: *mut ArrowArray,
-    release: Option<unsafe extern "C" fn(*mut ArrowArray)>,
-    private_data: *mut c_void,
-}
-
-/// A C Data Interface struct moved out of its capsule, as the interface allows (a bitwise copy, the source marked
-/// released so the capsule's destructor leaves it be): ours, released once on drop.
-struct Owned<T: Releasable>(Box<T>);
-
-trait Releasable {
-    fn release(&mut self) -> &mut Option<unsafe extern "C" fn(*mut Self)>;
-}
-
-impl Releasable for ArrowSchema {
-    fn release(&mut self) -> &mut Option<unsafe extern "C" fn(*mut Self)> {
-        &mut self.release
-    }
-}
-
-impl Releasable for ArrowArray {
-    fn release(&mut self) -> &mut Option<unsafe extern "C" fn(*mut Self)> {
-        &mut self.release
-    }
-}
-
-impl<T: Releasable> Owned<T> {
-    fn take(capsule: &Bound<'_, PyCapsule>, name: &CStr) -> PyResult<Self> {
-        if capsule.name()? != Some(name) {
-            return Err(PyValueError::new_err(format!("expected a PyCapsule named {}", name.to_string_lossy())));
-        }
-        let source = capsule.pointer() as *mut T;
-        if source.is_null() {
-            return Err(PyValueError::new_err("an invalid PyCapsule"));
-        }
-        // SAFETY: a capsule of this name holds a live struct of this kind; after the copy the source is marked
-        // released, so only the copy is ever released.
-        unsafe {
-            let mut moved = Box::new(ptr::read(source));
-            *(*source).release() = None;
-            if moved.release().is_none() {
-                return Err(PyValueError::new_err("the Arrow capsule was already consumed"));
-            }
-            Ok(Owned(moved))
-        }
-    }
-}
-
-impl<T: Releasable> Drop for Owned<T> {
-    fn drop(&mut self) {
-        if let Some(release) = self.0.release().take() {
-            let this: *mut T = &mut *self.0;
-            // SAFETY: a live struct is released once, through its own callback, which frees its children too.
-            unsafe { release(this) }
-        }
-    }
-}
-
-// SAFETY: the structs describe immutable Arrow buffers; nothing reads them concurrently with their release, which
-// happens on drop, with the GIL held (see `produce_batch`).
-unsafe impl Send for ArrowArray {}
-// SAFETY: as for Send.
-unsafe impl Sync for ArrowArray {}
-// SAFETY: as for ArrowArray.
-unsafe impl Send for ArrowSchema {}
-// SAFETY: as for Send.
-unsafe impl Sync for ArrowSchema {}
 
 /// The layouts the Python side casts the sink's columns to: string (utf8) or binary with i32 offsets, int32, and
 /// list<struct<key: string, value: binary>>. large_binary, large_string and string_view columns are cast to these
