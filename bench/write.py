@@ -40,6 +40,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
+from pyspark.sql.datasource import DataSource, DataSourceStreamArrowWriter, WriterCommitMessage
+
 from bench import cpu, datasets
 from bench.markdown import OWN_SECTIONS, replace_section
 from bench.reference import SPARK_AVRO, reference_jars, spark_avro_jar
@@ -49,6 +51,9 @@ from dev import broker as local_broker
 SECTION, AVRO_SECTION = OWN_SECTIONS[1], OWN_SECTIONS[2]
 BUILT_IN = "built-in"
 GUARANTEES = ("at-least-once", "exactly-once")
+# a Python sink that drops every batch Spark hands it: what the hand-off alone costs, the bound of any Python sink
+CEILING = "Python sink ceiling"
+DROP_FORMAT = "kafkasource-bench-drop"
 # sized so that a run with --paths native,python (3 sets × 5 sinks × (1 + 3) writes) takes 15-20 minutes on the 2-core
 # machine: at --scale 0.2 with 3 sinks and 1 + 1 writes, under a load of about 7 from other work, the built-in wrote
 # 40k records/s on one partition, 16-20k of 1 KB and 190k on 16 partitions; kafkasource 70-80k, 11-15k and 60-100k
@@ -80,11 +85,39 @@ class Sink:
     def builtin(self) -> bool:
         return self.name == BUILT_IN
 
+    @property
+    def ceiling(self) -> bool:
+        return self.name == CEILING
+
 
 def sinks_for(paths: list[str]) -> tuple[Sink, ...]:
     ours = tuple(Sink(f"kafkasource {path + ' ' if path else ''}{g}", g, path or None)
                  for path in (paths or [""]) for g in GUARANTEES)
-    return (Sink(BUILT_IN, "at-least-once"), *ours)
+    return (Sink(BUILT_IN, "at-least-once"), *ours, Sink(CEILING, "none"))
+
+
+class DropSource(DataSource):
+    """format("kafkasource-bench-drop"): a stream writer that takes every Arrow batch of its task and drops it."""
+
+    @classmethod
+    def name(cls) -> str:
+        return DROP_FORMAT
+
+    def streamWriter(self, schema, overwrite: bool):
+        return DropWriter()
+
+
+class DropWriter(DataSourceStreamArrowWriter):
+    def write(self, iterator) -> WriterCommitMessage:
+        for _ in iterator:  # Spark's batches taken, as a sink takes them, and nothing done with them
+            pass
+        return WriterCommitMessage()
+
+    def commit(self, messages, batchId: int) -> None:
+        pass
+
+    def abort(self, messages, batchId: int) -> None:
+        pass
 
 
 class Write(NamedTuple):
@@ -290,7 +323,7 @@ def framed(df, sink: Sink, schema_id: int | None):
 
 def sink_options(sink: Sink, bootstrap: str, topic: str, registry: str | None, subject: str | None) -> dict:
     options = {"kafka.bootstrap.servers": bootstrap, "topic": topic}
-    if sink.builtin:
+    if sink.builtin or sink.ceiling:
         return options
     options["deliveryGuarantee"] = sink.guarantee
     if sink.guarantee == "exactly-once":
@@ -310,7 +343,7 @@ def write_once(spark, meter: cpu.Meter, sink: Sink, bootstrap: str, data_set: da
     registry, subject, schema_id = avro if avro else (None, None, None)
     df = framed(source(spark, folder, avro is not None), sink, schema_id)
     checkpoint = tempfile.mkdtemp(prefix="kafkasource-bench-write-")
-    writer = (df.writeStream.format("kafka" if sink.builtin else "kafkasource")
+    writer = (df.writeStream.format("kafka" if sink.builtin else DROP_FORMAT if sink.ceiling else "kafkasource")
               .options(**sink_options(sink, bootstrap, topic, registry, subject))
               .option("checkpointLocation", checkpoint).trigger(availableNow=True))
     try:
@@ -325,7 +358,8 @@ def write_once(spark, meter: cpu.Meter, sink: Sink, bootstrap: str, data_set: da
         if rows != data_set.records:
             raise RuntimeError(f"{sink.name}: the query read {rows:,} rows of {data_set.name}, expected "
                                f"{data_set.records:,}")
-        check_count(bootstrap, topic, sink, data_set, bytes([0]) + schema_id.to_bytes(4, "big") if avro else None)
+        if not sink.ceiling:
+            check_count(bootstrap, topic, sink, data_set, bytes([0]) + schema_id.to_bytes(4, "big") if avro else None)
         if sink.guarantee == "exactly-once":
             check_tasks(bootstrap, f"{topic}-tx", data_set)
         delete_topic(bootstrap, topic)  # kept when the write failed, for a look at what it holds
@@ -399,7 +433,10 @@ def report(results: Results, data_sets: list[datasets.DataSet], sinks: tuple[Sin
         "medians of the timed writes. After every write the topic held exactly the set's record count (end "
         "offsets; for exactly-once, what a read_committed consumer reads), or the run would have failed. "
         "Sinks: the built-in `format(\"kafka\")` (Kafka's Java producer, at-least-once, its only guarantee); "
-        f"kafkasource with `deliveryGuarantee` at-least-once and exactly-once (one transaction per task), {paths}. "
+        f"kafkasource with `deliveryGuarantee` at-least-once and exactly-once (one transaction per task), {paths}; "
+        "and the Python sink ceiling: a Python stream writer (`DataSourceStreamArrowWriter`) that takes every "
+        "Arrow batch Spark hands it and drops it, so its rate is what the hand-off from Spark's JVM to a Python "
+        "writer allows, the bound of any Python sink on this machine (no topic is written: no count to check). "
         + what, "",
         "### End to end", "",
         "Each write timed from `start()` to the end of `awaitTermination()`: the query's start and stop included.",
@@ -437,6 +474,7 @@ def main(argv: list[str] | None = None) -> int:
             registry = avro[3]
             avro = avro[:3]
         spark = spark_session(jars)
+        spark.dataSource.register(DropSource)
         for key, value in ONE_TASK_PER_FILE.items():
             spark.conf.set(key, value)
         for d in args.data_sets:
