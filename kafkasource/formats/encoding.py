@@ -29,25 +29,14 @@ from decimal import Decimal
 import pyarrow as pa
 
 from kafkasource.errors import ColumnError, EncodeError, OptionError
+from kafkasource.formats import decoding
 from kafkasource.formats.decoding import COLUMNS, SCHEMA_FORMS, SCHEMA_TYPES, Format, read_format, read_schema_number
 from kafkasource.formats.registry import RegistrySchema, registry_config, sink_schema
 from kafkasource.options.values import check_topic_name, option_text, read_bool
 
-# the sink's options for registry formats; schema.registry.* besides
-OPTIONS = (
-    "valueFormat",
-    "keyFormat",
-    "valueSubject",
-    "keySubject",
-    "valueSchemaVersion",
-    "keySchemaVersion",
-    "valueSchemaId",
-    "keySchemaId",
-    "valueMessage",
-    "keyMessage",
-    "auto.register.schemas",
-    "deadLetterTopic",
-)
+# the sink's options for registry formats (the reader's, but for what to do with a record that does not decode);
+# schema.registry.* besides
+OPTIONS = tuple(o for o in decoding.OPTIONS if o != "onDecodeError") + ("auto.register.schemas", "deadLetterTopic")
 # the headers of a dead-lettered record: kafkasource.error as the ingest job's dead-letter records carry it
 ERROR, COLUMN, TOPIC = "kafkasource.error", "kafkasource.column", "kafkasource.topic"
 HEADERS_TYPE = pa.list_(pa.struct([pa.field("key", pa.string()), pa.field("value", pa.binary())]))

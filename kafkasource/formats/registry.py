@@ -187,11 +187,7 @@ def reader_schema(
         raise OptionError(f"the {column} column's reader schema cannot be read: {exc}") from None
     except Exception as exc:
         if _is_not_found(exc):
-            which = (
-                f"schema id {schema_id}"
-                if schema_id is not None
-                else f"subject {subject!r}" + (f" version {version}" if version is not None else "")
-            )
+            which = _which(schema_id, subject, version)
             raise OptionError(
                 f"the schema registry at {url_without_credentials(str(config['url']))} has no "
                 f"{which} for the {column} column ({hide(str(exc), config)}); register the schema, or "
@@ -202,6 +198,13 @@ def reader_schema(
         close = getattr(client, "close", None)
         if close is not None:
             close()
+
+
+def _which(schema_id: int | None, subject: str | None, version: int | None) -> str:
+    """A schema as its options name it, for messages."""
+    if schema_id is not None:
+        return f"schema id {schema_id}"
+    return f"subject {subject!r}" + (f" version {version}" if version is not None else "")
 
 
 def sink_schema(
@@ -242,11 +245,7 @@ def sink_schema(
         raise
     except Exception as exc:
         if _is_not_found(exc):
-            which = (
-                f"schema id {schema_id}"
-                if schema_id is not None
-                else f"subject {subject!r}" + (f" version {version}" if version is not None else "")
-            )
+            which = _which(schema_id, subject, version)
             register = (
                 "register the schema to write with under it, or set auto.register.schemas=true to register one "
                 "derived from the column's type"
