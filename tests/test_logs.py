@@ -13,6 +13,7 @@ import pytest
 from kafkasource.errors import KafkaSourceError
 from kafkasource.planning.tasks import fetch_config
 from kafkasource.runtime import logs, native_extension
+from kafkasource.writing.options import parse_sink_options
 from tests.test_options import parse
 
 
@@ -90,10 +91,10 @@ def test_a_built_extension_that_fails_to_load_is_told_from_one_not_built():
     assert native_extension.load_extension(lambda name: "module") == ("module", None)
 
 
-def test_read_path_auto_warns_once_naming_why_a_built_extension_did_not_load(monkeypatch, caplog):
+def test_read_and_write_path_auto_warn_once_each_naming_why_a_built_extension_did_not_load(monkeypatch, caplog):
     monkeypatch.setattr(native_extension, "EXTENSION", None)
     monkeypatch.setattr(native_extension, "LOAD_ERROR", "libssl.so.3: cannot open shared object file")
-    monkeypatch.setattr(native_extension, "_warned", False)
+    monkeypatch.setattr(native_extension, "_warned", set())
     config = fetch_config(parse(readPath="auto"))
 
     with caplog.at_level(logging.WARNING, logger="kafkasource.runtime.native_extension"):
@@ -103,6 +104,14 @@ def test_read_path_auto_warns_once_naming_why_a_built_extension_did_not_load(mon
     assert [r.getMessage() for r in caplog.records] == [
         "readPath=auto: kafkasource's native extension could not be loaded (libssl.so.3: cannot open shared object "
         "file); reading with the slower Python path"]
+    # the sink's writePath=auto tells its own fallback, once, in its words
+    sink = parse_sink_options({"kafka.bootstrap.servers": "127.0.0.1:9", "topic": "t"}, streaming=False)
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="kafkasource.runtime.native_extension"):
+        assert (sink.native(), sink.native()) == (False, False)
+    assert [r.getMessage() for r in caplog.records] == [
+        "writePath=auto: kafkasource's native extension could not be loaded (libssl.so.3: cannot open shared object "
+        "file); writing with the slower Python path"]
     with pytest.raises(KafkaSourceError) as info:
         replace(config, read_path="native").wants_native()
     assert str(info.value).startswith("readPath is native, but kafkasource's native extension could not be loaded on "

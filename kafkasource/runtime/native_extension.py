@@ -30,7 +30,7 @@ def load_extension(import_module: Callable = importlib.import_module) -> tuple[M
 
 
 EXTENSION, LOAD_ERROR = load_extension()
-_warned = False
+_warned: set[str] = set()  # the options (readPath, writePath) whose fallback was told
 
 
 def available() -> bool:
@@ -47,16 +47,16 @@ def why_unavailable() -> str:
     return f"could not be loaded here: {LOAD_ERROR}" if LOAD_ERROR else "is not built here"
 
 
-def warn_if_broken() -> None:
-    """readPath=auto falls back to the Python path where the extension is missing; where it is there but fails
-    to load, say so, once per process, naming why."""
-    global _warned
-    if LOAD_ERROR and not _warned:
-        _warned = True
+def warn_if_broken(option: str = "readPath", doing: str = "reading") -> None:
+    """`option`=auto (readPath, writePath) falls back to the Python path where the extension is missing; where it is
+    there but fails to load, say so, once per process and option, naming why."""
+    if LOAD_ERROR and option not in _warned:
+        _warned.add(option)
         log.warning(
-            "readPath=auto: kafkasource's native extension could not be loaded (%s); reading with the "
-            "slower Python path",
+            "%s=auto: kafkasource's native extension could not be loaded (%s); %s with the slower Python path",
+            option,
             LOAD_ERROR,
+            doing,
         )
 
 

@@ -69,6 +69,8 @@ class SinkOptions:
     def native(self) -> bool:
         """Whether the tasks write with the native producer: writePath=native (refused on the driver where the
         extension does not load), or auto where it loads."""
+        if self.write_path == "auto":
+            native_extension.warn_if_broken("writePath", "writing")
         return self.write_path == "native" or (self.write_path == "auto" and native_extension.available())
 
     def producer_config(self, **overrides: object) -> dict[str, object]:
