@@ -134,6 +134,21 @@ def read_format(options: Mapping[str, str], column: str) -> Format:
     return chosen
 
 
+def read_schema_choice(options: Mapping[str, str], column: str, role: str) -> tuple[int | None, int | None]:
+    """A column's {column}SchemaId and {column}SchemaVersion (None: latest), the id refused beside a subject or a
+    version; `role` (reader, writer) names the schema in the message."""
+    schema_id = read_schema_number(options, f"{column}SchemaId")
+    version_raw = options.get(f"{column}SchemaVersion".lower())
+    if schema_id is not None and (version_raw is not None or options.get(f"{column}Subject".lower()) is not None):
+        raise OptionError(
+            f"option {column}SchemaId names the {role} schema by itself; remove {column}Subject "
+            f"and {column}SchemaVersion, or {column}SchemaId"
+        )
+    if version_raw is None or version_raw.lower() == "latest":
+        return schema_id, None
+    return schema_id, read_schema_number(options, f"{column}SchemaVersion")
+
+
 def read_schema_number(options: Mapping[str, str], name: str) -> int | None:
     raw = options.get(name.lower())
     if raw is None:
@@ -187,18 +202,7 @@ def parse_decoding(options: Mapping[str, str], subscription: Subscription, read_
     columns: list[ColumnFormat] = []
     subjects: dict[str, str | None] = {}
     for column in decoded:
-        schema_id = read_schema_number(options, f"{column}SchemaId")
-        version_raw = options.get(f"{column}SchemaVersion".lower())
-        if schema_id is not None and (version_raw is not None or options.get(f"{column}Subject".lower()) is not None):
-            raise OptionError(
-                f"option {column}SchemaId names the reader schema by itself; remove {column}Subject "
-                f"and {column}SchemaVersion, or {column}SchemaId"
-            )
-        version = (
-            None
-            if version_raw is None or version_raw.lower() == "latest"
-            else read_schema_number(options, f"{column}SchemaVersion")
-        )
+        schema_id, version = read_schema_choice(options, column, "reader")
         subject = _subject(options, column, subscription)
         reader = reader_schema(config, column, subject, version, schema_id, SCHEMA_FORMS.get(formats[column]))
         expected = SCHEMA_TYPES[formats[column]]

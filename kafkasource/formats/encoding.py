@@ -30,7 +30,7 @@ import pyarrow as pa
 
 from kafkasource.errors import ColumnError, EncodeError, OptionError
 from kafkasource.formats import decoding
-from kafkasource.formats.decoding import COLUMNS, SCHEMA_FORMS, SCHEMA_TYPES, Format, read_format, read_schema_number
+from kafkasource.formats.decoding import COLUMNS, SCHEMA_FORMS, SCHEMA_TYPES, Format, read_format, read_schema_choice
 from kafkasource.formats.registry import RegistrySchema, registry_config, sink_schema
 from kafkasource.options.values import check_topic_name, option_text, read_bool
 
@@ -108,19 +108,8 @@ def parse_encoding(raw_options: Mapping[str, str], schema, topic: str | None) ->
 
 
 def _writer_schema(options, config, column: str, fmt: Format, topic, data_type, auto_register: bool) -> RegistrySchema:
-    schema_id = read_schema_number(options, f"{column}SchemaId")
-    version_raw = options.get(f"{column}SchemaVersion".lower())
+    schema_id, version = read_schema_choice(options, column, "writer")
     subject = options.get(f"{column}Subject".lower())
-    if schema_id is not None and (version_raw is not None or subject is not None):
-        raise OptionError(
-            f"option {column}SchemaId names the writer schema by itself; remove {column}Subject "
-            f"and {column}SchemaVersion, or {column}SchemaId"
-        )
-    version = (
-        None
-        if version_raw is None or version_raw.lower() == "latest"
-        else read_schema_number(options, f"{column}SchemaVersion")
-    )
     if schema_id is None and subject is None:
         if topic is None:
             raise OptionError(

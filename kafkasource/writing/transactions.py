@@ -85,6 +85,7 @@ class Transactional:
     last_used: float = 0.0
     last_marker: Marker | None = None  # what this producer's group holds: read at init, then what it committed
     fenced: bool = False
+    closed: bool = False
 
 
 class TransactionalPool:
@@ -145,12 +146,12 @@ class TransactionalPool:
 
 def discard(kept: Transactional) -> None:
     """Close a producer that leaves the pool (and its consumer); a second call does nothing."""
-    consumer, kept.consumer = kept.consumer, None
-    if consumer is not None:
-        consumer.close()
-    if not kept.fenced or consumer is not None:
-        close(kept.producer)
-    kept.fenced = True  # closed: never handed out again
+    if kept.closed:
+        return
+    kept.closed = True
+    if kept.consumer is not None:
+        kept.consumer.close()
+    close(kept.producer)
 
 
 POOL = TransactionalPool()
