@@ -10,6 +10,8 @@ from kafkasource.errors import (
     BrokerUnavailableError,
     CommitError,
     DataLossError,
+    DeliveryError,
+    ExactlyOnceError,
     KafkaSourceError,
     NoCommittedOffsetError,
     OptionError,
@@ -30,6 +32,8 @@ __all__ = [
     "DataLossError",
     "CommitError",
     "AccessError",
+    "DeliveryError",
+    "ExactlyOnceError",
 ]
 
 

@@ -45,6 +45,14 @@ class EncodeError(KafkaSourceError):
 class DeliveryError(KafkaSourceError):
     """Records could not be written to Kafka; the Spark task (and so the batch or job) fails with this message."""
 
+    code: int | None = None  # librdkafka's error code, where one Kafka error caused it
+
 
 class ContinuousTriggerError(KafkaSourceError):
     """The sink was started with Trigger.Continuous, under which it is never handed a row."""
+
+
+class ExactlyOnceError(DeliveryError):
+    """An exactly-once sink found that writing (or skipping) this task could lose or duplicate records: the
+    checkpoint is behind what the sink already wrote, a replayed batch holds other records than the ones written,
+    or another live sink writes under the same transactionalIdPrefix. Nothing of the task was committed."""

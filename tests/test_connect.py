@@ -31,6 +31,7 @@ from tests.job_helpers import REPO_ROOT
 from tests.kafka_helpers import Record, await_condition, described_group
 from tests.query_helpers import QUERY_TIMEOUT_S, batch, stream
 from tests.sink_helpers import (
+    DIGEST,
     PARTITIONS,
     batch_markers,
     finish_available_now,
@@ -202,8 +203,8 @@ def test_the_sink_writes_a_batch_and_an_exactly_once_stream_over_connect(connect
     copied = [(r.partition, r.key, r.value, r.headers) for r in sorted(produced, key=lambda r: (r.partition, r.offset))]
     assert without_offsets(read_topic(kafka, sink, PARTITIONS, read_committed=True)) == copied
     assert batch_markers(kafka, prefix, sink, PARTITIONS) == [(1, {
-        "kind": "kafkasource-sink-marker", "queryId": str(query.id), "batchId": 0, "partition": task})
-        for task in range(PARTITIONS)]
+        "kind": "kafkasource-sink-marker", "queryId": str(query.id), "batchId": 0, "partition": task,
+        "records": 5, "digest": DIGEST}) for task in range(PARTITIONS)]
 
 
 def test_a_sink_option_error_reaches_the_client_with_our_message(connect, kafka, topic, tmp_path):

@@ -10,13 +10,16 @@ from pathlib import Path
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 
+from kafkasource.errors import ExactlyOnceError
 from kafkasource.writing.failures import DeliveryError
+from kafkasource.writing.markers import MarkedBatch
 from kafkasource.writing.options import parse_sink_options
 from kafkasource.writing.producer import Deliveries, close, new_producer, send
-from kafkasource.writing.transactions import Outcome, StreamBatch, TransactionalPool, write_transaction
+from kafkasource.writing.transactions import Outcome, TransactionalPool, write_transaction
 from tests.kafka_helpers import Record
 from tests.query_helpers import stream
 from tests.sink_helpers import (
+    DIGEST,
     PARTITIONS,
     batch_markers,
     expected_records,
@@ -83,9 +86,12 @@ def test_a_replayed_batch_is_written_once_under_exactly_once_and_again_under_at_
     sink, replayed, query_id, exactly_once = outputs["exactly-once"]
     assert without_offsets(exactly_once) == copied
     # each task's marker: its group's offset on partition 0 of the sink's topic says the last batch, of this query
+    # with how many records its task wrote, and their digest
+    checkpoint = tmp_path / "exactly-once"
+    start, end = source_end(checkpoint, source, replayed - 1), source_end(checkpoint, source, replayed)
     assert batch_markers(kafka, prefix, sink, PARTITIONS) == [(replayed + 1, {
-        "kind": "kafkasource-sink-marker", "queryId": query_id, "batchId": replayed, "partition": task})
-        for task in range(PARTITIONS)]
+        "kind": "kafkasource-sink-marker", "queryId": query_id, "batchId": replayed, "partition": task,
+        "records": end[task] - start.get(task, 0), "digest": DIGEST}) for task in range(PARTITIONS)]
 
     # the contrast: at-least-once wrote the replayed batch's records a second time, at the end of each partition
     sink, replayed, _, at_least_once = outputs["at-least-once"]
@@ -129,7 +135,7 @@ def test_a_newer_attempt_fences_the_older_one_which_fails_having_written_nothing
     prefix = kafka.unique_name("fence-sink")
     options = parse_sink_options(base(kafka, topic=topic, deliveryGuarantee="exactly-once",
                                       transactionalIdPrefix=prefix, writePath=write_path), streaming=True)
-    batch = StreamBatch("query-1", 4)
+    batch = MarkedBatch("query-1", 4)
     newer: dict[str, Outcome] = {}
 
     def older_attempt():
@@ -152,15 +158,16 @@ def test_a_newer_attempt_fences_the_older_one_which_fails_having_written_nothing
     assert newer["outcome"] == Outcome(2)
     assert [r[3] for r in read_topic(kafka, topic, 1, read_committed=True)] == [b"new-0", b"new-1"]
 
-    # a third attempt of the batch finds the newer one's marker and writes nothing
-    assert write_transaction(options, 3, iter([(topic, b"k", b"third", None, 0)]), batch) == Outcome(0, True)
+    # a third attempt of the batch, over the same records, finds the newer one's marker and writes nothing
+    assert write_transaction(options, 3, iter([(topic, b"k", b"new-0", None, 0), (topic, b"k", b"new-1", None, 0)]),
+                             batch) == Outcome(0, True)
     # the next batch is written
     assert write_transaction(options, 3, iter([(topic, b"k", b"next", None, 0)]),
-                             StreamBatch("query-1", 5)) == Outcome(1)
+                             MarkedBatch("query-1", 5)) == Outcome(1)
     assert [r[3] for r in read_topic(kafka, topic, 1, read_committed=True)] == [b"new-0", b"new-1", b"next"]
-    # another query with the same prefix is no replay of this one: its batch 4 is written
+    # another query with the same prefix is no replay of this one: it takes the prefix over, and its batch 4 is written
     assert write_transaction(options, 3, iter([(topic, b"k", b"other", None, 0)]),
-                             StreamBatch("query-2", 4)) == Outcome(1)
+                             MarkedBatch("query-2", 4)) == Outcome(1)
 
 
 def test_a_worker_keeps_its_producer_across_batches_and_replaces_it_once_another_worker_fenced_it(kafka):
@@ -174,7 +181,7 @@ def test_a_worker_keeps_its_producer_across_batches_and_replaces_it_once_another
     worker_a, worker_b = TransactionalPool(), TransactionalPool()
 
     def write(worker: TransactionalPool, batch_id: int, value: bytes) -> Outcome:
-        return write_transaction(options, 0, iter([(topic, None, value, None, 0)]), StreamBatch("q", batch_id), worker)
+        return write_transaction(options, 0, iter([(topic, None, value, None, 0)]), MarkedBatch("q", batch_id), worker)
 
     try:
         assert [write(worker_a, 0, b"b0"), write(worker_a, 1, b"b1")] == [Outcome(1), Outcome(1)]
@@ -182,18 +189,19 @@ def test_a_worker_keeps_its_producer_across_batches_and_replaces_it_once_another
         assert write(worker_b, 2, b"b2") == Outcome(1)  # worker B's new producer fences worker A's
         assert write(worker_a, 3, b"b3") == Outcome(1)  # A finds its producer fenced and makes a new one
         assert worker_a.created == 2
-        # a replay of batch 3 where it was written: the kept producer knows its last marker
-        assert write(worker_a, 3, b"again") == Outcome(0, replayed=True)
+        # a replay of batch 3 where it was written, over the same record: the kept producer knows its last marker
+        assert write(worker_a, 3, b"b3") == Outcome(0, replayed=True)
         assert worker_a.created == 2
-        # a replay of batch 2 in worker B, whose producer A fenced: the new one reads the marker, at batch 3
-        assert write(worker_b, 2, b"again") == Outcome(0, replayed=True)
+        # a replay of batch 3 in worker B, whose producer A fenced: the new one reads the marker, at batch 3
+        assert write(worker_b, 3, b"b3") == Outcome(0, replayed=True)
         assert worker_b.created == 2
     finally:
         worker_a.close_all()
         worker_b.close_all()
     assert [r[3] for r in read_topic(kafka, topic, 1, read_committed=True)] == [b"b0", b"b1", b"b2", b"b3"]
     assert batch_markers(kafka, prefix, topic, 1) == [
-        (4, {"kind": "kafkasource-sink-marker", "queryId": "q", "batchId": 3, "partition": 0})
+        (4, {"kind": "kafkasource-sink-marker", "queryId": "q", "batchId": 3, "partition": 0, "records": 1,
+             "digest": DIGEST})
     ]
 
 
@@ -229,6 +237,75 @@ def test_a_producer_fenced_before_a_record_says_fenced_not_only_fatal_error(kafk
     assert read_topic(kafka, topic, 1, read_committed=True) == []
 
 
+def test_a_replay_over_other_records_or_behind_the_marker_fails_and_commits_nothing(kafka, write_path):
+    """A task may skip a batch only when its marker names the same batch of the same query over the same records:
+    a marker ahead of the batch means a rewound checkpoint, a marker at the batch over other records a changed
+    input. Both fail before anything is committed, saying what the marker holds."""
+    topic = kafka.create_topic(kafka.unique_name("rewound"), 1)
+    prefix = kafka.unique_name("rewound-sink")
+    options = parse_sink_options(base(kafka, topic=topic, deliveryGuarantee="exactly-once",
+                                      transactionalIdPrefix=prefix, writePath=write_path), streaming=True)
+    pool = TransactionalPool()
+
+    def write(batch_id: int, *values: bytes) -> Outcome:
+        return write_transaction(options, 0, iter([(topic, None, v, None, 0) for v in values]),
+                                 MarkedBatch("q", batch_id), pool)
+
+    try:
+        assert [write(0, b"a"), write(1, b"b", b"c"), write(2, b"d")] == [Outcome(1), Outcome(2), Outcome(1)]
+        with pytest.raises(ExactlyOnceError) as rewound:
+            write(1, b"b", b"c", b"d", b"e")  # a restored checkpoint plans batch 1 again, over more offsets
+        with pytest.raises(ExactlyOnceError) as changed:
+            write(2, b"d", b"e")  # batch 2 again, over other records
+        assert write(2, b"d") == Outcome(0, replayed=True)  # over the same: skipped
+    finally:
+        pool.close_all()
+    assert str(rewound.value).startswith(
+        f"the checkpoint is behind what this sink already wrote: Spark runs batch 1 of query q, but the marker of "
+        f"transactionalIdPrefix {prefix} for partition 0 says batch 2 of that query is written. The checkpoint was "
+        "rewound")
+    assert str(changed.value).startswith(
+        "the checkpoint is behind what this sink already wrote: Spark runs batch 2 of query q again, whose part for "
+        f"partition 0 is written under transactionalIdPrefix {prefix} as 1 records of digest ")
+    assert "but the task now holds 2 records of digest " in str(changed.value)
+    assert [r[3] for r in read_topic(kafka, topic, 1, read_committed=True)] == [b"a", b"b", b"c", b"d"]
+    assert batch_markers(kafka, prefix, topic, 1) == [
+        (3, {"kind": "kafkasource-sink-marker", "queryId": "q", "batchId": 2, "partition": 0, "records": 1,
+             "digest": DIGEST})]
+
+
+def test_two_queries_taking_turns_under_one_prefix_fail_while_a_new_checkpoint_takes_over(kafka, caplog):
+    """Two pools stand for two queries' workers. A query that finds another's marker takes the prefix over (a new
+    checkpoint after a clean stop), and says so; once the other wrote after it, it fails, naming the other query."""
+    topic = kafka.create_topic(kafka.unique_name("shared"), 1)
+    prefix = kafka.unique_name("shared-sink")
+    options = parse_sink_options(base(kafka, topic=topic, deliveryGuarantee="exactly-once",
+                                      transactionalIdPrefix=prefix), streaming=True)
+    first, second = TransactionalPool(), TransactionalPool()
+
+    def write(pool: TransactionalPool, query: str, batch_id: int, value: bytes) -> Outcome:
+        return write_transaction(options, 0, iter([(topic, None, value, None, 0)]), MarkedBatch(query, batch_id), pool)
+
+    try:
+        assert write(first, "query-1", 0, b"1-0") == Outcome(1)
+        caplog.clear()
+        assert write(second, "query-2", 0, b"2-0") == Outcome(1)  # takes over: no earlier write of query-2
+        assert (f"batch 0 of query query-2 takes transactionalIdPrefix {prefix} partition 0 over from query-1 (its "
+                "marker names batch 0 of it): a new checkpoint or a new write for this sink") in caplog.text
+        with pytest.raises(ExactlyOnceError) as shared:
+            write(first, "query-1", 1, b"1-1")
+    finally:
+        first.close_all()
+        second.close_all()
+    assert str(shared.value).startswith(
+        f"another sink writes under transactionalIdPrefix {prefix}: partition 0's marker names query query-2 (its "
+        "batch 0), which took the prefix over after this query (query-1) had written under it.")
+    assert [r[3] for r in read_topic(kafka, topic, 1, read_committed=True)] == [b"1-0", b"2-0"]
+    assert batch_markers(kafka, prefix, topic, 1) == [
+        (1, {"kind": "kafkasource-sink-marker", "queryId": "query-2", "batchId": 0, "partition": 0, "records": 1,
+             "digest": DIGEST, "earlier": ["query-1"]})]
+
+
 def test_an_exactly_once_batch_write_lands_every_record_once(spark, kafka):
     topic_a = kafka.create_topic(kafka.unique_name("eos-a"), PARTITIONS)
     topic_b = kafka.create_topic(kafka.unique_name("eos-b"), PARTITIONS)
@@ -236,10 +313,11 @@ def test_an_exactly_once_batch_write_lands_every_record_once(spark, kafka):
     rows = sample_rows(topic_a, topic_b)
 
     write_batch(sample_frame(spark, topic_a, topic_b),
-                base(kafka, deliveryGuarantee="exactly-once", transactionalIdPrefix=prefix))
+                base(kafka, deliveryGuarantee="exactly-once", transactionalIdPrefix=prefix, markerTopic=topic_a))
 
     for topic in (topic_a, topic_b):
         assert without_offsets(read_topic(kafka, topic, PARTITIONS, read_committed=True)) == \
             without_offsets(expected_records(rows, topic))
-    # a batch write keeps no marker
-    assert kafka.committed(f"{prefix}-0", topic_a, 1) == {}
+    # the one task's marker names the write, batch 0
+    (marker,) = batch_markers(kafka, prefix, topic_a, 1)
+    assert marker[0] == 1 and marker[1]["queryId"].startswith("write-") and marker[1]["records"] == len(rows)

@@ -8,10 +8,21 @@ import pytest
 from confluent_kafka import KafkaError
 from pyspark.sql.types import ArrayType, BinaryType, IntegerType, LongType, StringType, StructField, StructType
 
-from kafkasource.errors import ColumnError, OptionError
+from kafkasource.errors import ColumnError, ExactlyOnceError, OptionError
 from kafkasource.runtime import native_extension
+from kafkasource.writing.digest import RecordDigest
 from kafkasource.writing.failures import delivery_error
-from kafkasource.writing.markers import Marker, already_written, marker_group, marker_metadata, parse_marker
+from kafkasource.writing.markers import (
+    EARLIER_KEPT,
+    MarkedBatch,
+    Marker,
+    Verdict,
+    check_replay,
+    judge,
+    marker_group,
+    marker_metadata,
+    parse_marker,
+)
 from kafkasource.writing.options import parse_sink_options
 from kafkasource.writing.rows import HEADERS_TYPE, NULL_TOPIC, Columns, check_columns, messages, native_batch
 from kafkasource.writing.transactions import transactional_id
@@ -138,14 +149,14 @@ def test_a_prefix_or_marker_topic_without_exactly_once_is_refused():
                                          "deliveryGuarantee is at-least-once; remove it")
 
 
-def test_an_exactly_once_stream_with_a_topic_column_needs_a_marker_topic():
-    message = error_of(streaming=True, base={"kafka.bootstrap.servers": "b:1"}, deliveryGuarantee="exactly-once",
+@pytest.mark.parametrize("streaming", [True, False], ids=["stream", "batch-write"])
+def test_an_exactly_once_write_with_a_topic_column_needs_a_marker_topic(streaming):
+    message = error_of(streaming=streaming, base={"kafka.bootstrap.servers": "b:1"}, deliveryGuarantee="exactly-once",
                        transactionalIdPrefix="p")
-    assert message.startswith("deliveryGuarantee=exactly-once on a stream needs a topic for its batch markers")
+    assert message.startswith("deliveryGuarantee=exactly-once needs a topic for its batch markers")
     assert "set the topic option, or markerTopic to an existing topic" in message
-    # a batch write keeps no markers
-    assert parse(base={"kafka.bootstrap.servers": "b:1"}, deliveryGuarantee="exactly-once",
-                 transactionalIdPrefix="p").marker_topic is None
+    assert parse(streaming=streaming, base={"kafka.bootstrap.servers": "b:1"}, deliveryGuarantee="exactly-once",
+                 transactionalIdPrefix="p", markerTopic="m").marker_topic == "m"
 
 
 def test_a_transactional_id_by_hand_points_at_the_prefix():
@@ -323,9 +334,12 @@ def test_ids_derive_from_the_prefix_and_the_spark_partition():
 
 
 def test_a_marker_round_trips_through_its_metadata_and_offset():
-    metadata = marker_metadata("q-1", 7, 2)
-    assert metadata == '{"kind":"kafkasource-sink-marker","queryId":"q-1","batchId":7,"partition":2}'
-    assert parse_marker(8, metadata) == Marker("q-1", 7)
+    metadata = marker_metadata(MarkedBatch("q-1", 7), 2, ("q-0",), 12, "ab" * 16)
+    assert metadata == ('{"kind":"kafkasource-sink-marker","queryId":"q-1","batchId":7,"partition":2,"records":12,'
+                        f'"digest":"{"ab" * 16}","earlier":["q-0"]}}')
+    assert parse_marker(8, metadata) == Marker("q-1", 7, 12, "ab" * 16, ("q-0",))
+    # the first marker a transaction carries has no count or digest yet (the later one replaces it)
+    assert parse_marker(8, marker_metadata(MarkedBatch("q-1", 7), 2, (), None, None)) == Marker("q-1", 7)
 
 
 @pytest.mark.parametrize(("offset", "metadata"), [
@@ -337,12 +351,81 @@ def test_anything_else_is_no_marker(offset, metadata):
     assert parse_marker(offset, metadata) is None
 
 
-def test_a_marker_means_written_for_its_query_at_or_after_its_batch():
-    marker = Marker("q", 7)
-    assert already_written(marker, "q", 7) and already_written(marker, "q", 3)
-    assert not already_written(marker, "q", 8)
-    assert not already_written(marker, "another query", 7)
-    assert not already_written(None, "q", 0)
+def test_a_marker_lets_a_task_write_a_later_batch_and_compare_the_same_one():
+    marker = Marker("q", 7, 3, "d")
+    assert judge(None, MarkedBatch("q", 0), "p", 0) is Verdict.WRITE
+    assert judge(marker, MarkedBatch("q", 8), "p", 0) is Verdict.WRITE
+    assert judge(marker, MarkedBatch("q", 7), "p", 0) is Verdict.COMPARE
+    assert judge(marker, MarkedBatch("another query", 0), "p", 0) is Verdict.WRITE  # takes the prefix over
+
+
+def test_a_marker_ahead_of_the_batch_is_a_rewound_checkpoint():
+    with pytest.raises(ExactlyOnceError) as rewound:
+        judge(Marker("q", 7, 3, "d"), MarkedBatch("q", 5), "orders-sink", 2)
+    assert str(rewound.value).startswith(
+        "the checkpoint is behind what this sink already wrote: Spark runs batch 5 of query q, but the marker of "
+        "transactionalIdPrefix orders-sink for partition 2 says batch 7 of that query is written.")
+
+
+def test_a_query_that_another_took_over_from_fails_naming_it():
+    with pytest.raises(ExactlyOnceError) as shared:
+        judge(Marker("r", 2, 1, "d", ("q",)), MarkedBatch("q", 9), "orders-sink", 0)
+    assert str(shared.value).startswith(
+        "another sink writes under transactionalIdPrefix orders-sink: partition 0's marker names query r (its batch "
+        "2), which took the prefix over after this query (q) had written under it.")
+
+
+def test_a_replay_is_skipped_only_over_the_same_count_and_digest():
+    marker = Marker("q", 7, 3, "d1")
+    check_replay(marker, MarkedBatch("q", 7), "p", 0, 3, "d1")
+    for records, digest in ((3, "d2"), (4, "d1")):
+        with pytest.raises(ExactlyOnceError) as other:
+            check_replay(marker, MarkedBatch("q", 7), "p", 0, records, digest)
+        assert f"is written under transactionalIdPrefix p as 3 records of digest d1, but the task now holds " \
+               f"{records:,} records of digest {digest}" in str(other.value)
+    with pytest.raises(ExactlyOnceError) as older:  # a marker without them cannot show it
+        check_replay(Marker("q", 7), MarkedBatch("q", 7), "p", 0, 3, "d1")
+    assert "records whose count and digest it does not keep (a marker of an older kafkasource)" in str(older.value)
+
+
+def test_a_marker_remembers_a_bounded_list_of_the_writes_before_it():
+    marker = Marker("q", 1, earlier=tuple(f"w{i}" for i in range(EARLIER_KEPT)))
+    assert marker.followed("q") == marker.earlier
+    assert marker.followed("new") == (*[f"w{i}" for i in range(1, EARLIER_KEPT)], "q")
+    assert Marker("q", 1, earlier=("new", "x")).followed("new") == ("x", "q")
+    long = marker_metadata(MarkedBatch("q" * 36, 10**9), 999, tuple("w" * 36 for _ in range(EARLIER_KEPT)), 10**9,
+                           "0" * 32)
+    assert len(long.encode()) < 1024  # far below the broker's offset.metadata.max.bytes (4096 by default)
+
+
+# --- what a task wrote: its count and digest ---------------------------------------------------------------
+
+def digest_of(columns, *batches) -> tuple[int, str]:
+    digest = RecordDigest(columns)
+    for batch in batches:
+        digest.add(batch)
+    return digest.records, digest.hexdigest()
+
+
+def test_the_digest_does_not_depend_on_how_the_rows_are_cut_into_batches():
+    headers = pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))
+    batch = pa.RecordBatch.from_arrays([
+        pa.array(["t1", "t2", "t1", "t2"]), pa.array(["a", None, "ccc", "dd"]),
+        pa.array([b"1", b"22", None, b"4444"]),
+        pa.array([[{"key": "h", "value": b"x"}], None, [], [{"key": "i", "value": None}]], headers),
+        pa.array([0, None, 2, 1], pa.int32())], names=["topic", "key", "value", "headers", "partition"])
+    columns = Columns(topic=None, key=True, headers=True, partition=True)
+    whole = digest_of(columns, batch)
+    assert whole[0] == 4
+    assert digest_of(columns, batch.slice(0, 1), batch.slice(1, 2), batch.slice(3)) == whole
+    large = batch.set_column(2, "value", batch.column(2).cast(pa.large_binary()))
+    assert digest_of(columns, large) == whole  # the same bytes in another layout
+    for index, changed in ((2, pa.array([b"1", b"22", None, b"4445"])), (2, pa.array([b"1", b"22", b"", b"4444"])),
+                           (4, pa.array([0, None, 2, 2], pa.int32())), (1, pa.array(["a", "", "ccc", "dd"]))):
+        assert digest_of(columns, batch.set_column(index, batch.schema.field(index).name, changed)) != whole
+    # the values' bytes cut at another place between rows: other records
+    moved = batch.set_column(2, "value", pa.array([b"12", b"2", None, b"4444"]))
+    assert digest_of(columns, moved) != whole
 
 
 # --- the words of delivery errors -------------------------------------------------------------------------
@@ -366,3 +449,13 @@ def test_delivery_errors_name_the_topic_partition_and_what_to_change_never_a_sec
     assert timed_out == ("records for topic out partition 1 were not delivered within kafka.delivery.timeout.ms "
                          "(300,000 ms): Local: Message timed out. Check that the brokers at broker:9092 are up and "
                          "reachable from the executors, or raise kafka.delivery.timeout.ms to wait longer")
+    # under exactly-once the advice is one the option checks accept: the delivery timeout may not pass the
+    # transaction timeout
+    exactly_once = parse(deliveryGuarantee="exactly-once", transactionalIdPrefix="p")
+    assert str(delivery_error(KafkaError(KafkaError._MSG_TIMED_OUT, "Local: Message timed out"), exactly_once, "out",
+                              1)).endswith(
+        "or raise kafka.transaction.timeout.ms (60,000 ms now) to wait longer: under deliveryGuarantee=exactly-once "
+        "the delivery timeout is the transaction timeout unless set lower")
+    raised = parse(deliveryGuarantee="exactly-once", transactionalIdPrefix="p",
+                   **{"kafka.transaction.timeout.ms": "120000", "kafka.delivery.timeout.ms": "120000"})
+    assert raised.delivery_timeout_ms() == 120_000  # what the advice leads to, accepted by the option checks

@@ -41,11 +41,34 @@ def delivery_error(
     """The one message for `error`, met writing to `topic` (and `partition`, when known); `record`, the failed
     record's row in the task (from 0), where the producer tells it (the native one does)."""
     found = _delivery_error(error, options, topic, partition, size, failed, transactional_id)
-    if record is None:
-        return found
-    return DeliveryError(
-        f"{found} (the record{' that failed first' if failed > 1 else ''}: record {record:,} of the task)"
+    if record is not None:
+        found = DeliveryError(
+            f"{found} (the record{' that failed first' if failed > 1 else ''}: record {record:,} of the task)"
+        )
+    found.code = error.code()
+    return found
+
+
+def transaction_timed_out(
+    failure: Exception, options: SinkOptions, transactional_id: str, open_seconds: float
+) -> DeliveryError | None:
+    """The failure a transaction met after it was open longer than transaction.timeout.ms, when it reads as a fence:
+    the broker aborted the transaction and bumped the producer's epoch, which the producer's next request takes for
+    a newer producer. None for any other failure."""
+    limit_ms = options.transaction_timeout_ms()
+    code = getattr(failure, "code", None)
+    if code not in FENCED or open_seconds * 1000 < limit_ms:
+        return None
+    timed_out = DeliveryError(
+        f"the transaction of {transactional_id} writing to {where(options.topic, None)} was open "
+        f"{open_seconds:,.1f} s, longer than kafka.transaction.timeout.ms ({limit_ms:,} ms), and the broker aborted it "
+        "(the producer then reads its requests' refusal as being fenced). Nothing of this attempt was committed, and "
+        "a retry takes as long. Raise kafka.transaction.timeout.ms above the time a task takes to write (brokers cap "
+        "it at their transaction.max.timeout.ms, 15 minutes by default), or give each task fewer records "
+        "(maxOffsetsPerTrigger, more partitions)"
     )
+    timed_out.code = code
+    return timed_out
 
 
 def _delivery_error(
@@ -118,6 +141,16 @@ def _delivery_error(
             f"speculative copy), which carries on, or another sink uses transactionalIdPrefix "
             f"{options.transactional_id_prefix}. Nothing of this attempt was committed. If no other attempt runs, "
             f"give every query and job its own transactionalIdPrefix"
+        )
+    if code in TIMED_OUT and options.guarantee == "exactly-once":
+        # a transactional producer's delivery timeout may not exceed its transaction timeout (librdkafka refuses
+        # the producer otherwise): the transaction timeout is the one to raise
+        return DeliveryError(
+            f"records for {place} were not delivered within kafka.delivery.timeout.ms "
+            f"({options.delivery_timeout_ms():,} ms): {reason}{more}. Check that the brokers at {servers} are up and "
+            f"reachable from the executors, or raise kafka.transaction.timeout.ms "
+            f"({options.transaction_timeout_ms():,} ms now) to wait longer: under deliveryGuarantee=exactly-once "
+            "the delivery timeout is the transaction timeout unless set lower"
         )
     if code in TIMED_OUT:
         return DeliveryError(

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 MESSAGE_BATCH_ROWS = 10_000  # records of a plain message iterable put in one Arrow batch (see message_batches)
+MESSAGE_COLUMNS = Columns(topic=None, key=True, headers=True, partition=True)  # the batches message_batches makes
 
 _announced = False
 
@@ -145,7 +146,7 @@ def message_batches(messages: Iterable[Message]) -> Iterator[tuple[object, Colum
     sink column: for callers that hold records rather than Spark's batches."""
     import pyarrow as pa
 
-    columns = Columns(topic=None, key=True, headers=True, partition=True)
+    columns = MESSAGE_COLUMNS
     header = pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))
     chunk: list[Message] = []
     iterator = iter(messages)

@@ -61,7 +61,7 @@ class SinkOptions:
     topic: str | None  # the topic option: when set, every record goes there whatever a topic column says
     guarantee: DeliveryGuarantee
     transactional_id_prefix: str | None  # exactly-once only
-    marker_topic: str | None  # exactly-once streams: partition 0 of it holds each task's batch marker
+    marker_topic: str | None  # exactly-once: partition 0 of it holds each task's batch marker
     # librdkafka settings (prefix stripped), secrets included: never print this field
     kafka_config: dict[str, str] = field(repr=False)
     write_path: WritePath = "auto"
@@ -207,7 +207,7 @@ def _transactional_id_prefix(options: Mapping[str, str], guarantee: DeliveryGuar
 def _marker_topic(
     options: Mapping[str, str], guarantee: DeliveryGuarantee, topic: str | None, streaming: bool
 ) -> str | None:
-    """Where exactly-once stream writes keep their batch markers: partition 0 of markerTopic, else of topic."""
+    """Where exactly-once writes keep their batch markers: partition 0 of markerTopic, else of topic."""
     given = option_text(options, "markerTopic")
     if given is not None and guarantee != "exactly-once":
         raise OptionError(
@@ -217,10 +217,9 @@ def _marker_topic(
     if given is not None:
         check_topic_name("markerTopic", given)
         return given
-    if guarantee == "exactly-once" and streaming and topic is None:
+    if guarantee == "exactly-once" and topic is None:
         raise OptionError(
-            "deliveryGuarantee=exactly-once on a stream needs a topic for its batch markers (committed "
-            "offsets of the sink's groups, no records): set the topic option, or markerTopic to an "
+            "deliveryGuarantee=exactly-once needs a topic for its batch markers (committed offsets of the sink's groups, no records): set the topic option, or markerTopic to an "
             "existing topic when a topic column chooses where records go"
         )
     return topic if guarantee == "exactly-once" else None

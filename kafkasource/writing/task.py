@@ -2,30 +2,38 @@
 batch and query), and its rows written under the sink's delivery guarantee.
 
 A task of a stream learns its batch and query from the local properties Spark sets on it
-(streaming.sql.batchId, sql.streaming.queryId).
+(streaming.sql.batchId, sql.streaming.queryId); a batch write's task, from the id the driver made for its save()
+(writer.py), which the writer carries to every task.
 """
 
 from __future__ import annotations
 
 import itertools
 import logging
+import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from pathlib import Path
 
 from pyspark.sql.datasource import WriterCommitMessage
 
 from kafkasource.errors import KafkaSourceError
 from kafkasource.formats.encoding import Encoding, encode_batches
+from kafkasource.writing.markers import MarkedBatch
 from kafkasource.writing.options import SinkOptions
 from kafkasource.writing.producer import write_plain
-from kafkasource.writing.rows import ArrowRecords, Columns, Message, messages
-from kafkasource.writing.transactions import Outcome, Prepared, StreamBatch, write_transaction
+from kafkasource.writing.rows import ArrowRecords, Columns
+from kafkasource.writing.transactions import Outcome, Prepared, write_transaction
 
 log = logging.getLogger(__name__)
 
 BATCH_ID = "streaming.sql.batchId"
 READ_AHEAD_BYTES = 64 * 1024 * 1024  # input an exactly-once task holds while its producer is made ready
 QUERY_ID = "sql.streaming.queryId"
+# The tests' fault: a directory where the first attempt of each exactly-once task leaves a file named after its
+# partition, then fails after its transaction committed (as an executor lost before the driver heard of the task's
+# success would), so that Spark retries it. Nothing else reads it.
+FAIL_AFTER_COMMIT = "KAFKASOURCE_TEST_FAIL_AFTER_COMMIT"
 
 
 # Measured on pyspark 4.3: under Trigger.Continuous Spark never calls a Python sink's write(); it commits every
@@ -53,7 +61,7 @@ class SinkCommitMessage(WriterCommitMessage):
 class TaskInfo:
     partition_id: int
     attempt: int
-    batch: StreamBatch | None  # a stream's task only
+    batch: MarkedBatch | None  # a stream's task only: its batch and query
 
 
 def task_info() -> TaskInfo:
@@ -64,7 +72,7 @@ def task_info() -> TaskInfo:
     if context is None:  # not inside a Spark task: a direct call, as the tests make
         return TaskInfo(0, 0, None)
     batch_id, query_id = context.getLocalProperty(BATCH_ID), context.getLocalProperty(QUERY_ID)
-    batch = StreamBatch(query_id, int(batch_id)) if batch_id is not None and query_id is not None else None
+    batch = MarkedBatch(query_id, int(batch_id)) if batch_id is not None and query_id is not None else None
     return TaskInfo(context.partitionId(), context.attemptNumber(), batch)
 
 
@@ -75,8 +83,10 @@ def write_task(
     task: TaskInfo,
     streaming: bool,
     encoding: Encoding | None = None,
+    write_id: str | None = None,
 ) -> SinkCommitMessage:
-    """Write one task's Arrow record batches; its commit message for the driver."""
+    """Write one task's Arrow record batches; its commit message for the driver. `write_id`: a batch write's id,
+    under which an exactly-once task marks what it wrote."""
     if streaming and options.guarantee == "exactly-once" and task.batch is None:
         raise KafkaSourceError(
             f"deliveryGuarantee=exactly-once: Spark did not tell stream task {task.partition_id} "
@@ -88,7 +98,7 @@ def write_task(
         return SinkCommitMessage(task.partition_id, 0)
     prepared = None
     if options.guarantee == "exactly-once":  # the producer is made ready while the rest of the input comes
-        prepared = Prepared(options, task.partition_id, streaming)
+        prepared = Prepared(options, task.partition_id)
         try:
             rest = _read_ahead(rest, prepared.done)
         except BaseException:
@@ -99,14 +109,12 @@ def write_task(
     encoded = encode_batches(iter(rest), encoding, options.topic, task.partition_id, options.native())
     columns = encoded_columns(columns, encoding)
     # the native producer reads the batches' columns itself; confluent-kafka's takes one record at a time
-    records: Iterable[Message] = (
-        ArrowRecords(encoded, columns)
-        if options.native()
-        else (m for batch in encoded for m in messages(batch, columns))
-    )
+    records = ArrowRecords(encoded, columns)
     if options.guarantee == "exactly-once":
-        batch = task.batch if streaming else None
+        batch = task.batch if streaming else MarkedBatch(_batch_write_id(write_id), 0, stream=False)
+        assert batch is not None  # checked above
         outcome = write_transaction(options, task.partition_id, records, batch, prepared=prepared)
+        _test_fault_after_commit(task)
     else:
         outcome = Outcome(write_plain(options, records))
     log.debug(
@@ -118,6 +126,20 @@ def write_task(
         " (batch already written: replay skipped)" if outcome.replayed else "",
     )
     return SinkCommitMessage(task.partition_id, outcome.records, outcome.replayed)
+
+
+def _batch_write_id(write_id: str | None) -> str:
+    if write_id is None:
+        raise KafkaSourceError("deliveryGuarantee=exactly-once: a batch write's task without the write's id")
+    return write_id
+
+
+def _test_fault_after_commit(task: TaskInfo) -> None:
+    """FAIL_AFTER_COMMIT: see there."""
+    folder = os.environ.get(FAIL_AFTER_COMMIT)
+    if folder and task.attempt == 0:
+        Path(folder, str(task.partition_id)).touch()
+        raise KafkaSourceError(f"{FAIL_AFTER_COMMIT}: task {task.partition_id} fails after its commit")
 
 
 def encoded_columns(columns: Columns, encoding: Encoding | None) -> Columns:

@@ -1,23 +1,23 @@
-"""Exactly-once: each Spark task writes its rows in one Kafka transaction, and a stream's task commits with them a
-marker that says "batch N is written for partition p", so a replayed batch writes nothing twice.
+"""Exactly-once: each Spark task writes its rows in one Kafka transaction, which also commits a marker that says
+"batch N of write q is written for partition p, and these were its records", so that a replayed batch or a retried
+task writes nothing twice, and a replay over other records, or a second sink under the same prefix, fails instead
+of losing or duplicating any (writing/markers.py has the marker and the rule).
 
 The transactional.id of a task is the sink's transactionalIdPrefix, a dash and the task's Spark partition number:
 a retried or speculative attempt of the same task takes the same id, and its init_transactions() fences the older
-attempt (whose commit then fails) and ends any transaction that attempt left open.
+attempt (whose commit then fails) and ends any transaction that attempt left open. The marker is read after
+init_transactions(), which settles any transaction of an older attempt first.
 
-The marker is an offset the transaction commits for a consumer group no consumer ever joins: group
-`<prefix>-<partition>`, on partition 0 of the marker topic (the topic option, or markerTopic), at offset N + 1,
-with the query's id and the batch in its metadata. Kafka makes it visible together with the task's records, or
-neither. A task of batch N first reads its group's committed offset: when it already marks batch N (or a later
-one) of the same query, the batch was written by an earlier attempt whose end Spark never recorded (a crash between
-the tasks' commits and the checkpoint's commit log), and the task writes nothing. The marker is read after
-init_transactions(), which settles any transaction of an older attempt first, through a consumer's committed()
-(which asks for stable offsets under read_committed), not the admin client's group offsets.
+A task's producer outlives it: each worker keeps one per transactional.id it wrote (TransactionalPool), so a batch
+costs one transaction, not a new producer's initialisation and connections. A kept producer puts the marker into
+its transaction before any record; the coordinator refuses that when the id was initialised elsewhere since (Spark
+gave the partition's task to another worker meanwhile, or another sink took the prefix), and the task starts again
+with a new producer, which reads the marker that other producer left. Otherwise nobody committed under this id since
+this producer's last transaction, so the marker is the one it committed last.
 
-A stream's producers outlive their task: each worker keeps one per transactional.id it wrote (TransactionalPool),
-so a batch costs one transaction, not a new producer's initialisation and connections. A kept producer puts the
-marker into its transaction before any record; the coordinator refuses that when the id was initialised elsewhere
-since (Spark gave the partition's task to another worker meanwhile), and the task starts again with a new producer.
+The marker goes into the transaction twice: first without the task's count and digest (the fence check), then,
+after the last record, with them; the group coordinator keeps the later of two offsets a transaction commits for
+one group and partition.
 """
 
 from __future__ import annotations
@@ -31,20 +31,25 @@ from dataclasses import dataclass
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
 from kafkasource.cluster.settings import masked
-from kafkasource.writing.failures import DeliveryError, delivery_error, where
+from kafkasource.writing.digest import RecordDigest
+from kafkasource.writing.failures import DeliveryError, delivery_error, transaction_timed_out, where
 from kafkasource.writing.markers import (
     MARKER_PARTITION,
+    MarkedBatch,
     Marker,
-    already_written,
+    Verdict,
+    check_replay,
+    judge,
     marker_group,
     marker_metadata,
     marker_topic,
     read_marker,
     send_marker,
 )
+from kafkasource.writing.native_producer import MESSAGE_COLUMNS, message_batches
 from kafkasource.writing.options import SinkOptions
 from kafkasource.writing.producer import Deliveries, SinkProducer, close, fatal_cause, make_producer, send_records
-from kafkasource.writing.rows import Message
+from kafkasource.writing.rows import ArrowRecords, Message
 
 log = logging.getLogger(__name__)
 
@@ -60,17 +65,9 @@ def transactional_id(prefix: str, partition_id: int) -> str:
 
 
 @dataclass(frozen=True)
-class StreamBatch:
-    """Which stream batch a task writes (a batch job's tasks have none, and no marker)."""
-
-    query_id: str
-    batch_id: int
-
-
-@dataclass(frozen=True)
 class Outcome:
     records: int
-    replayed: bool = False  # the marker showed the batch already written: nothing was written
+    replayed: bool = False  # the marker showed the batch already written, over the same records: none was written
 
 
 @dataclass
@@ -80,7 +77,8 @@ class Transactional:
 
     producer: SinkProducer
     deliveries: Deliveries
-    consumer: Consumer | None
+    consumer: Consumer
+    group: str  # the marker's group, which the consumer joins in name only
     key: tuple
     last_used: float = 0.0
     last_marker: Marker | None = None  # what this producer's group holds: read at init, then what it committed
@@ -114,9 +112,14 @@ class TransactionalPool:
             return kept, True
         deliveries = Deliveries()
         producer = make_producer(options, deliveries, **{"transactional.id": tid})
-        consumer = Consumer(options.client_config(**{"group.id": group, "enable.auto.commit": False}))
+        # read_committed whatever kafka.isolation.level says: a marker still in a transaction is not written yet
+        consumer = Consumer(
+            options.client_config(
+                **{"group.id": group, "enable.auto.commit": False, "isolation.level": "read_committed"}
+            )
+        )
         self.created += 1
-        return Transactional(producer, deliveries, consumer, key), False
+        return Transactional(producer, deliveries, consumer, group, key), False
 
     def release(self, kept: Transactional, healthy: bool) -> None:
         """Back into the pool after a task whose transaction ended (committed, or none begun); closed otherwise."""
@@ -149,8 +152,7 @@ def discard(kept: Transactional) -> None:
     if kept.closed:
         return
     kept.closed = True
-    if kept.consumer is not None:
-        kept.consumer.close()
+    kept.consumer.close()
     close(kept.producer)
 
 
@@ -162,10 +164,10 @@ class Prepared:
     taken from the pool or made, and, when new, initialised and its marker read. init_transactions() and the
     connections take a few hundred milliseconds, which the input a task still receives from Spark covers."""
 
-    def __init__(self, options: SinkOptions, partition_id: int, stream: bool, pool: TransactionalPool = POOL):
+    def __init__(self, options: SinkOptions, partition_id: int, pool: TransactionalPool = POOL):
         prefix = options.transactional_id_prefix
         assert prefix is not None, "exactly-once options always hold a transactionalIdPrefix"
-        self.options, self.partition_id, self.stream, self.pool = options, partition_id, stream, pool
+        self.options, self.partition_id, self.pool, self.prefix = options, partition_id, pool, prefix
         self.tid = transactional_id(prefix, partition_id)
         self.group = marker_group(prefix, partition_id)
         self.timeout = options.delivery_timeout_ms() / 1000 + CALL_MARGIN_S
@@ -177,12 +179,7 @@ class Prepared:
 
     def _run(self) -> None:
         try:
-            if self.stream:
-                self.kept, self.reused = self.pool.acquire(self.options, self.tid, self.group)
-            else:  # a batch job's task: a producer of its own (no marker would tell whether a kept one is fenced)
-                deliveries = Deliveries()
-                producer = make_producer(self.options, deliveries, **{"transactional.id": self.tid})
-                self.kept = Transactional(producer, deliveries, None, ())
+            self.kept, self.reused = self.pool.acquire(self.options, self.tid, self.group)
             if not self.reused:
                 _make_ready(self.kept, self.options, self.timeout, self.tid)
         except BaseException as exc:  # raised again in the task's thread, by result()
@@ -202,153 +199,160 @@ class Prepared:
         return self.kept, self.reused
 
     def cancel(self) -> None:
-        """The task ends without a transaction: a stream's producer goes back to the pool, a batch job's is closed."""
+        """The task ends without a transaction: the producer goes back to the pool."""
         try:
             kept, _ = self.result()
         except Exception as exc:  # the task's own error, if any, is the one to tell
             log.debug("a producer made ready for %s: %s", self.tid, exc)
             return
-        if self.stream:
-            self.pool.release(kept, True)
-        else:
-            discard(kept)
+        self.pool.release(kept, True)
 
 
 def write_transaction(
     options: SinkOptions,
     partition_id: int,
-    messages: Iterable[Message],
-    batch: StreamBatch | None,
+    records: ArrowRecords | Iterable[Message],
+    batch: MarkedBatch,
     pool: TransactionalPool = POOL,
     prepared: Prepared | None = None,
 ) -> Outcome:
-    """One task's records in one transaction (with the batch's marker for a stream), or nothing at all: any error
-    aborts the transaction before it is raised. A stream's task takes a producer this worker kept from an earlier
-    batch where it has one; a batch job's task makes its own. `prepared`: the producer, being made ready since the
-    task's first rows came (writing/task.py)."""
-    prepared = prepared or Prepared(options, partition_id, batch is not None, pool)
-    tid, timeout = prepared.tid, prepared.timeout
+    """One task's records and its marker in one transaction, or nothing at all: any error aborts the transaction
+    before it is raised. The task takes a producer this worker kept from an earlier task of the same partition where
+    it has one. `records`: the task's Arrow batches (writing/task.py), or records as producer.send takes them;
+    `prepared`: the producer, being made ready since the task's first rows came (writing/task.py)."""
+    prepared = prepared or Prepared(options, partition_id, pool)
+    tid, timeout, prefix = prepared.tid, prepared.timeout, prepared.prefix
+    arrow = records if isinstance(records, ArrowRecords) else _as_arrow(records)
+    digest = RecordDigest(arrow.columns)
+    digested = ArrowRecords(digest.over(arrow.batches), arrow.columns)
     kept, reused = prepared.result()
-    if batch is None:
-        try:
-            return _write(kept, options, messages, None, timeout, tid)
-        finally:
-            discard(kept)
     healthy = False
     try:
-        outcome = _begin_stream_batch(kept, reused, options, batch, partition_id, timeout, tid)
-        if outcome is None and reused and kept.fenced:
-            # another worker or attempt initialised this transactional.id since this worker's last batch: the kept
-            # producer is fenced, before any record was taken; a new one fences that one in turn
+        began = reused and _send_first_marker(kept, options, batch, partition_id, timeout, tid)
+        if reused and not began:
+            # the kept producer is fenced, before any record was taken: another worker or attempt initialised this
+            # transactional.id since this worker's last batch, or another sink took the prefix; a new producer
+            # fences that one in turn and reads the marker it left, which judge() weighs
             log.info("the kept producer %s was fenced since its last batch: starting a new one", tid)
             discard(kept)
             kept, _ = pool.acquire(options, tid, prepared.group)
             _make_ready(kept, options, timeout, tid)
-            outcome = _begin_stream_batch(kept, False, options, batch, partition_id, timeout, tid)
-        if outcome is None:
-            outcome = _write(kept, options, messages, batch, timeout, tid, begun=True)
-            kept.last_marker = Marker(batch.query_id, batch.batch_id)
-        else:  # the batch was written already: nothing is
-            sum(1 for _ in messages)  # Spark's input still has to be read to its end
+        try:
+            verdict = judge(kept.last_marker, batch, prefix, partition_id)
+        except BaseException:
+            if began:
+                _abort(kept.producer, None, True, timeout, tid, options)
+            raise
+        if verdict is Verdict.COMPARE:
+            ended = not began or _abort(kept.producer, None, True, timeout, tid, options)
+            for _ in digested.batches:  # Spark's input is read to its end, and its digest taken
+                pass
+            assert kept.last_marker is not None
+            check_replay(kept.last_marker, batch, prefix, partition_id, digest.records, digest.hexdigest())
+            _log_replay(batch, partition_id, digest.records)
+            healthy = ended
+            return Outcome(0, replayed=True)
+        earlier = kept.last_marker.followed(batch.query_id) if kept.last_marker else ()
+        count = _write(kept, options, digested, batch, partition_id, earlier, digest, timeout, tid, began)
+        kept.last_marker = Marker(batch.query_id, batch.batch_id, digest.records, digest.hexdigest(), earlier)
         healthy = True
-        return outcome
+        return Outcome(count)
     finally:
         pool.release(kept, healthy)
 
 
+def _as_arrow(messages: Iterable[Message]) -> ArrowRecords:
+    """Records as producer.send takes them, in Arrow batches (for direct callers: a task hands its batches)."""
+    return ArrowRecords((batch for batch, _columns in message_batches(messages)), MESSAGE_COLUMNS)
+
+
 def _make_ready(kept: Transactional, options: SinkOptions, timeout: float, tid: str) -> None:
-    """A new producer initialised (which ends any transaction an older producer with this id left open) and, for a
-    stream, its marker read: settled, since that older transaction is over."""
+    """A new producer initialised (which ends any transaction an older producer with this id left open) and its
+    marker read: settled, since that older transaction is over."""
     _init_transactions(kept, options, timeout, tid)
-    if kept.consumer is not None:
-        kept.last_marker = read_marker(kept.consumer, options, timeout)
+    kept.last_marker = read_marker(kept.consumer, options, timeout)
 
 
-def _begin_stream_batch(
-    kept: Transactional,
-    reused: bool,
-    options: SinkOptions,
-    batch: StreamBatch,
-    partition_id: int,
-    timeout: float,
-    tid: str,
-) -> Outcome | None:
-    """Begin the batch's transaction with its marker in it (None), or find the batch written already (the Outcome
-    of a replay, no transaction open).
-
-    A new producer read the marker when it was made ready (_make_ready). A kept producer sends the marker first:
-    that is its first call to reach the transaction coordinator, which refuses it when another producer initialised
-    the same id since (the kept one is fenced: kept.fenced, None returned, no record taken). Otherwise no other producer
-    committed under this id since this one's last transaction, so the marker is the one it committed last."""
-    if not reused:
-        if already_written(kept.last_marker, batch.query_id, batch.batch_id):
-            _log_replay(batch, partition_id, kept.last_marker)
-            return Outcome(0, replayed=True)
-    kept.producer.begin_transaction()
-    offset = TopicPartition(
-        marker_topic(options),
-        MARKER_PARTITION,
-        batch.batch_id + 1,
-        marker_metadata(batch.query_id, batch.batch_id, partition_id),
+def _marker_offset(
+    options: SinkOptions, batch: MarkedBatch, partition_id: int, earlier: tuple[str, ...], digest: RecordDigest | None
+) -> TopicPartition:
+    metadata = marker_metadata(
+        batch,
+        partition_id,
+        earlier,
+        digest.records if digest is not None else None,
+        digest.hexdigest() if digest is not None else None,
     )
+    return TopicPartition(marker_topic(options), MARKER_PARTITION, batch.batch_id + 1, metadata)
+
+
+def _send_first_marker(
+    kept: Transactional, options: SinkOptions, batch: MarkedBatch, partition_id: int, timeout: float, tid: str
+) -> bool:
+    """A kept producer's transaction begun with the batch's marker in it (True), or the producer found fenced
+    (False, kept.fenced). The marker is its first call to reach the transaction coordinator, which refuses it when
+    another producer initialised the same id since; nothing is taken from the input before it."""
+    kept.producer.begin_transaction()
+    earlier = kept.last_marker.followed(batch.query_id) if kept.last_marker else ()
     try:
-        assert kept.consumer is not None
-        send_marker(
-            kept.producer,
-            kept.consumer,
-            offset,
-            marker_group(options.transactional_id_prefix or "", partition_id),
-            timeout,
-        )
+        _send(kept, _marker_offset(options, batch, partition_id, earlier, None), timeout)
     except KafkaException as exc:
         error = exc.args[0]
         if error.code() == KafkaError._FATAL:
             error = fatal_cause(kept.producer, error)
-        if reused and (error.code() in FENCED or error.fatal()):
+        if error.code() in FENCED or error.fatal():
             kept.fenced = True
-            return None
+            return False
         failure = _transaction_error(error, kept.deliveries, options, tid, batch)
         _abort(kept.producer, error, True, timeout, tid, options)
         raise failure from None
-    if reused and already_written(kept.last_marker, batch.query_id, batch.batch_id):
-        _abort(kept.producer, None, True, timeout, tid, options)  # the marker sent is not committed
-        _log_replay(batch, partition_id, kept.last_marker)
-        return Outcome(0, replayed=True)
-    return None
+    return True
 
 
-def _log_replay(batch: StreamBatch, partition_id: int, marker: Marker | None) -> None:
+def _send(kept: Transactional, offset: TopicPartition, timeout: float) -> None:
+    send_marker(kept.producer, kept.consumer, offset, kept.group, timeout)
+
+
+def _log_replay(batch: MarkedBatch, partition_id: int, records: int) -> None:
     log.info(
-        "batch %d of query %s is already written for partition %d (marker of batch %s): skipping its records",
-        batch.batch_id,
-        batch.query_id,
+        "%s is already written for partition %d, over the same %d records: skipping them",
+        batch,
         partition_id,
-        marker.batch_id if marker else None,
+        records,
     )
 
 
 def _write(
     kept: Transactional,
     options: SinkOptions,
-    messages: Iterable[Message],
-    batch: StreamBatch | None,
+    records: ArrowRecords,
+    batch: MarkedBatch,
+    partition_id: int,
+    earlier: tuple[str, ...],
+    digest: RecordDigest,
     timeout: float,
     tid: str,
-    begun: bool = False,
-) -> Outcome:
-    """The records in the transaction (begun here unless `begun`), committed; aborted on any error."""
+    begun: bool,
+) -> int:
+    """The records in the transaction (begun here unless `begun`), then the marker with their count and digest,
+    committed; aborted on any error. How many records were written."""
     producer, deliveries = kept.producer, kept.deliveries
+    opened = time.monotonic()
     try:
         if not begun:
             producer.begin_transaction()
             begun = True
-        count = send_records(producer, deliveries, messages, options, transactional_id=tid)
+        count = send_records(producer, deliveries, records, options, transactional_id=tid)
+        _send(kept, _marker_offset(options, batch, partition_id, earlier, digest), timeout)
         producer.commit_transaction(timeout)
-        return Outcome(count)
+        return count
     except KafkaException as exc:
-        error = _transaction_error(exc.args[0], deliveries, options, tid, batch)
+        error = _transaction_error(exc.args[0], deliveries, options, tid, batch, time.monotonic() - opened)
         _abort(producer, exc.args[0], begun, timeout, tid, options)
         raise error from None
+    except DeliveryError as exc:
+        _abort(producer, None, begun, timeout, tid, options)
+        raise transaction_timed_out(exc, options, tid, time.monotonic() - opened) or exc from None
     except BaseException:
         _abort(producer, None, begun, timeout, tid, options)
         raise
@@ -375,32 +379,42 @@ def _init_transactions(kept: Transactional, options: SinkOptions, timeout: float
 
 
 def _transaction_error(
-    error: KafkaError, deliveries: Deliveries, options: SinkOptions, tid: str, batch: StreamBatch | None
+    error: KafkaError,
+    deliveries: Deliveries,
+    options: SinkOptions,
+    tid: str,
+    batch: MarkedBatch,
+    open_seconds: float = 0.0,
 ) -> Exception:
     """What a failed transactional call means: the first failed record where some failed (a commit only says that
-    some did), else the call's own error, placed at the marker topic when it concerns the marker."""
+    some did), else the call's own error, placed at the marker topic when it concerns the marker; a fence met after
+    the transaction was open longer than transaction.timeout.ms is the broker's abort of it."""
     from_records = deliveries.error(options, tid)
     if from_records is not None and error.code() not in (KafkaError._FENCED, KafkaError.PRODUCER_FENCED):
-        return from_records
+        return transaction_timed_out(from_records, options, tid, open_seconds) or from_records
     marker = error.code() in (KafkaError.GROUP_AUTHORIZATION_FAILED, KafkaError.UNKNOWN_TOPIC_OR_PART)
-    topic = options.marker_topic if marker and batch is not None else options.topic
+    topic = options.marker_topic if marker else options.topic
     found = delivery_error(error, options, topic, MARKER_PARTITION if marker else None, transactional_id=tid)
-    if marker and batch is not None and error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
+    if marker and error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
         return DeliveryError(
             f"{found} (the batch markers of deliveryGuarantee=exactly-once are kept on partition "
             f"{MARKER_PARTITION} of {where(options.marker_topic, None)}: set markerTopic to an "
             "existing topic)"
         )
-    return found
+    return transaction_timed_out(found, options, tid, open_seconds) or found
 
 
-def _abort(producer, error: KafkaError | None, began: bool, timeout: float, tid: str, options: SinkOptions) -> None:
-    """End the open transaction so none of its records ever becomes visible. A fenced producer cannot: the newer
-    one that fenced it has already ended it."""
-    if not began or (error is not None and error.fatal()):
-        return
+def _abort(producer, error: KafkaError | None, began: bool, timeout: float, tid: str, options: SinkOptions) -> bool:
+    """End the open transaction so none of its records ever becomes visible; whether the producer may write again
+    (a producer whose abort failed is not put back in the pool). A fenced producer cannot abort: the newer one that
+    fenced it has already ended its transaction."""
+    if not began:
+        return True
+    if error is not None and error.fatal():
+        return False
     try:
         producer.abort_transaction(timeout)
+        return True
     except KafkaException as exc:  # the transaction ends anyway when transaction.timeout.ms passes
         log.warning(
             "could not abort the transaction of %s (%s): the brokers end it after transaction.timeout.ms "
@@ -408,3 +422,4 @@ def _abort(producer, error: KafkaError | None, began: bool, timeout: float, tid:
             tid,
             masked(exc.args[0].str(), options.producer_config()),
         )
+        return False

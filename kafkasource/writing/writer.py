@@ -12,6 +12,7 @@ every row of each result.
 from __future__ import annotations
 
 import logging
+import uuid
 from collections.abc import Iterator, Mapping
 
 from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowWriter, WriterCommitMessage
@@ -65,15 +66,28 @@ def _summary(messages: list[WriterCommitMessage | None]) -> str:
 
 
 class KafkaBatchWriter(DataSourceArrowWriter):
-    """df.write.format("kafkasource"): each task writes its rows; nothing is left for the driver to commit."""
+    """df.write.format("kafkasource"): each task writes its rows; nothing is left for the driver to commit.
+
+    Spark makes the writer on the driver once per save() and ships it to every task, so the id made here names this
+    one write in each task: an exactly-once task marks what it wrote under it, and a retried attempt of a task whose
+    transaction committed finds its part written (a second save() is a new write, and writes again)."""
 
     def __init__(self, options: SinkOptions, columns: Columns, encoding: Encoding | None = None):
         self._options = options
         self._columns = columns
         self._encoding = encoding
+        self._write_id = f"write-{uuid.uuid4()}"
 
     def write(self, iterator: Iterator) -> SinkCommitMessage:
-        return write_task(self._options, self._columns, iterator, task_info(), streaming=False, encoding=self._encoding)
+        return write_task(
+            self._options,
+            self._columns,
+            iterator,
+            task_info(),
+            streaming=False,
+            encoding=self._encoding,
+            write_id=self._write_id,
+        )
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
         log.info("batch write: %s", _summary(messages))

@@ -1,0 +1,99 @@
+"""What a task wrote, in a few bytes: how many records, and a digest of their topics, keys, values, headers and
+partitions, taken from the Arrow record batches the producer is handed (both write paths take the same batches, so
+a marker one path wrote is checked by the other).
+
+An exactly-once stream's batch marker keeps both (writing/markers.py), so that a replay of the batch can show it
+holds the same records before it skips them: a replay over other records (a checkpoint restored from a backup, a
+query whose partitions changed) fails instead of skipping rows that were never written.
+
+The digest does not depend on how Spark cut the task's rows into Arrow batches: each column is hashed as two
+streams of its own (the lengths of its values, a null as -1, and their bytes), and the streams' digests are hashed
+together at the end. Nulls' bytes are never read (Arrow leaves their content undefined).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Iterator
+
+from kafkasource.writing.rows import HEADERS, KEY, PARTITION, TOPIC, VALUE, Columns
+
+DIGEST_BYTES = 16  # blake2b-128: a replay over other records goes unnoticed with probability 2^-128
+
+
+class RecordDigest:
+    """The count and digest of the record batches passed through `over()`."""
+
+    def __init__(self, columns: Columns):
+        self._columns = columns
+        self._streams: dict[str, hashlib.blake2b] = {}
+        self.records = 0
+
+    def over(self, batches: Iterable) -> Iterator:
+        """The same batches, each counted and hashed as it passes."""
+        for batch in batches:
+            self.add(batch)
+            yield batch
+
+    def add(self, batch) -> None:
+        self.records += batch.num_rows
+        if self._columns.topic is None:
+            self._binary(TOPIC, batch.column(TOPIC))
+        if self._columns.key:
+            self._binary(KEY, batch.column(KEY))
+        self._binary(VALUE, batch.column(VALUE))
+        if self._columns.headers:
+            self._headers(batch.column(HEADERS))
+        if self._columns.partition:
+            self._numbers(PARTITION, batch.column(PARTITION))
+
+    def hexdigest(self) -> str:
+        total = hashlib.blake2b(digest_size=DIGEST_BYTES)
+        total.update(self.records.to_bytes(8, "little"))
+        for name in sorted(self._streams):
+            total.update(name.encode() + b"\0" + self._streams[name].digest())
+        return total.hexdigest()
+
+    def _stream(self, name: str) -> hashlib.blake2b:
+        found = self._streams.get(name)
+        if found is None:
+            found = self._streams[name] = hashlib.blake2b(digest_size=DIGEST_BYTES)
+        return found
+
+    def _numbers(self, name: str, column) -> None:
+        import pyarrow as pa
+
+        filled = column.fill_null(-1) if column.null_count else column
+        self._stream(name).update(filled.cast(pa.int64()).to_numpy().astype("<i8", copy=False).tobytes())
+
+    def _binary(self, name: str, column) -> None:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        self._numbers(name + ".length", pc.binary_length(column))
+        plain = column.fill_null(b"" if not _is_text(column.type) else "") if column.null_count else column
+        if pa.types.is_string(plain.type):
+            plain = plain.view(pa.binary())  # the same layout: no copy
+        elif not pa.types.is_binary(plain.type):
+            plain = plain.cast(pa.binary())  # large and view types
+        _validity, offsets, data = plain.buffers()
+        if data is None or len(plain) == 0:
+            return
+        bounds = memoryview(offsets).cast("i")
+        start, end = bounds[plain.offset], bounds[plain.offset + len(plain)]
+        self._stream(name + ".bytes").update(memoryview(data)[start:end])
+
+    def _headers(self, column) -> None:
+        import pyarrow.compute as pc
+
+        self._numbers(HEADERS + ".count", pc.list_value_length(column))
+        entries = column.flatten()  # the entries of the rows' lists, a sliced column's own
+        keys, values = entries.flatten()
+        self._binary(HEADERS + ".key", keys)
+        self._binary(HEADERS + ".value", values)
+
+
+def _is_text(kind) -> bool:
+    import pyarrow as pa
+
+    return pa.types.is_string(kind) or pa.types.is_large_string(kind) or pa.types.is_string_view(kind)
