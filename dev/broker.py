@@ -169,6 +169,8 @@ def server_properties(port: int, controller_port: int, data_dir: Path) -> str:
         "transaction.state.log.min.isr=1",
         "transaction.state.log.num.partitions=4",
         "group.initial.rebalance.delay.ms=0",
+        # a transaction open longer than its transaction.timeout.ms is aborted within a second rather than 10 s
+        "transaction.abort.timed.out.transaction.cleanup.interval.ms=1000",
         "share.coordinator.state.topic.replication.factor=1",
         "share.coordinator.state.topic.min.isr=1",
         # keep records whatever their timestamps (tests produce old CreateTimes); tests delete records explicitly

@@ -5,16 +5,19 @@ newer attempt of a task fences the older one, and a batch write's tasks each lan
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 
 from kafkasource.errors import ExactlyOnceError
-from kafkasource.writing.failures import DeliveryError
+from kafkasource.writing.failures import DeliveryError, delivery_error
 from kafkasource.writing.markers import MarkedBatch
 from kafkasource.writing.options import parse_sink_options
 from kafkasource.writing.producer import Deliveries, close, new_producer, send
+from kafkasource.writing.rows import ArrowRecords, Columns
 from kafkasource.writing.transactions import Outcome, TransactionalPool, write_transaction
 from tests.kafka_helpers import Record
 from tests.query_helpers import stream
@@ -304,6 +307,39 @@ def test_two_queries_taking_turns_under_one_prefix_fail_while_a_new_checkpoint_t
     assert batch_markers(kafka, prefix, topic, 1) == [
         (1, {"kind": "kafkasource-sink-marker", "queryId": "query-2", "batchId": 0, "partition": 0, "records": 1,
              "digest": DIGEST, "earlier": ["query-1"]})]
+
+
+def test_a_task_longer_than_the_transaction_timeout_is_told_so_not_fenced(kafka, write_path):
+    """The broker aborts a transaction open longer than transaction.timeout.ms and bumps the producer's epoch, which
+    the producer takes for a newer producer: the sink says what happened and what to raise. The task's Arrow batches
+    come one row at a time, 0.3 s apart, as Spark hands them over."""
+    topic = kafka.create_topic(kafka.unique_name("slow-task"), 1)
+    prefix = kafka.unique_name("slow-sink")
+    options = parse_sink_options(base(kafka, topic=topic, deliveryGuarantee="exactly-once",
+                                      transactionalIdPrefix=prefix, writePath=write_path,
+                                      **{"kafka.transaction.timeout.ms": "1500"}), streaming=False)
+    columns = Columns(topic=topic, key=False, headers=False, partition=False)
+
+    def slowly():
+        deadline = time.monotonic() + 60  # the broker aborts after 1.5 s (and its next check, within 1 s)
+        while time.monotonic() < deadline:
+            time.sleep(0.3)
+            yield pa.RecordBatch.from_arrays([pa.array([b"v"])], names=["value"])
+
+    with pytest.raises(DeliveryError) as failed:
+        write_transaction(options, 0, ArrowRecords(slowly(), columns), MarkedBatch("write-1", 0, stream=False),
+                          TransactionalPool())
+
+    assert str(failed.value).startswith(f"the transaction of {prefix}-0 writing to topic {topic} was open ")
+    assert (", longer than kafka.transaction.timeout.ms (1,500 ms), and the broker aborted it (the producer then reads "
+            "its requests' refusal as being fenced). Nothing of this attempt was committed") in str(failed.value)
+    assert "Raise kafka.transaction.timeout.ms above the time a task takes to write" in str(failed.value)
+    # not the fence's words, which the same error has in a transaction within its timeout
+    fence = str(delivery_error(KafkaError(KafkaError.PRODUCER_FENCED, "fenced"), options, topic, 0,
+                               transactional_id=f"{prefix}-0"))
+    assert f"another sink uses transactionalIdPrefix {prefix}" in fence
+    assert f"another sink uses transactionalIdPrefix {prefix}" not in str(failed.value)
+    assert read_topic(kafka, topic, 1, read_committed=True) == []
 
 
 def test_an_exactly_once_batch_write_lands_every_record_once(spark, kafka):

@@ -139,7 +139,7 @@ def parse_sink_options(raw_options: Mapping[str, str], streaming: bool) -> SinkO
     guarantee = read_choice(options, "deliveryGuarantee", get_args(DeliveryGuarantee), "at-least-once")
     prefix = _transactional_id_prefix(options, guarantee)
     write_path = _write_path(options)
-    marker_topic = _marker_topic(options, guarantee, topic, streaming)
+    marker_topic = _marker_topic(options, guarantee, topic)
     for name in options:
         setting = name[len("kafka.") :]
         if name.startswith("kafka.") and setting in REFUSED_PRODUCER_SETTINGS:
@@ -204,9 +204,7 @@ def _transactional_id_prefix(options: Mapping[str, str], guarantee: DeliveryGuar
     return prefix
 
 
-def _marker_topic(
-    options: Mapping[str, str], guarantee: DeliveryGuarantee, topic: str | None, streaming: bool
-) -> str | None:
+def _marker_topic(options: Mapping[str, str], guarantee: DeliveryGuarantee, topic: str | None) -> str | None:
     """Where exactly-once writes keep their batch markers: partition 0 of markerTopic, else of topic."""
     given = option_text(options, "markerTopic")
     if given is not None and guarantee != "exactly-once":
@@ -219,8 +217,9 @@ def _marker_topic(
         return given
     if guarantee == "exactly-once" and topic is None:
         raise OptionError(
-            "deliveryGuarantee=exactly-once needs a topic for its batch markers (committed offsets of the sink's groups, no records): set the topic option, or markerTopic to an "
-            "existing topic when a topic column chooses where records go"
+            "deliveryGuarantee=exactly-once needs a topic for its batch markers (committed offsets of the sink's "
+            "groups, no records): set the topic option, or markerTopic to an existing topic when a topic column "
+            "chooses where records go"
         )
     return topic if guarantee == "exactly-once" else None
 

@@ -30,10 +30,10 @@ log = logging.getLogger(__name__)
 BATCH_ID = "streaming.sql.batchId"
 READ_AHEAD_BYTES = 64 * 1024 * 1024  # input an exactly-once task holds while its producer is made ready
 QUERY_ID = "sql.streaming.queryId"
-# The tests' fault: a directory where the first attempt of each exactly-once task leaves a file named after its
-# partition, then fails after its transaction committed (as an executor lost before the driver heard of the task's
-# success would), so that Spark retries it. Nothing else reads it.
-FAIL_AFTER_COMMIT = "KAFKASOURCE_TEST_FAIL_AFTER_COMMIT"
+# The tests' fault: a directory where the first attempt of each task leaves a file named after its partition, then
+# fails after its records were written (committed, under exactly-once), as an executor lost before the driver heard
+# of the task's success would, so that Spark retries it. Nothing else reads it.
+FAIL_AFTER_WRITE = "KAFKASOURCE_TEST_FAIL_AFTER_WRITE"
 
 
 # Measured on pyspark 4.3: under Trigger.Continuous Spark never calls a Python sink's write(); it commits every
@@ -114,9 +114,9 @@ def write_task(
         batch = task.batch if streaming else MarkedBatch(_batch_write_id(write_id), 0, stream=False)
         assert batch is not None  # checked above
         outcome = write_transaction(options, task.partition_id, records, batch, prepared=prepared)
-        _test_fault_after_commit(task)
     else:
         outcome = Outcome(write_plain(options, records))
+    _test_fault_after_write(task)
     log.debug(
         "partition %d (attempt %d)%s: %d records written%s",
         task.partition_id,
@@ -134,12 +134,12 @@ def _batch_write_id(write_id: str | None) -> str:
     return write_id
 
 
-def _test_fault_after_commit(task: TaskInfo) -> None:
-    """FAIL_AFTER_COMMIT: see there."""
-    folder = os.environ.get(FAIL_AFTER_COMMIT)
+def _test_fault_after_write(task: TaskInfo) -> None:
+    """FAIL_AFTER_WRITE: see there."""
+    folder = os.environ.get(FAIL_AFTER_WRITE)
     if folder and task.attempt == 0:
         Path(folder, str(task.partition_id)).touch()
-        raise KafkaSourceError(f"{FAIL_AFTER_COMMIT}: task {task.partition_id} fails after its commit")
+        raise KafkaSourceError(f"{FAIL_AFTER_WRITE}: task {task.partition_id} fails after its write")
 
 
 def encoded_columns(columns: Columns, encoding: Encoding | None) -> Columns:
