@@ -342,7 +342,7 @@ def test_a_task_longer_than_the_transaction_timeout_is_told_so_not_fenced(kafka,
     assert read_topic(kafka, topic, 1, read_committed=True) == []
 
 
-def test_an_exactly_once_batch_write_lands_every_record_once(spark, kafka):
+def test_an_exactly_once_batch_write_writes_every_sample_row_and_marks_its_task(spark, kafka):
     topic_a = kafka.create_topic(kafka.unique_name("eos-a"), PARTITIONS)
     topic_b = kafka.create_topic(kafka.unique_name("eos-b"), PARTITIONS)
     prefix = kafka.unique_name("eos-batch")
