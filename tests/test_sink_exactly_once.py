@@ -5,6 +5,7 @@ newer attempt of a task fences the older one, and a batch write's tasks each lan
 from __future__ import annotations
 
 import json
+import re
 import time
 from pathlib import Path
 
@@ -206,6 +207,34 @@ def test_a_worker_keeps_its_producer_across_batches_and_replaces_it_once_another
         (4, {"kind": "kafkasource-sink-marker", "queryId": "q", "batchId": 3, "partition": 0, "records": 1,
              "digest": DIGEST})
     ]
+
+
+FENCE_ERROR_LINE = re.compile(r"^%[0-6]\|.*fenced by a newer instance", re.MULTILINE)
+
+
+def test_a_kept_producer_replaced_after_a_fence_prints_no_error_line(kafka, write_path, capfd):
+    """Being fenced is how a kept producer learns that another worker took its transactional.id; librdkafka logs it
+    at error level (FATAL, TXNERR, ADDOFFSETS), which the sink keeps from the output."""
+    topic = kafka.create_topic(kafka.unique_name("quiet-fence"), 1)
+    options = parse_sink_options(base(kafka, topic=topic, deliveryGuarantee="exactly-once", writePath=write_path,
+                                      transactionalIdPrefix=kafka.unique_name("quiet-fence")), streaming=True)
+    worker_a, worker_b = TransactionalPool(), TransactionalPool()
+
+    def write(worker: TransactionalPool, batch_id: int) -> Outcome:
+        return write_transaction(options, 0, iter([(topic, None, b"v", None, 0)]), MarkedBatch("q", batch_id), worker)
+
+    try:
+        assert [write(worker_a, 0), write(worker_b, 1), write(worker_a, 2)] == [Outcome(1)] * 3
+        assert worker_a.created == 2  # its kept producer was fenced by B's, and replaced
+    finally:
+        worker_a.close_all()
+        worker_b.close_all()
+    printed = capfd.readouterr().err
+    assert not FENCE_ERROR_LINE.search(printed), printed
+    # what the search looks for: the line librdkafka prints for such a producer by itself
+    assert FENCE_ERROR_LINE.search("%3|1795742874.991|ADDOFFSETS|rdkafka#producer-1| [thrd:main]: TxnCoordinator/1: "
+                                   "Failed to add offsets to transaction on broker TxnCoordinator/1: Local: This "
+                                   "instance has been fenced by a newer instance")
 
 
 def test_a_producer_fenced_before_a_record_says_fenced_not_only_fatal_error(kafka):

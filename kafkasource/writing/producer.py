@@ -82,7 +82,29 @@ class Deliveries:
         )
 
 
+class QuietFences:
+    """librdkafka's log lines of a transactional producer (confluent-kafka's `logger`), into Python's logging at
+    their level, but for the lines a producer logs when it finds itself fenced (at error level and worse): being
+    fenced is how the sink learns that another worker or attempt took its transactional.id, which it handles (a kept
+    producer is replaced) or tells in its own words (the task's error), so those go to DEBUG. The native producer
+    drops them alike (native/src/producer.rs)."""
+
+    def log(self, level: int, fmt: str, *args: object) -> None:
+        text = fmt % args
+        LIBRDKAFKA_LOG.log(logging.DEBUG if is_fence(text) else level, text)
+
+
+LIBRDKAFKA_LOG = logging.getLogger("kafkasource.librdkafka")
+
+
+def is_fence(text: str) -> bool:
+    """Whether a librdkafka log line says that a transactional producer was fenced by a newer one."""
+    return "fenced by a newer instance" in text or "fenced by newer producer instance" in text
+
+
 def new_producer(options: SinkOptions, deliveries: Deliveries, **overrides: object) -> Producer:
+    if "transactional.id" in overrides:
+        overrides = {"logger": QuietFences(), **overrides}
     return Producer(options.producer_config(error_cb=deliveries.on_error, **overrides))
 
 

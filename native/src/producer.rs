@@ -138,6 +138,22 @@ unsafe extern "C" fn on_client_error(
     lock(&shared.client_errors).push(error);
 }
 
+/// What librdkafka logs, printed as its own logger prints it, but for the lines a transactional producer logs when it
+/// finds itself fenced: that is how the sink learns that another worker or attempt took its transactional.id, which
+/// it handles (a kept producer is replaced) or tells in its own words (the task's error), so an error line there
+/// would only alarm. Debug lines (kafka.debug) still show the transaction's steps.
+unsafe extern "C" fn on_log(kafka: *const rd::rd_kafka_t, level: c_int, fac: *const c_char, buf: *const c_char) {
+    if level < 7 && is_fence(&std::ffi::CStr::from_ptr(buf).to_string_lossy()) {
+        return;
+    }
+    rd::rd_kafka_log_print(kafka, level, fac, buf);
+}
+
+/// Whether a log line says that a transactional producer was fenced by a newer one with its transactional.id.
+fn is_fence(text: &str) -> bool {
+    text.contains("fenced by a newer instance") || text.contains("fenced by newer producer instance")
+}
+
 /// A librdkafka producer and the topic handles it produced to, destroyed on drop without waiting on brokers.
 struct ProducerHandle {
     kafka: *mut rd::rd_kafka_t,
@@ -153,6 +169,7 @@ impl ProducerHandle {
         unsafe {
             rd::rd_kafka_conf_set_error_cb(config.0, Some(on_client_error));
             rd::rd_kafka_conf_set_dr_msg_cb(config.0, Some(on_delivery));
+            rd::rd_kafka_conf_set_log_cb(config.0, Some(on_log));
             rd::rd_kafka_conf_set_opaque(config.0, &*shared as *const Shared as *mut c_void);
         }
         let mut errstr = [0 as c_char; ERRSTR_SIZE];
