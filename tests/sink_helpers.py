@@ -118,7 +118,8 @@ DIGEST = "<digest>"  # what batch_markers shows of a marker's digest, once it ch
 
 def batch_markers(kafka: KafkaHarness, prefix: str, marker_topic: str, tasks: int) -> list[tuple[int, dict]]:
     """Each exactly-once task's batch marker: the committed offset of group `<prefix>-<task>` on partition 0 of the
-    marker topic, and its metadata as JSON, its digest (32 hexadecimal digits, checked here) shown as DIGEST."""
+    marker topic, and its metadata as JSON, its digest (32 hexadecimal digits, checked here) shown as DIGEST, its time
+    (checked here) left out."""
     markers = []
     for task in range(tasks):
         consumer = kafka.consumer(f"{prefix}-{task}")
@@ -130,6 +131,8 @@ def batch_markers(kafka: KafkaHarness, prefix: str, marker_topic: str, tasks: in
         if "digest" in fields:
             assert re.fullmatch("[0-9a-f]{32}", fields["digest"]), fields
             fields["digest"] = DIGEST
+            # when the task wrote it: within the last hour, by this machine's clock
+            assert 0 <= time.time() * 1000 - fields.pop("at") < 3_600_000, fields
         markers.append((marker.offset, fields))
     return markers
 

@@ -10,8 +10,8 @@ import pytest
 
 from kafkasource.jobs.config import ConfigError, JobConfig, Trigger, ValueDecoding
 from kafkasource.jobs.route import transformed
-from tests.job_helpers import run_job
-from tests.kafka_helpers import Record
+from tests.job_helpers import kill_group, run_job, start_job
+from tests.kafka_helpers import Record, await_condition
 from tests.sink_helpers import read_topic
 
 pytestmark = pytest.mark.spark  # runs spark-submit, or SQL in the spark fixture's session
@@ -105,6 +105,40 @@ def test_route_writes_the_selected_records_once_commits_the_group_and_counts_its
     assert third.returncode == 0, third.stdout[-3000:] + third.stderr[-3000:]
     assert third.stdout.splitlines()[-1] == f"route: 0 rows: nothing new on subscribe={source} since the last run"
     assert len(read_topic(kafka, target, 2, read_committed=True)) == 24
+
+
+def test_a_new_checkpoint_after_a_batch_the_group_never_committed_is_warned_of(kafka, tmp_path):
+    """The route job killed after its first batch completed, before the next trigger committed it to the group (a
+    processing-time trigger an hour long), then run again with a new checkpoint: it warns that it writes that
+    batch again, and does (what restarting from the checkpoint instead avoids)."""
+    source = kafka.create_topic(kafka.unique_name("rewrite-in"), partitions=2)
+    target = kafka.create_topic(kafka.unique_name("rewrite-out"), partitions=2)
+    group = kafka.unique_name("rewrite")
+    kafka.produce(source, [Record(i % 2, None, json.dumps({"id": i, "amount": 10.0 + i}).encode()) for i in range(10)])
+    config = write_route_config(tmp_path / "route.toml", kafka.bootstrap_servers, source, target, group, tmp_path,
+                                "exactly-once")
+    log_path = tmp_path / "first.log"
+    first = start_job("route", "--config", str(config), "--trigger", "processingTime=1h", log_path=log_path)
+    completed = tmp_path / "checkpoint" / "commits" / "0"
+    try:
+        await_condition("the first batch completed, or the job ended", lambda: completed.exists() or first.poll(),
+                        timeout=240)
+    finally:
+        kill_group(first)
+    assert completed.exists(), f"exit {first.returncode}: {log_path.read_text()[-3000:]}"
+    assert len(read_topic(kafka, target, 2, read_committed=True)) == 10
+    assert kafka.committed(group, source, 2) == {}  # the batch never reached the group's commit
+
+    config.write_text(config.read_text().replace(str(tmp_path / "checkpoint"), str(tmp_path / "new-checkpoint")))
+    second = run_job("route", "--config", str(config))
+
+    assert second.returncode == 0, second.stdout[-3000:] + second.stderr[-3000:]
+    output = second.stdout + second.stderr
+    assert (f"this run starts a new checkpoint, and the sink's transactionalIdPrefix {group} holds batch 0 of query "
+            ) in output
+    assert (f"and group {group} has no committed offset: that batch never reached the group's commit (its query "
+            "crashed, or stopped before its next trigger committed it), so this run reads it again") in output
+    assert len(read_topic(kafka, target, 2, read_committed=True)) == 20  # written again, as the warning says
 
 
 @pytest.mark.parametrize(("sql", "expected"), [

@@ -334,10 +334,10 @@ def test_ids_derive_from_the_prefix_and_the_spark_partition():
 
 
 def test_a_marker_round_trips_through_its_metadata_and_offset():
-    metadata = marker_metadata(MarkedBatch("q-1", 7), 2, ("q-0",), 12, "ab" * 16)
+    metadata = marker_metadata(MarkedBatch("q-1", 7), 2, ("q-0",), 12, "ab" * 16, 1_795_000_000_000)
     assert metadata == ('{"kind":"kafkasource-sink-marker","queryId":"q-1","batchId":7,"partition":2,"records":12,'
-                        f'"digest":"{"ab" * 16}","earlier":["q-0"]}}')
-    assert parse_marker(8, metadata) == Marker("q-1", 7, 12, "ab" * 16, ("q-0",))
+                        f'"digest":"{"ab" * 16}","at":1795000000000,"earlier":["q-0"]}}')
+    assert parse_marker(8, metadata) == Marker("q-1", 7, 12, "ab" * 16, ("q-0",), 1_795_000_000_000)
     # the first marker a transaction carries has no count or digest yet (the later one replaces it)
     assert parse_marker(8, marker_metadata(MarkedBatch("q-1", 7), 2, (), None, None)) == Marker("q-1", 7)
 

@@ -14,14 +14,20 @@ replayed batch the same rows, so no rand() or current_timestamp() in it).
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 
 from pyspark.sql import DataFrame
 
+from kafkasource.jobs import files
 from kafkasource.jobs.cli import add_common_arguments, load_config, one_line, run_main, session, setup_logging
 from kafkasource.jobs.config import ConfigError, JobConfig
 from kafkasource.jobs.streaming import decoded_records, run_stream, with_trigger
+from kafkasource.jobs.takeover import unfinished_batch
 from kafkasource.metrics.writes import observe_writes
+from kafkasource.writing.options import parse_sink_options
+
+log = logging.getLogger("kafkasource.jobs")
 
 RECORDS_VIEW = "records"
 # the columns kafkasource's sink reads, as Spark's built-in Kafka sink does
@@ -67,6 +73,7 @@ def transformed(config: JobConfig, records: DataFrame) -> DataFrame:
 def route(config: JobConfig, spark) -> int:
     assert config.sink_options is not None and config.checkpoint is not None  # the route job's config requires them
     sink_options = config.sink_options
+    warn_if_rewriting(config, spark)
 
     def start():
         rows = transformed(config, decoded_records(config, spark, partition_by_date=False))
@@ -80,6 +87,22 @@ def route(config: JobConfig, spark) -> int:
         return with_trigger(writer, config.trigger).start()
 
     return run_stream("route", config, spark, start, f"the topic {sink_options['topic']}")
+
+
+def warn_if_rewriting(config: JobConfig, spark) -> None:
+    """A new checkpoint after a query that left a batch unfinished writes that batch again (jobs/takeover.py): say
+    so before the run starts. Resuming from the checkpoint is the job's way, which the markers keep exactly once."""
+    assert config.sink_options is not None and config.checkpoint is not None
+    sink = parse_sink_options(config.sink_options, streaming=True)
+    if sink.guarantee != "exactly-once" or files.exists(spark, config.checkpoint.rstrip("/") + "/offsets"):
+        return
+    try:
+        warning = unfinished_batch(config.parsed_options(streaming=True), sink)
+    except Exception as exc:  # a check before the run: the run itself says what is wrong with the brokers
+        log.info("could not compare the sink's markers with the source group's commits: %s", one_line(exc))
+        return
+    if warning is not None:
+        log.warning("%s", warning)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -79,6 +79,7 @@ class Marker:
     records: int | None = None  # how many records the batch's task wrote (None: a marker of an older kafkasource)
     digest: str | None = None  # their digest (writing/digest.py)
     earlier: tuple[str, ...] = ()  # the writes that held this transactional id before query_id, oldest first
+    at_ms: int | None = None  # when the task wrote it, by the executor's clock (jobs/takeover.py compares it)
 
     def followed(self, query_id: str) -> tuple[str, ...]:
         """The `earlier` of a marker `query_id` writes after this one."""
@@ -88,12 +89,17 @@ class Marker:
 
 
 def marker_metadata(
-    batch: MarkedBatch, partition_id: int, earlier: tuple[str, ...], records: int | None, digest: str | None
+    batch: MarkedBatch,
+    partition_id: int,
+    earlier: tuple[str, ...],
+    records: int | None,
+    digest: str | None,
+    at_ms: int | None = None,
 ) -> str:
     fields: dict[str, object] = {"kind": MARKER_KIND, "queryId": batch.query_id, "batchId": batch.batch_id}
     fields["partition"] = partition_id
     if records is not None:
-        fields.update(records=records, digest=digest)
+        fields.update(records=records, digest=digest, at=int(time.time() * 1000) if at_ms is None else at_ms)
     if earlier:
         fields["earlier"] = list(earlier)
     return json.dumps(fields, separators=(",", ":"))
@@ -117,7 +123,8 @@ def parse_marker(offset: int, metadata: str | None) -> Marker | None:
         records, digest = None, None
     if not isinstance(earlier, list) or not all(isinstance(q, str) for q in earlier):
         earlier = []
-    return Marker(query_id, batch_id, records, digest, tuple(earlier))
+    at = found.get("at")
+    return Marker(query_id, batch_id, records, digest, tuple(earlier), at if type(at) is int else None)
 
 
 class Verdict(enum.Enum):
@@ -179,6 +186,14 @@ def check_replay(marker: Marker, batch: MarkedBatch, prefix: str, partition_id: 
         "(other offsets, other partitions), so skipping would lose records and writing would duplicate some; "
         "nothing of it was committed. Restore the newest checkpoint, or start the query with a new checkpoint from "
         "where the written batches end (docs: Writing to Kafka, Recovery)"
+    )
+
+
+def marker_consumer(options: SinkOptions, group: str) -> Consumer:
+    """The consumer that reads the marker of `group` (and names that group to a transaction): it never joins it, and
+    reads committed whatever kafka.isolation.level says, since a marker still in a transaction is not written yet."""
+    return Consumer(
+        options.client_config(**{"group.id": group, "enable.auto.commit": False, "isolation.level": "read_committed"})
     )
 
 

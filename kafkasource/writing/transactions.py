@@ -40,6 +40,7 @@ from kafkasource.writing.markers import (
     Verdict,
     check_replay,
     judge,
+    marker_consumer,
     marker_group,
     marker_metadata,
     marker_topic,
@@ -112,12 +113,7 @@ class TransactionalPool:
             return kept, True
         deliveries = Deliveries()
         producer = make_producer(options, deliveries, **{"transactional.id": tid})
-        # read_committed whatever kafka.isolation.level says: a marker still in a transaction is not written yet
-        consumer = Consumer(
-            options.client_config(
-                **{"group.id": group, "enable.auto.commit": False, "isolation.level": "read_committed"}
-            )
-        )
+        consumer = marker_consumer(options, group)
         self.created += 1
         return Transactional(producer, deliveries, consumer, group, key), False
 
