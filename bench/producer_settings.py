@@ -157,7 +157,7 @@ def write(broker, admin, topic: str, guarantee: str, setting: Setting, data: lis
     offsets_before, bytes_before = end_offsets(admin, topic), log_bytes(broker, topic)
     ticks_before = broker_ticks(broker)
     cpu_before, started = time.process_time(), time.perf_counter()
-    message = write_task(sink, columns, iter(data), TaskInfo(0, 0, None), streaming=False)
+    message = write_task(sink, columns, iter(data), TaskInfo(0, 0, None), streaming=False, write_id=f"write-{topic}")
     seconds, client_cpu = time.perf_counter() - started, time.process_time() - cpu_before
     broker_cpu = (broker_ticks(broker) - ticks_before) / TICKS
     grown = end_offsets(admin, topic) - offsets_before

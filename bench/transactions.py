@@ -19,8 +19,9 @@ from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from dev import broker as dev_broker
+from kafkasource.writing.markers import MarkedBatch
 from kafkasource.writing.options import parse_sink_options
-from kafkasource.writing.transactions import StreamBatch, TransactionalPool, write_transaction
+from kafkasource.writing.transactions import TransactionalPool, write_transaction
 
 
 def committed_records(bootstrap: str, topic: str) -> int:
@@ -56,7 +57,7 @@ def run(bootstrap: str, name: str, batches: int, records: int, kept: bool) -> li
                 pool = TransactionalPool()
             rows = ((name, None, value, None, 0) for _ in range(records))
             started = time.perf_counter()
-            write_transaction(options, 0, rows, StreamBatch("bench", batch), pool)
+            write_transaction(options, 0, rows, MarkedBatch("bench", batch), pool)
             seconds.append(time.perf_counter() - started)
     finally:
         pool.close_all()

@@ -14,11 +14,16 @@ together at the end. Nulls' bytes are never read (Arrow leaves their content und
 from __future__ import annotations
 
 import hashlib
+import queue
+import threading
 from collections.abc import Iterable, Iterator
 
 from kafkasource.writing.rows import HEADERS, KEY, PARTITION, TOPIC, VALUE, Columns
 
-DIGEST_BYTES = 16  # blake2b-128: a replay over other records goes unnoticed with probability 2^-128
+# SHA-256, cut to 128 bits: a replay over other records goes unnoticed with probability 2^-128. Where the CPU has SHA
+# instructions (x86 since Ice Lake and Zen, ARMv8), OpenSSL's SHA-256 hashed twice as fast as BLAKE2b on the test
+# machine (bench/write_native.py prints what the digest costs beside the writes).
+DIGEST_BYTES = 16
 
 
 class RecordDigest:
@@ -26,17 +31,29 @@ class RecordDigest:
 
     def __init__(self, columns: Columns):
         self._columns = columns
-        self._streams: dict[str, hashlib.blake2b] = {}
+        self._streams: dict[str, hashlib._Hash] = {}
         self.records = 0
 
     def over(self, batches: Iterable) -> Iterator:
-        """The same batches, each counted and hashed as it passes."""
-        for batch in batches:
-            self.add(batch)
-            yield batch
+        """The same batches, each counted as it passes and hashed on a thread of its own, in order, while the producer
+        takes it (hashing and Arrow's kernels release the GIL: on the test machine the digest inline cost an
+        exactly-once task a tenth of its time with 100-byte values, a quarter with 1 KB ones). Once the batches
+        are exhausted, the digest is complete; what hashing raised is raised then."""
+        hasher = _Hasher(self)
+        try:
+            for batch in batches:
+                self.records += batch.num_rows
+                hasher.put(batch)
+                yield batch
+        finally:
+            hasher.close()
 
     def add(self, batch) -> None:
+        """Count and hash one batch, in this thread."""
         self.records += batch.num_rows
+        self._hash(batch)
+
+    def _hash(self, batch) -> None:
         if self._columns.topic is None:
             self._binary(TOPIC, batch.column(TOPIC))
         if self._columns.key:
@@ -48,23 +65,23 @@ class RecordDigest:
             self._numbers(PARTITION, batch.column(PARTITION))
 
     def hexdigest(self) -> str:
-        total = hashlib.blake2b(digest_size=DIGEST_BYTES)
+        total = hashlib.sha256()
         total.update(self.records.to_bytes(8, "little"))
         for name in sorted(self._streams):
             total.update(name.encode() + b"\0" + self._streams[name].digest())
-        return total.hexdigest()
+        return total.hexdigest()[: DIGEST_BYTES * 2]
 
-    def _stream(self, name: str) -> hashlib.blake2b:
+    def _stream(self, name: str) -> hashlib._Hash:
         found = self._streams.get(name)
         if found is None:
-            found = self._streams[name] = hashlib.blake2b(digest_size=DIGEST_BYTES)
+            found = self._streams[name] = hashlib.sha256()
         return found
 
     def _numbers(self, name: str, column) -> None:
         import pyarrow as pa
 
         filled = column.fill_null(-1) if column.null_count else column
-        self._stream(name).update(filled.cast(pa.int64()).to_numpy().astype("<i8", copy=False).tobytes())
+        self._stream(name).update(filled.cast(pa.int64()).to_numpy().astype("<i8", copy=False))
 
     def _binary(self, name: str, column) -> None:
         import pyarrow as pa
@@ -91,6 +108,39 @@ class RecordDigest:
         keys, values = entries.flatten()
         self._binary(HEADERS + ".key", keys)
         self._binary(HEADERS + ".value", values)
+
+
+class _Hasher:
+    """The thread that hashes a task's batches for its RecordDigest, at most QUEUED_BATCHES behind the producer."""
+
+    QUEUED_BATCHES = 8
+    _END = object()
+
+    def __init__(self, digest: RecordDigest):
+        self._digest = digest
+        self._queue: queue.Queue = queue.Queue(self.QUEUED_BATCHES)
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name="kafkasource-digest", daemon=True)
+        self._thread.start()
+
+    def put(self, batch) -> None:
+        if self._error is not None:
+            raise self._error
+        self._queue.put(batch)
+
+    def close(self) -> None:
+        self._queue.put(self._END)
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+
+    def _run(self) -> None:
+        while (batch := self._queue.get()) is not self._END:
+            if self._error is None:
+                try:
+                    self._digest._hash(batch)
+                except BaseException as exc:  # raised in the task's thread, by put() or close()
+                    self._error = exc
 
 
 def _is_text(kind) -> bool:

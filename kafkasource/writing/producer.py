@@ -253,15 +253,17 @@ def _raise_on_failure(deliveries: Deliveries, options: SinkOptions, strict: bool
             raise error
 
 
-def drain(producer: SinkProducer, deliveries: Deliveries, options: SinkOptions) -> None:
+def drain(
+    producer: SinkProducer, deliveries: Deliveries, options: SinkOptions, transactional_id: str | None = None
+) -> None:
     """Wait until every record handed to `producer` is delivered or failed (librdkafka reports each within its
     delivery timeout), then raise the first failure, except under deliveryGuarantee=none, which only logs them."""
     strict = options.guarantee != "none"
     deadline = time.monotonic() + options.delivery_timeout_ms() / 1000 + DRAIN_MARGIN_S
-    while serve(producer, 1.0, options, flush=True) > 0:
+    while serve(producer, 1.0, options, transactional_id, flush=True) > 0:
         if deliveries.refusal is not None or (strict and deliveries.failed):
             producer.purge()  # the task fails anyway: records still queued are not worth waiting for
-            serve(producer, 1.0, options, flush=True)
+            serve(producer, 1.0, options, transactional_id, flush=True)
             break
         if time.monotonic() > deadline:
             raise DeliveryError(
@@ -270,7 +272,7 @@ def drain(producer: SinkProducer, deliveries: Deliveries, options: SinkOptions) 
                 f"handed them over; check that the brokers at {options.bootstrap_servers} are up, or "
                 "lower kafka.delivery.timeout.ms so librdkafka gives up on them sooner"
             )
-    _raise_on_failure(deliveries, options, strict, None)
+    _raise_on_failure(deliveries, options, strict, transactional_id)
     if deliveries.failed:
         log.warning(
             "deliveryGuarantee=none: %d records for %s were not written (the first: %s)",

@@ -49,7 +49,15 @@ from kafkasource.writing.markers import (
 )
 from kafkasource.writing.native_producer import MESSAGE_COLUMNS, message_batches
 from kafkasource.writing.options import SinkOptions
-from kafkasource.writing.producer import Deliveries, SinkProducer, close, fatal_cause, make_producer, send_records
+from kafkasource.writing.producer import (
+    Deliveries,
+    SinkProducer,
+    close,
+    drain,
+    fatal_cause,
+    make_producer,
+    send_records,
+)
 from kafkasource.writing.rows import ArrowRecords, Message
 
 log = logging.getLogger(__name__)
@@ -339,6 +347,9 @@ def _write(
             producer.begin_transaction()
             begun = True
         count = send_records(producer, deliveries, records, options, transactional_id=tid)
+        # every record delivered before the marker that says so goes in (the commit would wait for them anyway): a
+        # record that failed fails the task with its own error, not with the marker call's "must be aborted"
+        drain(producer, deliveries, options, tid)
         _send(kept, _marker_offset(options, batch, partition_id, earlier, digest), timeout)
         producer.commit_transaction(timeout)
         return count
