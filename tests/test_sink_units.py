@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 import pytest
-from confluent_kafka import KafkaError
+from confluent_kafka import KafkaError, KafkaException
 from pyspark.sql.types import ArrayType, BinaryType, IntegerType, LongType, StringType, StructField, StructType
 
 from kafkasource.errors import ColumnError, ExactlyOnceError, OptionError
@@ -25,7 +25,7 @@ from kafkasource.writing.markers import (
 )
 from kafkasource.writing.options import parse_sink_options
 from kafkasource.writing.rows import HEADERS_TYPE, NULL_TOPIC, Columns, check_columns, messages, native_batch
-from kafkasource.writing.transactions import transactional_id
+from kafkasource.writing.transactions import _abort, transactional_id
 from kafkasource.writing.writer import OVERWRITE_REFUSED, batch_writer
 
 BASE = {"kafka.bootstrap.servers": "broker:9092", "topic": "out"}
@@ -459,3 +459,23 @@ def test_delivery_errors_name_the_topic_partition_and_what_to_change_never_a_sec
     raised = parse(deliveryGuarantee="exactly-once", transactionalIdPrefix="p",
                    **{"kafka.transaction.timeout.ms": "120000", "kafka.delivery.timeout.ms": "120000"})
     assert raised.delivery_timeout_ms() == 120_000  # what the advice leads to, accepted by the option checks
+
+
+class AbortFails:
+    """A producer whose abort fails, as one whose coordinator is gone does."""
+
+    def abort_transaction(self, timeout: float) -> None:
+        raise KafkaException(KafkaError(KafkaError._TIMED_OUT, "Local: Timed out"))
+
+
+class AbortEnds:
+    def abort_transaction(self, timeout: float) -> None:
+        pass
+
+
+def test_a_producer_whose_abort_failed_may_not_write_again(caplog):
+    options = parse(deliveryGuarantee="exactly-once", transactionalIdPrefix="p")
+    assert _abort(AbortEnds(), None, True, 1.0, "p-0", options) is True
+    assert _abort(AbortFails(), None, True, 1.0, "p-0", options) is False  # not put back in the pool
+    assert "could not abort the transaction of p-0 (Local: Timed out)" in caplog.text
+    assert _abort(AbortFails(), None, False, 1.0, "p-0", options) is True  # no transaction begun: nothing to end
