@@ -156,6 +156,9 @@ def judge(marker: Marker | None, batch: MarkedBatch, prefix: str, partition_id: 
             "older than that query's; nothing of this batch was committed. Give every query and job its own "
             "transactionalIdPrefix, and stop the other query first"
         )
+    if not batch.stream:  # every save() is a new write: taking over from the one before is the ordinary case
+        log.debug("%s takes transactionalIdPrefix %s partition %d over from %s", batch, prefix, partition_id, marker)
+        return Verdict.WRITE
     log.info(
         "%s takes transactionalIdPrefix %s partition %d over from %s (its marker names batch %d of it): a new "
         "checkpoint or a new write for this sink. If %s did not stop cleanly, its last batch may be written again: "
