@@ -1,0 +1,89 @@
+"""What must hold on every pyspark the package supports (4.0 to 4.3): the stream reader's batches, rate limit and
+group commits, Trigger.AvailableNow over two runs, and what differs where Spark has no admission control for
+Python stream readers (pyspark 4.0 and 4.1: kafkasource/runtime/spark_api.py). The main suite runs these on its
+pyspark; scripts/test.sh runs them again, with a few tests of other modules, on the newest 4.0 and 4.1
+(scripts/compat.py). Real broker, real Spark."""
+
+from __future__ import annotations
+
+import pyspark
+
+from kafkasource.runtime.spark_api import ADMISSION_CONTROL
+from tests.kafka_helpers import await_condition
+from tests.query_helpers import (
+    AWAIT_TIMEOUT_S,
+    Collector,
+    base_options,
+    positions,
+    run_to_end,
+    running_stream,
+)
+
+
+def test_the_installed_pyspark_is_told_apart_by_what_it_offers():
+    # admission control for Python stream readers came with 4.2: the reader's feature check agrees with the version
+    assert ADMISSION_CONTROL == (tuple(int(p) for p in pyspark.__version__.split(".")[:2]) >= (4, 2))
+
+
+def test_a_rate_limited_stream_commits_only_what_completed_batches_read(spark, kafka, tmp_path):
+    topic = kafka.create_topic(kafka.unique_name("compat-rate"), partitions=1)
+    group = kafka.unique_name("compat-rate-group")
+    kafka.produce_values(topic, 350)
+    collector = Collector(hold=True)
+    options = base_options(kafka, subscribe=topic, **{"kafka.group.id": group}, startingOffsets="earliest",
+                           maxOffsetsPerTrigger="100")
+
+    with running_stream(spark, tmp_path / "ck", options, collector) as query:
+        await_condition("the first batch held", collector.holding.is_set, query, timeout=AWAIT_TIMEOUT_S)
+        # the first batch has not completed: nothing of it may be committed yet
+        assert kafka.committed(group, topic, 1) == {}
+        collector.release()
+        await_condition("every record", lambda: len(collector.rows) == 350, query, timeout=AWAIT_TIMEOUT_S)
+        # the last batch is committed at the next trigger, once Spark has recorded it complete
+        await_condition("the group's commit of the last batch",
+                        lambda: kafka.committed(group, topic, 1) == {0: 350}, query, timeout=AWAIT_TIMEOUT_S)
+
+    assert [len(rows) for rows in collector.batches] == [100, 100, 100, 50]
+    assert positions(collector.rows) == [(0, o) for o in range(350)]
+
+
+def test_available_now_twice_reads_each_record_once_and_commits_the_group(spark, kafka, tmp_path):
+    topic = kafka.create_topic(kafka.unique_name("compat-now"), partitions=2)
+    group = kafka.unique_name("compat-now-group")
+    kafka.produce_values(topic, 300, partitions=2)
+    options = base_options(kafka, subscribe=topic, **{"kafka.group.id": group}, startingOffsets="earliest")
+
+    _query, first = run_to_end(spark, tmp_path / "ck", options)
+    committed_after_first = kafka.committed(group, topic, 2)
+    kafka.produce_values(topic, 200, partitions=2, prefix="second")
+    _query, second = run_to_end(spark, tmp_path / "ck", options)
+
+    # without a rate limit each run reads the whole backlog in one batch, on every version
+    assert [len(rows) for rows in first.batches] == [300]
+    assert [len(rows) for rows in second.batches] == [200]
+    assert positions(first.rows) + positions(second.rows) == (
+        [(p, o) for p in range(2) for o in range(150)] + [(p, o) for p in range(2) for o in range(150, 250)])
+    if ADMISSION_CONTROL:
+        # Spark asks the reader once more after the run's last batch: its end is committed before the run ends
+        assert committed_after_first == {0: 150, 1: 150}
+        assert kafka.committed(group, topic, 2) == {0: 250, 1: 250}
+    else:
+        # Spark 4.0/4.1 never call the reader again after an AvailableNow run's one batch: that batch's end is
+        # committed at the next run's start (the jobs commit it themselves when the run ends)
+        assert committed_after_first == {}
+        assert kafka.committed(group, topic, 2) == {0: 150, 1: 150}
+
+
+def test_a_rate_limited_available_now_run(spark, kafka, tmp_path):
+    topic = kafka.create_topic(kafka.unique_name("compat-now-limited"), partitions=1)
+    kafka.produce_values(topic, 250)
+    options = base_options(kafka, subscribe=topic, startingOffsets="earliest", maxOffsetsPerTrigger="100")
+
+    _query, collector = run_to_end(spark, tmp_path / "ck", options)
+
+    if ADMISSION_CONTROL:  # batches of at most 100 up to the ends fixed at the start
+        assert [len(rows) for rows in collector.batches] == [100, 100, 50]
+    else:  # Spark 4.0/4.1 run one batch, as the limit allows; the next run goes on from there
+        assert [len(rows) for rows in collector.batches] == [100]
+        _query, more = run_to_end(spark, tmp_path / "ck", options)
+        assert positions(more.rows) == [(0, o) for o in range(100, 200)]
