@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import pyspark
 
+import kafkasource
+from kafkasource.commit.metadata import ENV_APP_ID
 from kafkasource.runtime.spark_api import ADMISSION_CONTROL
-from tests.kafka_helpers import await_condition
+from tests.kafka_helpers import Record, await_condition
 from tests.query_helpers import (
     AWAIT_TIMEOUT_S,
     Collector,
@@ -18,11 +20,17 @@ from tests.query_helpers import (
     run_to_end,
     running_stream,
 )
+from tests.sink_helpers import PARTITIONS, batch_markers, read_topic, without_offsets
+from tests.test_sink_exactly_once import copy_stream, forget_last_commit, source_end
+
+
+def version() -> tuple[int, int]:
+    return tuple(int(p) for p in pyspark.__version__.split(".")[:2])  # type: ignore[return-value]
 
 
 def test_the_installed_pyspark_is_told_apart_by_what_it_offers():
     # admission control for Python stream readers came with 4.2: the reader's feature check agrees with the version
-    assert ADMISSION_CONTROL == (tuple(int(p) for p in pyspark.__version__.split(".")[:2]) >= (4, 2))
+    assert ADMISSION_CONTROL == (version() >= (4, 2))
 
 
 def test_a_rate_limited_stream_commits_only_what_completed_batches_read(spark, kafka, tmp_path):
@@ -87,3 +95,35 @@ def test_a_rate_limited_available_now_run(spark, kafka, tmp_path):
         assert [len(rows) for rows in collector.batches] == [100]
         _query, more = run_to_end(spark, tmp_path / "ck", options)
         assert positions(more.rows) == [(0, o) for o in range(100, 200)]
+
+
+def test_a_replayed_stream_batch_is_written_once_under_exactly_once(spark, kafka, tmp_path):
+    source = kafka.create_topic(kafka.unique_name("compat-eos-in"), PARTITIONS)
+    produced = kafka.produce(source, [Record(i % PARTITIONS, f"k{i}".encode(), f"v{i}".encode()) for i in range(30)])
+    sink = kafka.create_topic(kafka.unique_name("compat-eos-out"), PARTITIONS)
+    prefix = kafka.unique_name("compat-eos")
+    options = {"topic": sink, "deliveryGuarantee": "exactly-once", "transactionalIdPrefix": prefix}
+    checkpoint = tmp_path / "ck"
+
+    # batches of at most 12 records under AvailableNow: three on 4.2+, one on 4.0/4.1 (which run one batch)
+    first = copy_stream(spark, kafka, source, checkpoint, options)
+    replayed = forget_last_commit(checkpoint)  # as if the driver died after the tasks wrote, before Spark recorded it
+    again = copy_stream(spark, kafka, source, checkpoint, options)
+
+    assert again.id == first.id and replayed == (2 if ADMISSION_CONTROL else 0)
+    end = source_end(checkpoint, source, replayed)
+    copied = sorted((r.partition, r.key, r.value, ()) for r in produced if r.offset < end[r.partition])
+    assert sorted(without_offsets(read_topic(kafka, sink, PARTITIONS, read_committed=True))) == copied
+    assert batch_markers(kafka, prefix, sink, PARTITIONS) == [(replayed + 1, {
+        "kind": "kafkasource-sink-marker", "queryId": again.id, "batchId": replayed, "partition": task})
+        for task in range(PARTITIONS)]
+
+
+def test_register_works_on_every_version_and_names_the_application_where_spark_lets_it(spark):
+    kafkasource.register(spark)
+    kafkasource.register(spark)  # twice: a job may call it after a library did
+
+    manager = spark._jsparkSession.sessionState().dataSourceManager()
+    environment = dict(manager.lookupDataSource("kafkasource").dataSourceCls().envVars())
+    # pyspark 4.0 keeps the registration Spark made at startup (it refuses to replace one), without the environment
+    assert (ENV_APP_ID in environment) == (version() >= (4, 1))
