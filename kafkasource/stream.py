@@ -42,19 +42,13 @@ from kafkasource.planning.partitions import Positions, TopicPartition, describe,
 from kafkasource.planning.ranges import batch_ranges, rate_limit
 from kafkasource.planning.tasks import KafkaInputPartition, fetch_config, plan_partitions
 from kafkasource.reading.task_reader import read_ranges
-from kafkasource.runtime import shutdown
-from kafkasource.runtime.spark_api import (
-    ReadAllAvailable,
-    ReadLimit,
-    ReadMaxRows,
-    ReadMinRows,
-    SupportsTriggerAvailableNow,
-)
+from kafkasource.runtime import shutdown, spark_api
+from kafkasource.runtime.spark_api import ReadAllAvailable, ReadLimit, ReadMaxRows, ReadMinRows
 
 log = logging.getLogger(__name__)
 
 
-class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+class KafkaStreamReader(DataSourceStreamReader, spark_api.SupportsTriggerAvailableNow):
     """Without `client` and `committer`, the reader builds the real ones on the driver when first needed; neither
     travels to executors. `clock` (seconds) times maxTriggerDelay and how long open transactions hold partitions
     back."""
@@ -73,9 +67,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._clock = clock
         self._initial: Positions | None = None  # what initialOffset() returned in this run: not yet read
         self._initial_json: dict | None = None
-        # pyspark 4.0/4.1 (no admission control): the end of the last batch Spark was handed or planned, which is
-        # where the next one starts (see latestOffset)
-        self._place: dict | None = None
+        self._place: dict | None = None  # pyspark 4.0/4.1: the last end planned or handed over (see latestOffset)
         self._target: Positions | None = None  # Trigger.AvailableNow: the log ends when the run started
         self._latest_seen: Positions | None = None
         self._known: set[TopicPartition] = set()
@@ -154,15 +146,12 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         offset log and hands it back as `start`, so a query restarted from its checkpoint compares the ids it
         sees first with those its last batch was read under.
 
-        pyspark 4.0 and 4.1 pass neither `start` nor `limit` (their Spark has no admission control for Python
-        readers). Spark then calls this only once the batch before has completed (it plans a batch, runs it, writes
-        its commit log entry, then asks again), so the reader's own place is as good a `start`: the end it planned
-        last, the checkpoint's last end Spark hands over at a restart (partitions(end, end)), or, for a new query,
-        the initial offset, which Spark asks only after this call. The limit is the one the options give."""
+        pyspark 4.0/4.1 pass neither (no admission control) and call this only once the batch before has completed,
+        so the reader's own place is `start`: the end it planned last, the checkpoint's last end Spark hands over at
+        a restart (partitions(end, end)), or a new query's initial offset, which Spark asks only after this call."""
         if start is None:
             start = self._place if self._place is not None else self.initialOffset()
-        if limit is None:
-            limit = self.getDefaultReadLimit()
+        limit = limit if limit is not None else self.getDefaultReadLimit()
         start_positions = self._positions(start)
         for topic, topic_id in topic_ids_of(start).items():  # a restarted query: its first plan compares with these
             if topic not in self._topic_ids:

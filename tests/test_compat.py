@@ -11,6 +11,7 @@ import pyspark
 import kafkasource
 from kafkasource.commit.metadata import ENV_APP_ID
 from kafkasource.runtime.spark_api import ADMISSION_CONTROL
+from tests.job_helpers import run_job, write_config
 from tests.kafka_helpers import Record, await_condition
 from tests.query_helpers import (
     AWAIT_TIMEOUT_S,
@@ -21,6 +22,7 @@ from tests.query_helpers import (
     running_stream,
 )
 from tests.sink_helpers import PARTITIONS, batch_markers, read_topic, without_offsets
+from tests.test_jobs import produce_orders, read_output
 from tests.test_sink_exactly_once import copy_stream, forget_last_commit, source_end
 
 
@@ -127,3 +129,24 @@ def test_register_works_on_every_version_and_names_the_application_where_spark_l
     environment = dict(manager.lookupDataSource("kafkasource").dataSourceCls().envVars())
     # pyspark 4.0 keeps the registration Spark made at startup (it refuses to replace one), without the environment
     assert (ENV_APP_ID in environment) == (version() >= (4, 1))
+
+
+def test_the_ingest_job_reads_a_rate_limited_backlog_to_its_end_and_commits_it(kafka, tmp_path):
+    topic = kafka.create_topic(kafka.unique_name("compat-ingest"), partitions=3)
+    group = kafka.unique_name("compat-ingest-group")
+    produce_orders(kafka, topic, 30, 3)
+    config = write_config(tmp_path / "ingest.toml", kafka.bootstrap_servers, topic, group, tmp_path,
+                          extra_source="maxOffsetsPerTrigger = 12")
+
+    run = run_job("ingest", "--config", str(config))
+
+    assert run.returncode == 0, run.stderr[-3000:]
+    # on 4.0/4.1 the job runs AvailableNow again while a run (one batch there) ended below the ends it fixed at the
+    # start, then commits the last batch itself; on 4.2+ Spark runs the three batches in one run and the reader commits
+    assert run.stdout.splitlines()[-1] == f"ingest: 30 rows in 3 batches from subscribe={topic} into {tmp_path / 'out'}"
+    batches = [line.split("kafkasource.jobs: ")[1].split(",")[0] for line in run.stdout.splitlines()
+               if "kafkasource.jobs: batch" in line]
+    assert batches == ["batch 0: 12 rows", "batch 1: 12 rows", "batch 2: 6 rows"]
+    assert sorted((r["kafka_partition"], r["kafka_offset"]) for r in read_output(tmp_path / "out")) == [
+        (p, o) for p in range(3) for o in range(10)]
+    assert kafka.committed(group, topic, 3) == {0: 10, 1: 10, 2: 10}
