@@ -7,6 +7,7 @@ pyspark; scripts/test.sh runs them again, with a few tests of other modules, on 
 from __future__ import annotations
 
 import pyspark
+import pytest
 
 import kafkasource
 from kafkasource.commit.metadata import ENV_APP_ID
@@ -35,13 +36,14 @@ def test_the_installed_pyspark_is_told_apart_by_what_it_offers():
     assert ADMISSION_CONTROL == (version() >= (4, 2))
 
 
-def test_a_rate_limited_stream_commits_only_what_completed_batches_read(spark, kafka, tmp_path):
+@pytest.mark.parametrize("commit_mode", ["sync", "async"])
+def test_a_rate_limited_stream_commits_only_what_completed_batches_read(spark, kafka, tmp_path, commit_mode):
     topic = kafka.create_topic(kafka.unique_name("compat-rate"), partitions=1)
     group = kafka.unique_name("compat-rate-group")
     kafka.produce_values(topic, 350)
     collector = Collector(hold=True)
     options = base_options(kafka, subscribe=topic, **{"kafka.group.id": group}, startingOffsets="earliest",
-                           maxOffsetsPerTrigger="100")
+                           maxOffsetsPerTrigger="100", commitMode=commit_mode)
 
     with running_stream(spark, tmp_path / "ck", options, collector) as query:
         await_condition("the first batch held", collector.holding.is_set, query, timeout=AWAIT_TIMEOUT_S)
