@@ -14,10 +14,10 @@ from __future__ import annotations
 import os
 
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
-from pyspark.sql.streaming.datasource import SupportsTriggerAvailableNow
 
 from kafkasource.reading.arrow import arrow_schema, schema_ddl
 from kafkasource.reading.settings import BATCH_BYTES, BATCH_ROWS
+from kafkasource.runtime.spark_api import SupportsTriggerAvailableNow  # a stand-in before pyspark 4.2
 
 NAME = "kafkasource-bench-ceiling"
 VALUE_POOL = 4096  # distinct random values, as in the Kafka data sets
@@ -46,7 +46,7 @@ class CeilingReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def prepareForTriggerAvailableNow(self) -> None:
         pass
 
-    def latestOffset(self, start: dict, limit) -> dict:
+    def latestOffset(self, start: dict | None = None, limit=None) -> dict:  # pyspark 4.0/4.1 pass neither
         return {"offset": self.records}
 
     def partitions(self, start: dict, end: dict) -> list[InputPartition]:

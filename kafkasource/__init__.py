@@ -58,7 +58,27 @@ def register(spark, environment: dict[str, str] | None = None) -> None:
         _reach_driver_side_runner(spark)
         _propagate_log_levels(spark)
         _quiet_replacement_warnings(spark)
-    spark.dataSource.register(KafkaDataSource)
+    try:
+        spark.dataSource.register(KafkaDataSource)
+    except Exception as error:
+        if not _startup_registration_kept(error):
+            raise
+
+
+def _startup_registration_kept(error: Exception) -> bool:
+    """pyspark 4.0 refuses to replace a data source Spark registered at startup (DATA_SOURCE_ALREADY_EXISTS; 4.1
+    replaces it): format("kafkasource") works through that registration, which carries no session environment, so
+    the source's commits do not name the application (as over Spark Connect)."""
+    condition = getattr(error, "getCondition", None) or getattr(error, "getErrorClass", None)
+    if condition is None or condition() != "DATA_SOURCE_ALREADY_EXISTS":
+        return False
+    import logging
+
+    logging.getLogger(__name__).info(
+        'format("kafkasource") stays registered as Spark registered it at startup: this Spark (4.0) does not let '
+        "a session replace that registration, so the source's commits do not name the application"
+    )
+    return True
 
 
 # the JVM logger that says, and says nothing else, that a registration "replaced a statically registered data

@@ -28,13 +28,6 @@ import time
 from collections.abc import Callable, Sequence
 
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
-from pyspark.sql.streaming.datasource import (
-    ReadAllAvailable,
-    ReadLimit,
-    ReadMaxRows,
-    ReadMinRows,
-    SupportsTriggerAvailableNow,
-)
 
 from kafkasource.cluster.client import KafkaClient
 from kafkasource.commit.committer import Committer, OffsetCommitter
@@ -49,12 +42,13 @@ from kafkasource.planning.partitions import Positions, TopicPartition, describe,
 from kafkasource.planning.ranges import batch_ranges, rate_limit
 from kafkasource.planning.tasks import KafkaInputPartition, fetch_config, plan_partitions
 from kafkasource.reading.task_reader import read_ranges
-from kafkasource.runtime import shutdown
+from kafkasource.runtime import shutdown, spark_api
+from kafkasource.runtime.spark_api import ReadAllAvailable, ReadLimit, ReadMaxRows, ReadMinRows
 
 log = logging.getLogger(__name__)
 
 
-class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+class KafkaStreamReader(DataSourceStreamReader, spark_api.SupportsTriggerAvailableNow):
     """Without `client` and `committer`, the reader builds the real ones on the driver when first needed; neither
     travels to executors. `clock` (seconds) times maxTriggerDelay and how long open transactions hold partitions
     back."""
@@ -72,6 +66,8 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._committer = committer
         self._clock = clock
         self._initial: Positions | None = None  # what initialOffset() returned in this run: not yet read
+        self._initial_json: dict | None = None
+        self._place: dict | None = None  # pyspark 4.0/4.1: the last end planned or handed over (see latestOffset)
         self._target: Positions | None = None  # Trigger.AvailableNow: the log ends when the run started
         self._latest_seen: Positions | None = None
         self._known: set[TopicPartition] = set()
@@ -119,6 +115,8 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     # -- the DataSourceStreamReader protocol --------------------------------------------------------
     def initialOffset(self) -> dict:
+        if self._initial_json is not None:  # pyspark 4.0/4.1 ask it after latestOffset() planned from it
+            return self._initial_json
         current = self._current_partitions(refresh=True)
         self._topic_ids.update(self.client.topic_ids(sorted({t for t, _ in current})))
         positions = self.options.start().resolve(current, self.client)
@@ -129,7 +127,8 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             to_json_dict(positions),
             self.options.starting,
         )
-        return self._offsets_json(positions)
+        self._initial_json = self._offsets_json(positions)
+        return self._initial_json
 
     def getDefaultReadLimit(self) -> ReadLimit:
         if self.options.min_offsets_per_trigger is not None:
@@ -142,10 +141,17 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._target = self.client.end(self._current_partitions(refresh=True))
         log.info("Trigger.AvailableNow: reading up to %s", to_json_dict(self._target))
 
-    def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
+    def latestOffset(self, start: dict | None = None, limit: ReadLimit | None = None) -> dict:
         """The next batch's end, with the ids of its topics beside the positions: Spark keeps it in the checkpoint's
         offset log and hands it back as `start`, so a query restarted from its checkpoint compares the ids it
-        sees first with those its last batch was read under."""
+        sees first with those its last batch was read under.
+
+        pyspark 4.0/4.1 pass neither (no admission control) and call this only once the batch before has completed,
+        so the reader's own place is `start`: the end it planned last, the checkpoint's last end Spark hands over at
+        a restart (partitions(end, end)), or a new query's initial offset, which Spark asks only after this call."""
+        if start is None:
+            start = self._place if self._place is not None else self.initialOffset()
+        limit = limit if limit is not None else self.getDefaultReadLimit()
         start_positions = self._positions(start)
         for topic, topic_id in topic_ids_of(start).items():  # a restarted query: its first plan compares with these
             if topic not in self._topic_ids:
@@ -157,7 +163,8 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             self._commit_completed(start_positions, final=self._run_complete(start_positions))
         planned = self._offsets_json(end)
         # a changed id alone is a new end too: the checkpoint must keep the id the next batch is read under
-        return start if planned == start else planned
+        self._place = start if planned == start else planned
+        return self._place
 
     def reportLatestOffset(self) -> dict | None:
         """The log ends the last trigger saw, as the bare map. Without a read limit they are the planned end itself,
@@ -170,6 +177,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return to_json_dict(self._latest_seen)
 
     def partitions(self, start: dict, end: dict) -> Sequence[InputPartition]:
+        self._place = end  # at a restart Spark hands over its checkpoint's last end here, as partitions(end, end)
         end_positions = self._positions(end)
         start_positions = self._positions(start)
         planned_under = topic_ids_of(end)

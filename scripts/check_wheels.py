@@ -68,7 +68,7 @@ def without_pyspark(wheel: Path, tmp: Path) -> None:
     print(result.stderr.strip().splitlines()[-1])
     check("kafkasource" in installed and "pyspark" not in installed,
           f"1. no pyspark: the wheel installed ({', '.join(sorted(installed))}) and brought no pyspark")
-    check(result.returncode == 1 and "ImportError: kafkasource needs PySpark 4.2 or newer" in result.stderr
+    check(result.returncode == 1 and "ImportError: kafkasource needs PySpark 4.0 or newer" in result.stderr
           and "pip install 'kafkasource[spark]'" in result.stderr, "1. import kafkasource says what to install")
 
 

@@ -14,7 +14,6 @@ import pyarrow as pa
 import pytest
 from confluent_kafka import OFFSET_BEGINNING, KafkaException
 from confluent_kafka import TopicPartition as KafkaTopicPartition
-from pyspark.sql.streaming.datasource import ReadAllAvailable
 
 from kafkasource import KafkaDataSource
 from kafkasource.cluster.client import KafkaClient
@@ -24,6 +23,7 @@ from kafkasource.planning.ranges import OffsetRange
 from kafkasource.reading import settings as read_settings
 from kafkasource.reading.consumers import ConsumerPool, FetchConfig
 from kafkasource.reading.task_reader import read_ranges
+from kafkasource.runtime.spark_api import ReadAllAvailable
 from kafkasource.stream import KafkaStreamReader
 from tests.fakes import FakeClock
 from tests.kafka_helpers import KafkaHarness, Record, await_condition

@@ -74,9 +74,9 @@ def test_importing_without_pyspark_says_what_to_install():
 
     assert without.returncode == 1
     assert without.stderr.strip().splitlines()[-1] == (
-        f"ImportError: kafkasource needs PySpark 4.2 or newer, and this Python ({sys.executable}) cannot import "
+        f"ImportError: kafkasource needs PySpark 4.0 or newer, and this Python ({sys.executable}) cannot import "
         "pyspark (No module named 'pyspark'). Install one with `pip install 'kafkasource[spark]'` (or "
-        "`pip install 'pyspark>=4.2'`), or run under a Spark 4.2 or newer: spark-submit and the pyspark shell "
+        "`pip install 'pyspark>=4.0'`), or run under a Spark 4.0 or newer: spark-submit and the pyspark shell "
         "put its python/ on sys.path.")
     assert with_site.returncode == 0, with_site.stderr  # the same import where site-packages hold a pyspark
     assert with_site.stdout.split()[0] == __version__
@@ -84,13 +84,15 @@ def test_importing_without_pyspark_says_what_to_install():
 
 def test_an_older_pyspark_is_named_with_its_place(tmp_path):
     (tmp_path / "pyspark").mkdir()
-    (tmp_path / "pyspark" / "__init__.py").write_text('__version__ = "4.1.1"\n')
+    (tmp_path / "pyspark" / "__init__.py").write_text('__version__ = "3.5.7"\n')
 
     result = run_python("import kafkasource", extra_path=tmp_path)
 
     assert result.returncode == 1
-    assert (f"ImportError: kafkasource needs PySpark 4.2 or newer, but this Python imports pyspark 4.1.1 from "
-            f"{tmp_path / 'pyspark' / '__init__.py'}. Install one with") in result.stderr
+    assert ("ImportError: kafkasource needs PySpark 4.0 or newer (Spark's Python Data Source API, which "
+            'format("kafkasource") runs on, came with Spark 4.0; no Python data source can run on an older one), '
+            f"but this Python imports pyspark 3.5.7 from {tmp_path / 'pyspark' / '__init__.py'}. Install one with"
+            ) in result.stderr
 
 
 def test_pyspark_versions_read_as_major_and_minor():

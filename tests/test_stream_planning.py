@@ -9,11 +9,11 @@ import time
 from collections.abc import Callable
 
 import pytest
-from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows, ReadMinRows
 
 from kafkasource.errors import BrokerUnavailableError, DataLossError, KafkaSourceError
 from kafkasource.options import parse_options
 from kafkasource.planning.offsets import TOPIC_IDS_KEY
+from kafkasource.runtime.spark_api import ReadAllAvailable, ReadMaxRows, ReadMinRows
 from kafkasource.stream import KafkaStreamReader
 from tests.fakes import FakeClock
 

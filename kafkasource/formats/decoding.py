@@ -115,7 +115,9 @@ def output_schema(decoding: Decoding | None, include_headers: bool):
 
     if decoding is None:
         return schema_ddl(include_headers)
-    return from_arrow_schema(pa.schema(decoding.output_fields(include_headers)))
+    # explicit: pyspark 4.2 made True the default, 4.0 and 4.1 default to False (a zone-less Arrow timestamp, such as
+    # Avro's local-timestamp-millis, would read as a zoned timestamp there)
+    return from_arrow_schema(pa.schema(decoding.output_fields(include_headers)), prefer_timestamp_ntz=True)
 
 
 # ---- options, on the driver --------------------------------------------------------------------------------

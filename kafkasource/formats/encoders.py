@@ -77,7 +77,7 @@ def _scalar(arrow: pa.DataType) -> Shape:
 
     if pa.types.is_decimal(arrow):
         return Shape(f"decimal({arrow.precision},{arrow.scale})", precision=arrow.precision, scale=arrow.scale)
-    return Shape(from_arrow_type(arrow).simpleString())
+    return Shape(from_arrow_type(arrow, prefer_timestamp_ntz=True).simpleString())  # as the read side: decoding.py
 
 
 def avro_shape(schema: RegistrySchema) -> Shape:

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from pyspark.sql import DataFrame
 from pyspark.sql.streaming import DataStreamWriter, StreamingQuery
 
+from kafkasource.jobs import available_now
 from kafkasource.jobs.cli import one_line
 from kafkasource.jobs.config import ConfigError, JobConfig, Trigger
 from kafkasource.jobs.dead_letter import producer_config, route_dead_letters
@@ -71,11 +72,21 @@ def run_stream(job: str, config: JobConfig, spark, start: Callable[[], Streaming
         options = config.parsed_options(streaming=True)  # every option checked before any batch runs
         stop.install(spark)
         exporter = start_metrics(spark, config, options)
+        # pyspark 4.0/4.1 run one batch per AvailableNow run and never let the reader commit it: see available_now.py
+        emulated = available_now.emulated(config.trigger.available_now)
+        ends = available_now.log_ends(options) if emulated else {}
         query = start()
         described = options.subscription.describe()
         log.info("reading %s into %s (trigger %s)", described, target, config.trigger)
         batches = BatchLog()
         stopped = run_query(query, stop, batches)
+        before = None
+        while emulated and not stopped and available_now.run_again(query, ends, before):
+            before = available_now.completed_end(query)
+            query = start()  # the same checkpoint: the next batch, up to the ends fixed at the first start
+            stopped = run_query(query, stop, batches)
+        if emulated:
+            available_now.commit_run_end(query, options)
         if exporter is not None:
             exporter.observe_query(query)  # the last progress may not have reached the listener yet
         if batches.rows == 0:

@@ -2,7 +2,8 @@
 
 The progress of a kafkasource query carries `endOffset` (where the last batch ended) and
 `latestOffset` (the log end the source saw, from reportLatestOffset). Their difference per
-partition is the lag. (The `lag` job, kafkasource/jobs/lag.py, measures something else: a
+partition is the lag. pyspark 4.0 and 4.1 have no reportLatestOffset and put the planned end
+there: no lag from their progress. (The `lag` job, kafkasource/jobs/lag.py, measures something else: a
 consumer group's committed offsets against the log end, without a query.)
 
 Progress reaches Python in two shapes: built from the JVM object (classic Spark) or from its JSON
@@ -23,6 +24,7 @@ from pyspark.sql.streaming import StreamingQueryListener
 
 from kafkasource.planning.offsets import from_json_dict
 from kafkasource.planning.partitions import Positions, TopicPartition
+from kafkasource.runtime.spark_api import ADMISSION_CONTROL
 
 log = logging.getLogger(__name__)
 
@@ -71,6 +73,8 @@ def positions_from_progress(progress: Any) -> tuple[Positions, Positions] | None
     found = False
     for source in progress.get("sources", []):
         end, latest = _offsets(source.get("endOffset")), _offsets(source.get("latestOffset"))
+        if not ADMISSION_CONTROL:  # pyspark 4.0/4.1 put the planned end there (no reportLatestOffset): no log end
+            latest = None
         if end is None or latest is None:
             continue
         found = True

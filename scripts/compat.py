@@ -1,0 +1,111 @@
+"""The compatibility run of scripts/test.sh: a small selection of the tests, again, on the newest patch of each older
+pyspark the package supports, each in a virtualenv of its own (pyspark 4.0 under Python 3.12, as Databricks 17.3
+LTS ships it; 4.1 under this Python). The virtualenvs are kept in the git-ignored .cache/compat/ (a stamp file says
+what each holds), so only the first run downloads; the tests import this checkout (PYTHONPATH), the native
+extension included (one abi3 build serves 3.11 and 3.12). The summary names each pyspark and Python and the time.
+
+    python3 -m scripts.compat            # both
+    python3 -m scripts.compat 4.1        # one
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+VENVS = Path(os.environ.get("KAFKASOURCE_COMPAT_VENVS", REPO / ".cache" / "compat"))
+
+# (pyspark, Python): the newest patch of each minor release older than constraints.txt's
+TARGETS = {"4.0": ("4.0.5", "3.12"), "4.1": ("4.1.4", None)}  # None: the Python running this script
+
+# What the selection needs besides pyspark; versions from constraints.txt where it pins them
+PACKAGES = ["confluent-kafka[schemaregistry,avro,json,protobuf]", "pyarrow>=15", "pandas>=2,<3", "pytest>=8",
+            "pytest-rerunfailures>=14"]
+
+# Batch read on both read paths (the native one included), a rate-limited stream with group commits, AvailableNow
+# twice, register (tests/test_compat.py), a registry format, batch writes on both write paths, exactly-once batch and
+# stream writes, and Spark Connect
+SELECTION = [
+    "tests/test_compat.py",
+    "tests/test_stream_read.py::test_batch_read_of_an_explicit_offset_range",
+    "tests/test_registry_avro.py::test_key_and_value_with_schemas_of_their_own_in_a_stream",
+    "tests/test_sink.py::test_a_batch_write_lands_every_record_exactly_where_the_columns_say",
+    "tests/test_sink_exactly_once.py::test_an_exactly_once_batch_write_lands_every_record_once",
+    "tests/test_connect.py::test_format_resolves_without_register_and_batch_read_returns_exact_rows",
+]
+
+
+def find_python(version: str | None) -> str:
+    """An interpreter of `version` (PATH, then pyenv's versions), or this one for None."""
+    if version is None:
+        return sys.executable
+    root = os.environ.get("PYENV_ROOT", os.path.expanduser("~/.pyenv"))
+    # pyenv's own builds first: its shim on PATH answers "command not found" unless that version is selected
+    candidates = sorted(glob.glob(os.path.join(root, "versions", f"{version}.*", "bin", f"python{version}")))
+    candidates += [found] if (found := shutil.which(f"python{version}")) else []
+    working = [c for c in candidates if subprocess.run([c, "--version"], capture_output=True).returncode == 0]
+    found = working[0] if working else None
+    if found is None:
+        sys.exit(f"scripts/compat.py: no Python {version} (neither python{version} on PATH nor in pyenv's versions); "
+                 f"install one (pyenv install {version}) for the pyspark compatibility run")
+    return found
+
+
+def constraints(path: Path) -> Path:
+    """constraints.txt without its pyspark pin (each virtualenv has its own pyspark)."""
+    lines = (REPO / "constraints.txt").read_text().splitlines()
+    path.write_text("\n".join(line for line in lines if not line.startswith("pyspark")) + "\n")
+    return path
+
+
+def virtualenv(pyspark: str, python: str) -> Path:
+    """The virtualenv for `pyspark` under `python`, created or refreshed when its stamp differs."""
+    home = VENVS / f"pyspark-{pyspark}"
+    stamp = f"{pyspark} {python} {sorted(PACKAGES)} {(REPO / 'constraints.txt').read_text()}"
+    venv_python = home / "bin" / "python"
+    if (home / "stamp").exists() and (home / "stamp").read_text() == stamp and venv_python.exists():
+        return venv_python
+    shutil.rmtree(home, ignore_errors=True)
+    VENVS.mkdir(parents=True, exist_ok=True)
+    subprocess.run([python, "-m", "venv", str(home)], check=True)
+    pins = constraints(VENVS / "constraints.txt")
+    subprocess.run([str(venv_python), "-m", "pip", "install", "-q", "--disable-pip-version-check", "-c", str(pins),
+                    f"pyspark[connect]=={pyspark}", *PACKAGES], check=True)
+    (home / "stamp").write_text(stamp)
+    return venv_python
+
+
+def run(minor: str, extra: list[str]) -> tuple[str, str, float, int]:
+    pyspark, python_version = TARGETS[minor]
+    started = time.monotonic()
+    python = virtualenv(pyspark, find_python(python_version))
+    prepared = time.monotonic() - started
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in [str(REPO), os.environ.get("PYTHONPATH")] if p)}
+    python_seen = subprocess.run([str(python), "-c", "import platform, pyspark; "
+                                  "print(pyspark.__version__, platform.python_version())"],
+                                 capture_output=True, text=True, check=True, env=env).stdout.split()
+    print(f"\n== compatibility run: pyspark {python_seen[0]}, Python {python_seen[1]} "
+          f"(virtualenv ready in {prepared:.0f} s) ==", flush=True)
+    code = subprocess.run([str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider", *SELECTION, *extra],
+                          cwd=REPO, env=env).returncode
+    return python_seen[0], python_seen[1], time.monotonic() - started, code
+
+
+def main(argv: list[str]) -> int:
+    minors = [a for a in argv if a in TARGETS] or list(TARGETS)
+    extra = [a for a in argv if a not in TARGETS]
+    results = [run(minor, extra) for minor in minors]
+    print("\ncompatibility runs:")
+    for pyspark, python, seconds, code in results:
+        print(f"  pyspark {pyspark} (Python {python}): {'passed' if code == 0 else 'FAILED'} in {seconds:.0f} s")
+    return max(code for *_, code in results)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
