@@ -36,7 +36,7 @@ SELECTION = [
     "tests/test_stream_read.py::test_batch_read_of_an_explicit_offset_range",
     "tests/test_registry_avro.py::test_key_and_value_with_schemas_of_their_own_in_a_stream",
     "tests/test_sink.py::test_a_batch_write_lands_every_record_exactly_where_the_columns_say",
-    "tests/test_sink_exactly_once.py::test_an_exactly_once_batch_write_lands_every_record_once",
+    "tests/test_sink_exactly_once.py::test_an_exactly_once_batch_write_writes_every_sample_row_and_marks_its_task",
     "tests/test_connect.py::test_format_resolves_without_register_and_batch_read_returns_exact_rows",
 ]
 
