@@ -133,8 +133,9 @@ def test_register_works_on_every_version_and_names_the_application_where_spark_l
     assert (ENV_APP_ID in environment) == (version() >= (4, 1))
 
 
-@pytest.mark.skipif(ADMISSION_CONTROL, reason="on pyspark 4.2+ the job needs nothing of its own: "
-                    "test_jobs.py::test_ingest_writes_every_record_once_decodes_and_commits runs the same backlog")
+# on pyspark 4.2+ the job needs nothing of its own:
+# test_jobs.py::test_ingest_writes_every_record_once_decodes_and_commits runs the same backlog there
+@pytest.mark.before_admission_control
 def test_the_ingest_job_reads_a_rate_limited_backlog_to_its_end_and_commits_it(kafka, tmp_path):
     topic = kafka.create_topic(kafka.unique_name("compat-ingest"), partitions=3)
     group = kafka.unique_name("compat-ingest-group")
