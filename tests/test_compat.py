@@ -22,7 +22,7 @@ from tests.query_helpers import (
     run_to_end,
     running_stream,
 )
-from tests.sink_helpers import PARTITIONS, batch_markers, read_topic, without_offsets
+from tests.sink_helpers import DIGEST, PARTITIONS, batch_markers, read_topic, without_offsets
 from tests.test_jobs import produce_orders, read_output
 from tests.test_sink_exactly_once import copy_stream, forget_last_commit, source_end
 
@@ -118,9 +118,10 @@ def test_a_replayed_stream_batch_is_written_once_under_exactly_once(spark, kafka
     end = source_end(checkpoint, source, replayed)
     copied = sorted((r.partition, r.key, r.value, ()) for r in produced if r.offset < end[r.partition])
     assert sorted(without_offsets(read_topic(kafka, sink, PARTITIONS, read_committed=True))) == copied
+    start = source_end(checkpoint, source, replayed - 1)
     assert batch_markers(kafka, prefix, sink, PARTITIONS) == [(replayed + 1, {
-        "kind": "kafkasource-sink-marker", "queryId": again.id, "batchId": replayed, "partition": task})
-        for task in range(PARTITIONS)]
+        "kind": "kafkasource-sink-marker", "queryId": again.id, "batchId": replayed, "partition": task,
+        "records": end[task] - start.get(task, 0), "digest": DIGEST}) for task in range(PARTITIONS)]
 
 
 def test_register_works_on_every_version_and_names_the_application_where_spark_lets_it(spark):
