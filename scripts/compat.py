@@ -6,6 +6,7 @@ extension included (one abi3 build serves 3.11 and 3.12). The summary names each
 
     python3 -m scripts.compat            # both
     python3 -m scripts.compat 4.1        # one
+    KAFKASOURCE_COMPAT_VENVS=/elsewhere python3 -m scripts.compat   # the virtualenvs kept elsewhere
 """
 
 from __future__ import annotations
