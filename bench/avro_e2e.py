@@ -296,7 +296,7 @@ def main(argv: list[str] | None = None) -> int:
                 label = f"warm-up {round_ + 1}" if round_ < args.warm_up else f"round {round_ - args.warm_up + 1}"
                 for reader in READERS[round_ % 3:] + READERS[:round_ % 3]:
                     drain, used = timed_drain(
-                        meter, lambda reader=reader, data_set=data_set: readers._timed(of(reader, data_set)))
+                        meter, lambda reader=reader, data_set=data_set: readers.timed(of(reader, data_set)))
                     if drain.rows != args.records:
                         raise RuntimeError(f"{reader} read {drain.rows:,} rows of {data_set.name}, "
                                            f"expected {args.records:,}")

@@ -49,7 +49,7 @@ def main(argv: list[str] | None = None) -> int:
         spark.sparkContext.setLogLevel("ERROR")
 
         def drain(group: str) -> readers.Drain:
-            return readers._timed(spark.readStream.format("kafkasource").option("kafka.bootstrap.servers", bootstrap)
+            return readers.timed(spark.readStream.format("kafkasource").option("kafka.bootstrap.servers", bootstrap)
                                   .option("subscribe", topic).option("kafka.group.id", group)
                                   .option("startingOffsets", "earliest").load())
 

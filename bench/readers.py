@@ -38,7 +38,7 @@ class Drain(NamedTuple):
 
 def spark_drain(spark, reader: str, bootstrap: str, topic: str) -> Drain:
     fmt, options = SPARK_READERS[reader]
-    return _timed(spark.readStream.format(fmt).option("kafka.bootstrap.servers", bootstrap)
+    return timed(spark.readStream.format(fmt).option("kafka.bootstrap.servers", bootstrap)
                   .option("subscribe", topic).option("startingOffsets", "earliest").options(**options).load())
 
 
@@ -46,12 +46,12 @@ def ceiling_drain(spark, topic: str, partitions: int, records_per_partition: int
     """Spark's own cost of the same rows (`topic` in each) from a Python source with nothing to read
     (bench/ceiling.py)."""
     spark.dataSource.register(ceiling.CeilingSource)
-    return _timed(spark.readStream.format(ceiling.NAME).option("partitions", partitions)
+    return timed(spark.readStream.format(ceiling.NAME).option("partitions", partitions)
                   .option("recordsPerPartition", records_per_partition).option("valueBytes", value_bytes)
                   .option("topic", topic).load())
 
 
-def _timed(df) -> Drain:
+def timed(df) -> Drain:
     checkpoint = os.path.join(tempfile.mkdtemp(prefix="kafkasource-bench-"), "ck")
     started = time.perf_counter()
     query = df.writeStream.format("noop").trigger(availableNow=True).option("checkpointLocation", checkpoint).start()

@@ -20,7 +20,6 @@ import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 import uuid
 from pathlib import Path
@@ -32,10 +31,8 @@ SETS = ("1p-100B", "4p-100B", "4p-1KB")
 def drain(spark, path: str, bootstrap: str, topic: str, shape: tuple[int, int, int]) -> tuple[float, float, int]:
     """(seconds start to end, seconds inside the triggers, rows) of one AvailableNow drain of `topic` (the ceiling:
     of the same rows, `shape` = partitions, records per partition, value bytes, from a source with no Kafka)."""
-    from bench import ceiling
-    from kafkasource.metrics.progress import input_rows
+    from bench import ceiling, readers
 
-    checkpoint = os.path.join(tempfile.mkdtemp(prefix="kafkasource-bench-"), "ck")
     if path == "ceiling":
         spark.dataSource.register(ceiling.CeilingSource)
         df = (spark.readStream.format(ceiling.NAME).option("partitions", shape[0])
@@ -43,14 +40,8 @@ def drain(spark, path: str, bootstrap: str, topic: str, shape: tuple[int, int, i
     else:
         df = (spark.readStream.format("kafkasource").option("kafka.bootstrap.servers", bootstrap)
               .option("subscribe", topic).option("startingOffsets", "earliest").option("readPath", path).load())
-    started = time.perf_counter()
-    query = df.writeStream.format("noop").trigger(availableNow=True).option("checkpointLocation", checkpoint).start()
-    query.awaitTermination()
-    elapsed = time.perf_counter() - started
-    progress = query.recentProgress
-    reading = sum(p["durationMs"].get("triggerExecution", 0) for p in progress) / 1000
-    shutil.rmtree(os.path.dirname(checkpoint), ignore_errors=True)
-    return elapsed, reading, sum(input_rows(p) for p in progress)
+    drained = readers.timed(df)
+    return drained.seconds, drained.reading, drained.rows
 
 
 def worker(args: argparse.Namespace) -> int:
