@@ -91,7 +91,6 @@ class Transactional:
     key: tuple
     last_used: float = 0.0
     last_marker: Marker | None = None  # what this producer's group holds: read at init, then what it committed
-    fenced: bool = False
     closed: bool = False
 
 
@@ -294,7 +293,7 @@ def _send_first_marker(
     kept: Transactional, options: SinkOptions, batch: MarkedBatch, partition_id: int, timeout: float, tid: str
 ) -> bool:
     """A kept producer's transaction begun with the batch's marker in it (True), or the producer found fenced
-    (False, kept.fenced). The marker is its first call to reach the transaction coordinator, which refuses it when
+    (False). The marker is its first call to reach the transaction coordinator, which refuses it when
     another producer initialised the same id since; nothing is taken from the input before it."""
     kept.producer.begin_transaction()
     earlier = kept.last_marker.followed(batch.query_id) if kept.last_marker else ()
@@ -305,7 +304,6 @@ def _send_first_marker(
         if error.code() == KafkaError._FATAL:
             error = fatal_cause(kept.producer, error)
         if error.code() in FENCED or error.fatal():
-            kept.fenced = True
             return False
         failure = _transaction_error(error, kept.deliveries, options, tid, batch)
         _abort(kept.producer, error, True, timeout, tid, options)
