@@ -35,6 +35,9 @@ REGISTRY = "confluent-kafka[schemaregistry,avro,json,protobuf]>=2.6"
 # the docs site (mkdocs.yml, docs/) and its API page from the docstrings; scripts/test.sh builds it with --strict
 DOCS = ["mkdocs>=1.6", "mkdocs-material>=9.5", "mkdocstrings[python]>=0.29"]
 LINT = ["ruff>=0.6", "mypy>=1.10"]  # scripts/test.sh: ruff's lint and format checks and mypy, on kafkasource/
+# oauthProvider's token providers (kafkasource/cluster/sign_in/): AWS's MSK IAM signer, Entra ID, Google's ADC
+CLOUDS = {"aws": ["aws-msk-iam-sasl-signer-python>=1.0.1"], "azure": ["azure-identity>=1.15"],
+          "gcp": ["google-auth[requests]>=2.20"]}
 METRICS = "prometheus-client>=0.20"  # start_http_server returns its server (to stop it) from 0.20 on
 
 setup(
@@ -83,12 +86,13 @@ setup(
         "registry": [REGISTRY],
         # kafkasource.metrics.serve: the Prometheus exposition (text, OpenMetrics, HTTP, textfile) by prometheus_client
         "metrics": [METRICS],
+        **CLOUDS,
         "docs": DOCS,
         # the tests' pyspark, with the Connect client packages that serve the Connect tests only; pex packs the
         # environment the standalone-cluster test ships to executors (dev/packed_env.py); pytest-rerunfailures
         # runs again a test that Spark's Python worker start failed (pytest.ini says why); the docs' strict build
         "test": ["pytest>=8", "pytest-rerunfailures>=14", "hypothesis>=6", "pandas>=2,<3", "pyspark[connect]>=4.0",
-                 REGISTRY, METRICS, "pex>=2.105", *DOCS, *LINT],
+                 REGISTRY, METRICS, *(r for cloud in CLOUDS.values() for r in cloud), "pex>=2.105", *DOCS, *LINT],
         "bench": ["matplotlib>=3"],  # the benchmark's chart
     },
 )

@@ -15,6 +15,7 @@ from kafkasource.errors import (
     KafkaSourceError,
     NoCommittedOffsetError,
     OptionError,
+    SignInError,
 )
 from kafkasource.runtime import logs
 from kafkasource.source import KafkaDataSource
@@ -34,6 +35,7 @@ __all__ = [
     "AccessError",
     "DeliveryError",
     "ExactlyOnceError",
+    "SignInError",
 ]
 
 

@@ -33,6 +33,11 @@ class AccessError(KafkaSourceError):
     """The brokers refused this client: authentication failed, the TLS handshake failed, or an ACL denies it."""
 
 
+class SignInError(AccessError):
+    """The token provider oauthProvider names could not make a token: no credentials, a refused role, an
+    unreachable endpoint, or an answer that is no token."""
+
+
 class ColumnError(KafkaSourceError, ValueError):
     """The DataFrame's columns cannot be written to Kafka: a missing value or topic, a column of the wrong type,
     or a row whose topic, partition or header cannot be."""

@@ -105,11 +105,12 @@ def test_missing_bootstrap_servers():
 def test_an_unknown_option_is_refused_with_the_closest_name():
     assert error_of(deliveryGuarantees="none") == (
         "unknown option 'deliveryguarantees' for the kafkasource sink: did you mean deliveryGuarantee? its options "
-        "are topic, deliveryGuarantee, transactionalIdPrefix, markerTopic, writePath and kafka.<setting> for "
-        "librdkafka's producer")
+        "are topic, deliveryGuarantee, transactionalIdPrefix, markerTopic, writePath, oauthProvider, kafka.<setting> "
+        "for librdkafka's producer and oauthProvider.<argument> for the token provider")
     assert error_of(subscribe="in") == (
         "unknown option 'subscribe' for the kafkasource sink: its options are topic, deliveryGuarantee, "
-        "transactionalIdPrefix, markerTopic, writePath and kafka.<setting> for librdkafka's producer")
+        "transactionalIdPrefix, markerTopic, writePath, oauthProvider, kafka.<setting> for librdkafka's producer and "
+        "oauthProvider.<argument> for the token provider")
 
 
 def test_write_path_is_auto_native_or_python_and_native_needs_the_extension(monkeypatch):

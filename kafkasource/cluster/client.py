@@ -29,6 +29,7 @@ from confluent_kafka.admin import AdminClient
 
 from kafkasource.cluster.refusal import is_refusal, refusal_error
 from kafkasource.cluster.settings import NEVER_COMMITTING_GROUP_ID
+from kafkasource.cluster.sign_in import provider as sign_in
 from kafkasource.errors import BrokerUnavailableError, KafkaSourceError
 from kafkasource.options import SourceOptions
 from kafkasource.planning.partitions import Positions, TopicPartition, describe
@@ -100,16 +101,22 @@ class KafkaClient:
     @property
     def admin(self) -> AdminClient:
         if self._admin is None:
-            self._admin = AdminClient(self.options.client_config(error_cb=self._on_client_error))
+            self._admin = AdminClient(sign_in.ready(self.options.client_config(error_cb=self._on_client_error)))
         return self._admin
 
     def new_group_consumer(self, **extra: object) -> Consumer:
         """A consumer carrying the user's group.id, for OffsetFetch and OffsetCommit only: it never subscribes,
         so it never joins the group."""
         return Consumer(
-            self.options.client_config(
-                **{"group.id": self.options.group_id, "enable.auto.commit": False, "error_cb": self._on_client_error},
-                **extra,
+            sign_in.ready(
+                self.options.client_config(
+                    **{
+                        "group.id": self.options.group_id,
+                        "enable.auto.commit": False,
+                        "error_cb": self._on_client_error,
+                    },
+                    **extra,
+                )
             )
         )
 
@@ -281,13 +288,15 @@ class KafkaClient:
         consumer = self._offsets_consumers.get((read_committed, lane))
         if consumer is None:
             consumer = Consumer(
-                self.options.client_config(
-                    **{
-                        "group.id": self.options.group_id or NEVER_COMMITTING_GROUP_ID,
-                        "enable.auto.commit": False,
-                        "isolation.level": "read_committed" if read_committed else "read_uncommitted",
-                        "error_cb": self._on_client_error,
-                    }
+                sign_in.ready(
+                    self.options.client_config(
+                        **{
+                            "group.id": self.options.group_id or NEVER_COMMITTING_GROUP_ID,
+                            "enable.auto.commit": False,
+                            "isolation.level": "read_committed" if read_committed else "read_uncommitted",
+                            "error_cb": self._on_client_error,
+                        }
+                    )
                 )
             )
             self._offsets_consumers[(read_committed, lane)] = consumer

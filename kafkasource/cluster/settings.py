@@ -13,6 +13,7 @@ import re
 from collections.abc import Mapping
 
 from kafkasource.cluster.known_settings import SETTINGS
+from kafkasource.cluster.sign_in import librdkafka as sign_in_settings
 from kafkasource.errors import OptionError
 
 # Kafka settings we manage ourselves, or Java-client settings librdkafka does not know, with what to do instead.
@@ -27,8 +28,10 @@ UNSUPPORTED_KAFKA_SETTINGS = {
     "ssl.keystore.type": "give a PKCS#12 keystore as kafka.ssl.keystore.location, or PEM files as "
     "kafka.ssl.certificate.location and kafka.ssl.key.location",
     "interceptor.classes": "Java interceptors cannot run in librdkafka; remove the option",
-    "sasl.login.callback.handler.class": "use librdkafka's kafka.sasl.oauthbearer.* settings",
-    "sasl.client.callback.handler.class": "use librdkafka's kafka.sasl.oauthbearer.* settings",
+    "sasl.login.callback.handler.class": "use the option oauthProvider (a token provider: aws_msk_iam, azure, gcp "
+    "or module:function), or librdkafka's kafka.sasl.oauthbearer.* settings",
+    "sasl.client.callback.handler.class": "use the option oauthProvider (a token provider: aws_msk_iam, azure, gcp "
+    "or module:function), or librdkafka's kafka.sasl.oauthbearer.* settings",
     "max.poll.records": "use maxOffsetsPerTrigger to bound a micro-batch",
     "session.timeout.ms": "executor consumers never join a group; remove the option",
 }
@@ -85,6 +88,8 @@ def kafka_config(options: Mapping[str, str]) -> dict[str, str]:
         setting = name[len("kafka.") :]
         if "\x00" in setting or "\x00" in str(value):  # librdkafka's C strings would silently end there
             raise OptionError(f"option kafka.{repr(setting)[1:-1][:80]} holds a NUL character (\\x00); remove it")
+        if sign_in_settings.java_msk_setting(setting, str(value)):
+            raise OptionError(f"option kafka.{setting} is the Java client's: {sign_in_settings.MSK_ADVICE}")
         if setting in UNSUPPORTED_KAFKA_SETTINGS:
             raise OptionError(
                 f"option kafka.{setting} is a Java client setting that librdkafka does not "
@@ -102,6 +107,7 @@ def kafka_config(options: Mapping[str, str]) -> dict[str, str]:
         if setting in MANAGED_KAFKA_SETTINGS:
             raise OptionError(f"option kafka.{setting} is managed by the source; remove it")
         config[setting] = str(value)
+    config = sign_in_settings.with_provider_settings(config, options)
     _check_librdkafka_accepts(config)
     return config
 

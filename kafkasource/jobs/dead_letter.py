@@ -17,6 +17,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql import DataFrame
 
+from kafkasource.cluster import settings as kafka_settings
+from kafkasource.cluster.sign_in import provider as sign_in
+
 SOURCE_TOPIC, SOURCE_PARTITION, SOURCE_OFFSET, ERROR = (
     "kafkasource.source.topic",
     "kafkasource.source.partition",
@@ -42,16 +45,29 @@ class DeadLetterError(RuntimeError):
     """Records bound for the dead-letter topic were not acknowledged: the batch fails and is retried."""
 
 
-def producer_config(source_options: Mapping[str, str]) -> dict[str, str]:
-    """The source's kafka.* settings as a producer's (secrets included: never print)."""
+def producer_options(source_options: Mapping[str, str]) -> dict[str, str]:
+    """The source's options a producer of the job takes: its kafka.* settings but the consumer's, and its token
+    provider's (oauthProvider and its arguments). Secrets included: never print."""
     return {
-        name[len("kafka.") :]: value
+        name: value
         for name, value in source_options.items()
-        if name.startswith("kafka.") and name[len("kafka.") :] not in CONSUMER_ONLY
+        if (name.startswith("kafka.") and name[len("kafka.") :] not in CONSUMER_ONLY)
+        or name.lower() == sign_in.OPTION.lower()
+        or name.lower().startswith(sign_in.PREFIX)
     }
 
 
-def route_dead_letters(kafka_rows: DataFrame, topic: str, config: Mapping[str, str]) -> DataFrame:
+def producer_config(source_options: Mapping[str, str]) -> dict[str, object]:
+    """`producer_options` as librdkafka's configuration, signed in as the source is (secrets included: never
+    print)."""
+    options = {name.lower(): value for name, value in producer_options(source_options).items()}
+    bootstrap = options["kafka.bootstrap.servers"]
+    provider = sign_in.read_token_provider(options, bootstrap)
+    signed = {"oauth_cb": provider} if provider else {}
+    return {**kafka_settings.kafka_config(options), "bootstrap.servers": bootstrap, **signed}
+
+
+def route_dead_letters(kafka_rows: DataFrame, topic: str, config: Mapping[str, object]) -> DataFrame:
     """`kafka_rows` (read with onDecodeError=keep and includeHeaders) without the records whose value did not
     decode; those are produced to `topic` first."""
     config = dict(config)
@@ -71,11 +87,11 @@ def route_dead_letters(kafka_rows: DataFrame, topic: str, config: Mapping[str, s
 
 
 class _Sender:
-    def __init__(self, topic: str, config: dict[str, str]):
+    def __init__(self, topic: str, config: dict[str, object]):
         from confluent_kafka import Producer
 
         self.topic = topic
-        self.producer = Producer({**config, "enable.idempotence": True})
+        self.producer = Producer(sign_in.ready({**config, "enable.idempotence": True}))
         self.failures: list[str] = []
 
     def send(self, bad: pa.RecordBatch) -> None:

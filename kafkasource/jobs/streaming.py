@@ -9,6 +9,7 @@ from collections.abc import Callable
 from pyspark.sql import DataFrame
 from pyspark.sql.streaming import DataStreamWriter, StreamingQuery
 
+from kafkasource.cluster.sign_in import provider as sign_in
 from kafkasource.jobs import available_now
 from kafkasource.jobs.cli import one_line
 from kafkasource.jobs.config import ConfigError, JobConfig, Trigger
@@ -43,7 +44,7 @@ def check_topic_exists(config: JobConfig, topic: str) -> None:
     """The dead-letter topic must exist before the first bad record needs it (brokers rarely create topics)."""
     from confluent_kafka.admin import AdminClient
 
-    admin = AdminClient({**producer_config(config.source_options), "log_level": 0})
+    admin = AdminClient(sign_in.ready({**producer_config(config.source_options), "log_level": 0}))  # type: ignore[dict-item]
     try:
         found = admin.list_topics(topic, timeout=30).topics.get(topic)
     except Exception as exc:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from kafkasource.errors import OptionError
-from kafkasource.jobs.dead_letter import producer_config
+from kafkasource.jobs.dead_letter import producer_options
 from kafkasource.jobs.tables import ConfigError, Section
 from kafkasource.writing.options import parse_sink_options
 
@@ -34,8 +34,11 @@ def topic_sink_options(sink: Section, source_options: Mapping[str, str], job_nam
     if guarantee == "exactly-once":
         given.setdefault("transactionalIdPrefix", job_name)
     overrides = Section(sink.path, "sink.kafka", sink.data.get("kafka", {}), None).options()
-    producer = {**producer_config(source_options), **overrides}
-    options = {**{f"kafka.{name}": value for name, value in producer.items()}, **given}
+    options = {
+        **producer_options(source_options),
+        **{f"kafka.{name}": value for name, value in overrides.items()},
+        **given,
+    }
     try:
         parse_sink_options(options, streaming=True)
     except OptionError as exc:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal, get_args
 
 from kafkasource.cluster import settings as kafka_settings
+from kafkasource.cluster.sign_in import provider as sign_in
 from kafkasource.errors import OptionError
 from kafkasource.formats import decoding
 from kafkasource.options.values import (
@@ -78,6 +79,7 @@ SOURCE_OPTIONS = (
     "commitTimeoutMs",
     "readPath",
     "metadataRefreshIntervalMs",
+    sign_in.OPTION,
     *decoding.OPTIONS,
 )
 # options of Spark's built-in source that mean nothing here: accepted, so a format("kafka") reader switches unchanged
@@ -118,10 +120,13 @@ class SourceOptions:
     kafka_config: dict[str, str] = field(repr=False)
     # valueFormat/keyFormat other than binary: the reader schemas and registry settings (None: both binary)
     decoding: decoding.Decoding | None = field(default=None, repr=False)
+    token_provider: sign_in.TokenProvider | None = None  # oauthProvider: what signs the clients in
 
     def client_config(self, **overrides: Any) -> dict[str, Any]:
-        """librdkafka configuration for a client of ours: the user's kafka.* settings plus `overrides`."""
-        return {**self.kafka_config, "bootstrap.servers": self.bootstrap_servers, **overrides}
+        """librdkafka configuration for a client of ours: the user's kafka.* settings plus `overrides`, and the
+        token provider as librdkafka's refresh callback (oauth_cb) where oauthProvider names one."""
+        signed = {"oauth_cb": self.token_provider} if self.token_provider else {}
+        return {**self.kafka_config, "bootstrap.servers": self.bootstrap_servers, **signed, **overrides}
 
     def start(self) -> OffsetSpec:
         """Where the read starts: for_stream() and for_batch() put in that read's default where none was given."""
@@ -331,7 +336,7 @@ def _check_names(options: Mapping[str, str]) -> None:
     """Refuse option names the source does not know, suggesting the closest; note the built-in's ignored ones."""
     known = {name.lower(): name for name in SOURCE_OPTIONS}
     for name in options:
-        if name.startswith(("kafka.", "schema.registry.")) or name in known:
+        if name.startswith(("kafka.", "schema.registry.", sign_in.PREFIX)) or name in known:
             continue
         if name in IGNORED_BUILTIN_OPTIONS:
             log.info("option %s has no effect on kafkasource: %s", name, IGNORED_BUILTIN_OPTIONS[name])
@@ -340,7 +345,8 @@ def _check_names(options: Mapping[str, str]) -> None:
         hint = f"did you mean {known[close[0]]}? " if close else ""
         raise OptionError(
             f"unknown option {shown_value(name)}: {hint}kafkasource's options are {', '.join(SOURCE_OPTIONS)}"
-            ", kafka.<setting> for librdkafka and schema.registry.<setting> for the schema registry client"
+            ", kafka.<setting> for librdkafka, schema.registry.<setting> for the schema registry client and "
+            "oauthProvider.<argument> for the token provider"
         )
     strategy = option_text(options, "startingOffsetsByTimestampStrategy")
     if strategy is not None and strategy.lower() != "latest":
@@ -398,6 +404,7 @@ def parse_options(raw_options: Mapping[str, str], streaming: bool | None = None)
             options, "metadataRefreshIntervalMs", DEFAULT_METADATA_REFRESH_INTERVAL_MS
         ),
         kafka_config=kafka_config,
+        token_provider=sign_in.read_token_provider(options, bootstrap),
         # last: the only check that asks a server (the registry, for the reader schemas)
         # the decoding options with a value, as option_text reads them
         decoding=decoding.parse_decoding(

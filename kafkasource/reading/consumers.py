@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from confluent_kafka import Consumer, KafkaError
 
 from kafkasource.cluster.settings import NEVER_COMMITTING_GROUP_ID
+from kafkasource.cluster.sign_in import provider as sign_in
 from kafkasource.errors import KafkaSourceError
 from kafkasource.reading.native import NativeConsumer
 from kafkasource.runtime import native_extension
@@ -149,7 +150,7 @@ class ReadConsumer(Consumer):
     def __init__(self, config: dict[str, object]):
         _announce()
         self._client_errors: list[KafkaError] = []
-        super().__init__({**config, "error_cb": self._client_errors.append})
+        super().__init__(sign_in.ready({**config, "error_cb": self._client_errors.append}))
 
     def client_errors(self) -> list[KafkaError]:
         """The client-level errors reported since the last call, oldest first (as NativeConsumer.client_errors)."""

@@ -17,6 +17,7 @@ import pyarrow as pa
 from confluent_kafka import KafkaError
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 
+from kafkasource.cluster.sign_in import provider as sign_in
 from kafkasource.planning.partitions import TopicPartition
 from kafkasource.planning.ranges import OffsetRange
 from kafkasource.reading import settings as read_settings
@@ -54,7 +55,9 @@ class NativeConsumer:
 
     def __init__(self, config: dict[str, object]):
         _announce()
-        self.native = _extension().Consumer([(name, _property(value)) for name, value in config.items()])
+        config = sign_in.ready(dict(config))
+        provider = config.pop("oauth_cb", None)  # librdkafka's refresh callback, which the extension calls
+        self.native = _extension().Consumer([(name, _property(value)) for name, value in config.items()], provider)
 
     def assign(self, partitions: list[KafkaTopicPartition]) -> None:
         self.native.assign([(tp.topic, tp.partition, tp.offset) for tp in partitions])

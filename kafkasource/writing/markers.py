@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 
 from kafkasource.cluster.client import committed_when_coordinated
+from kafkasource.cluster.sign_in import provider as sign_in
 from kafkasource.errors import ExactlyOnceError
 from kafkasource.writing.native_producer import NativeProducer
 from kafkasource.writing.options import SinkOptions
@@ -196,7 +197,11 @@ def marker_consumer(options: SinkOptions, group: str) -> Consumer:
     """The consumer that reads the marker of `group` (and names that group to a transaction): it never joins it, and
     reads committed whatever kafka.isolation.level says, since a marker still in a transaction is not written yet."""
     return Consumer(
-        options.client_config(**{"group.id": group, "enable.auto.commit": False, "isolation.level": "read_committed"})
+        sign_in.ready(
+            options.client_config(
+                **{"group.id": group, "enable.auto.commit": False, "isolation.level": "read_committed"}
+            )
+        )
     )
 
 

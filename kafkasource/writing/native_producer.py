@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from confluent_kafka import KafkaError, KafkaException
 
+from kafkasource.cluster.sign_in import provider as sign_in
 from kafkasource.runtime.native_extension import EXTENSION, why_unavailable
 from kafkasource.writing.rows import Columns, Message
 
@@ -62,7 +63,9 @@ class NativeProducer:
 
     def __init__(self, config: dict[str, object], deliveries: Deliveries):
         _announce()
-        self.native = _extension().Producer([(name, _property(value)) for name, value in config.items()])
+        config = sign_in.ready(dict(config))
+        provider = config.pop("oauth_cb", None)  # librdkafka's refresh callback, which the extension calls
+        self.native = _extension().Producer([(name, _property(value)) for name, value in config.items()], provider)
         self.deliveries = deliveries
 
     def produce_batch(self, batch, topic: str | None, start: int, first_row: int, strict: bool):

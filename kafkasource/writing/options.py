@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Literal, get_args
 
 from kafkasource.cluster import settings as kafka_settings
+from kafkasource.cluster.sign_in import provider as sign_in
 from kafkasource.errors import OptionError
 from kafkasource.formats.encoding import OPTIONS as REGISTRY_OPTIONS  # registry formats: read by formats/encoding.py
 from kafkasource.options.values import check_topic_name, option_text, read_bootstrap_servers, read_choice, shown_value
@@ -24,7 +25,7 @@ DeliveryGuarantee = Literal["at-least-once", "exactly-once", "none"]
 # writePath: native hands Arrow batches to the compiled extension's producer, python makes a confluent-kafka
 # produce() call per record, auto is native where the extension is built
 WritePath = Literal["auto", "native", "python"]
-SINK_OPTIONS = ("topic", "deliveryGuarantee", "transactionalIdPrefix", "markerTopic", "writePath")
+SINK_OPTIONS = ("topic", "deliveryGuarantee", "transactionalIdPrefix", "markerTopic", "writePath", sign_in.OPTION)
 # options Spark itself puts into a stream writer's map: accepted, they mean nothing to the sink
 SPARK_WRITE_OPTIONS = ("checkpointLocation",)
 # kafka.* settings the sink sets itself or that only mean something to Spark's Java producer, with what to do
@@ -65,6 +66,7 @@ class SinkOptions:
     # librdkafka settings (prefix stripped), secrets included: never print this field
     kafka_config: dict[str, str] = field(repr=False)
     write_path: WritePath = "auto"
+    token_provider: sign_in.TokenProvider | None = None  # oauthProvider: what signs the producers in
 
     def native(self) -> bool:
         """Whether the tasks write with the native producer: writePath=native (refused on the driver where the
@@ -76,13 +78,23 @@ class SinkOptions:
     def producer_config(self, **overrides: object) -> dict[str, object]:
         """librdkafka configuration of the sink's producers: its defaults, the user's kafka.*, then `overrides`."""
         defaults = {**PRODUCER_DEFAULTS, **(AT_LEAST_ONCE_DEFAULTS if self.guarantee == "at-least-once" else {})}
-        return {**defaults, **self.kafka_config, "bootstrap.servers": self.bootstrap_servers, **overrides}
+        return {
+            **defaults,
+            **self.kafka_config,
+            "bootstrap.servers": self.bootstrap_servers,
+            **self._signed(),
+            **overrides,
+        }
 
     def client_config(self, **overrides: object) -> dict[str, object]:
         """The user's kafka.* settings for a client that is not a producer (the marker's consumer), plus
         `overrides`: producer-only settings left out, which librdkafka would log a warning about."""
         shared = {k: v for k, v in self.kafka_config.items() if k not in PRODUCER_ONLY_SETTINGS}
-        return {**shared, "bootstrap.servers": self.bootstrap_servers, **overrides}
+        return {**shared, "bootstrap.servers": self.bootstrap_servers, **self._signed(), **overrides}
+
+    def _signed(self) -> dict[str, object]:
+        """The token provider as librdkafka's refresh callback (oauth_cb), where oauthProvider names one."""
+        return {"oauth_cb": self.token_provider} if self.token_provider else {}
 
     def delivery_timeout_ms(self) -> int:
         """How long librdkafka tries to deliver a record before it reports the record failed."""
@@ -154,6 +166,7 @@ def parse_sink_options(raw_options: Mapping[str, str], streaming: bool) -> SinkO
         marker_topic=marker_topic,
         kafka_config=kafka_settings.kafka_config(options),
         write_path=write_path,
+        token_provider=sign_in.read_token_provider(options, bootstrap),
     )
     _check_producer_accepts(parsed)
     return parsed
@@ -164,13 +177,14 @@ def _check_names(options: Mapping[str, str]) -> None:
     known = {name.lower(): name for name in SINK_OPTIONS + REGISTRY_OPTIONS}
     spark_added = {name.lower() for name in SPARK_WRITE_OPTIONS}
     for name in options:
-        if name.startswith(("kafka.", "schema.registry.")) or name in known or name in spark_added:
+        if name.startswith(("kafka.", "schema.registry.", sign_in.PREFIX)) or name in known or name in spark_added:
             continue
         close = difflib.get_close_matches(name, list(known), n=1, cutoff=0.75)
         hint = f"did you mean {known[close[0]]}? " if close else ""
         raise OptionError(
             f"unknown option {shown_value(name)} for the kafkasource sink: {hint}its options are "
-            f"{', '.join(SINK_OPTIONS)} and kafka.<setting> for librdkafka's producer"
+            f"{', '.join(SINK_OPTIONS)}, kafka.<setting> for librdkafka's producer and oauthProvider.<argument> for "
+            "the token provider"
         )
 
 
@@ -232,7 +246,8 @@ def _check_producer_accepts(options: SinkOptions) -> None:
     overrides: dict[str, object] = {"log_level": 0}
     if options.guarantee == "exactly-once":
         overrides["transactional.id"] = f"{options.transactional_id_prefix}-0"
-    config = options.producer_config(**overrides)
+    # without the token provider: a producer that never connects needs no token
+    config = {k: v for k, v in options.producer_config(**overrides).items() if k != "oauth_cb"}
     try:
         # never produces, and a transactional producer talks to no broker before init_transactions()
         Producer(config).close()

@@ -20,6 +20,7 @@ from typing import TypeAlias
 from confluent_kafka import KafkaError, KafkaException, Producer
 
 from kafkasource.cluster.refusal import is_refusal, refusal_error
+from kafkasource.cluster.sign_in import provider as sign_in
 from kafkasource.writing.failures import DeliveryError, delivery_error, where
 from kafkasource.writing.native_producer import NativeProducer, message_batches
 from kafkasource.writing.options import SinkOptions
@@ -105,7 +106,7 @@ def is_fence(text: str) -> bool:
 def new_producer(options: SinkOptions, deliveries: Deliveries, **overrides: object) -> Producer:
     if "transactional.id" in overrides:
         overrides = {"logger": QuietFences(), **overrides}
-    return Producer(options.producer_config(error_cb=deliveries.on_error, **overrides))
+    return Producer(sign_in.ready(options.producer_config(error_cb=deliveries.on_error, **overrides)))
 
 
 def make_producer(options: SinkOptions, deliveries: Deliveries, **overrides: object) -> SinkProducer:

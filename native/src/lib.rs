@@ -22,6 +22,7 @@ use rdkafka_sys as rd;
 mod arrow_ffi;
 mod avro;
 mod producer;
+mod token;
 
 const ERRSTR_SIZE: usize = 512;
 
@@ -335,18 +336,31 @@ impl Drop for KafkaConfig {
 /// consumer among the messages.
 type ClientErrors = Mutex<Vec<(i32, String)>>;
 
+/// What the consumer's callbacks reach through its opaque: the errors they keep, the token provider they call.
+#[derive(Default)]
+struct ConsumerShared {
+    client_errors: ClientErrors,
+    token_provider: Option<Py<PyAny>>,
+}
+
+impl token::TokenSource for ConsumerShared {
+    fn token_provider(&self) -> Option<&Py<PyAny>> {
+        self.token_provider.as_ref()
+    }
+}
+
 /// librdkafka's error callback, served on the thread that serves the consumer's queue (consume, close): keeps the
 /// error for `Consumer.client_errors`.
 ///
 /// # Safety
-/// `opaque` is the `ClientErrors` of the Handle whose client calls back; a non-null `reason` is NUL-terminated.
+/// `opaque` is the `ConsumerShared` of the Handle whose client calls back; a non-null `reason` is NUL-terminated.
 unsafe extern "C" fn keep_client_error(
     _kafka: *mut rd::rd_kafka_t,
     err: c_int,
     reason: *const c_char,
     opaque: *mut c_void,
 ) {
-    let errors = &*(opaque as *const ClientErrors);
+    let errors = &(*(opaque as *const ConsumerShared)).client_errors;
     errors.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).push((err, cstr(reason)));
 }
 
@@ -355,16 +369,17 @@ struct Handle {
     kafka: *mut rd::rd_kafka_t,
     queue: *mut rd::rd_kafka_queue_t,
     // boxed: librdkafka holds its address, which must stay put and outlive the client (fields drop after `drop`)
-    client_errors: Box<ClientErrors>,
+    shared: Box<ConsumerShared>,
 }
 
 impl Handle {
-    fn new(config: KafkaConfig) -> PyResult<Self> {
-        let client_errors: Box<ClientErrors> = Box::default();
+    fn new(config: KafkaConfig, token_provider: Option<Py<PyAny>>) -> PyResult<Self> {
+        let shared = Box::new(ConsumerShared { client_errors: Mutex::default(), token_provider });
         // SAFETY: the configuration is live; the opaque stays valid as long as the client (see the field).
         unsafe {
             rd::rd_kafka_conf_set_error_cb(config.0, Some(keep_client_error));
-            rd::rd_kafka_conf_set_opaque(config.0, &*client_errors as *const ClientErrors as *mut c_void);
+            token::set_refresh_callback(config.0, &*shared);
+            rd::rd_kafka_conf_set_opaque(config.0, &*shared as *const ConsumerShared as *mut c_void);
         }
         let mut errstr = [0 as c_char; ERRSTR_SIZE];
         let consumer = rd::rd_kafka_type_t::RD_KAFKA_CONSUMER;
@@ -377,6 +392,7 @@ impl Handle {
         std::mem::forget(config);
         // SAFETY: `kafka` is a live consumer handle, destroyed here if no Handle is made of it.
         unsafe {
+            token::refresh_in_background(kafka, &*shared);
             rd::rd_kafka_poll_set_consumer(kafka);
             let queue = rd::rd_kafka_queue_get_consumer(kafka);
             if queue.is_null() {
@@ -386,19 +402,26 @@ impl Handle {
                     "group.id: the native consumer needs one (it never joins the group nor commits)",
                 ));
             }
-            Ok(Handle { kafka, queue, client_errors })
+            Ok(Handle { kafka, queue, shared })
         }
     }
 }
 
 impl Drop for Handle {
     fn drop(&mut self) {
-        // SAFETY: the Handle owns both; librdkafka wants the queue destroyed before the consumer is closed.
-        unsafe {
-            rd::rd_kafka_queue_destroy(self.queue);
-            rd::rd_kafka_consumer_close(self.kafka);
-            rd::rd_kafka_destroy(self.kafka);
-        }
+        let this = &*self;
+        // without the GIL: closing waits on librdkafka's threads, one of which may wait on the GIL (token.rs)
+        Python::with_gil(|py| {
+            py.allow_threads(move || {
+                let this = this; // the whole handle, which is Send, rather than its fields
+                                 // SAFETY: the Handle owns both; librdkafka wants the queue destroyed before the consumer is closed.
+                unsafe {
+                    rd::rd_kafka_queue_destroy(this.queue);
+                    rd::rd_kafka_consumer_close(this.kafka);
+                    rd::rd_kafka_destroy(this.kafka);
+                }
+            })
+        });
     }
 }
 
@@ -421,10 +444,12 @@ struct Consumer {
 
 #[pymethods]
 impl Consumer {
-    /// `config`: librdkafka properties, already validated by the caller.
+    /// `config`: librdkafka properties, already validated by the caller; `token_provider`: a callable that
+    /// returns (token, expiry in seconds since the epoch, principal, extensions), for SASL OAUTHBEARER.
     #[new]
-    fn new(config: Vec<(String, String)>) -> PyResult<Self> {
-        let handle = Handle::new(KafkaConfig::new(&config)?)?;
+    #[pyo3(signature = (config, token_provider=None))]
+    fn new(config: Vec<(String, String)>, token_provider: Option<Py<PyAny>>) -> PyResult<Self> {
+        let handle = Handle::new(KafkaConfig::new(&config)?, token_provider)?;
         Ok(Consumer { handle: Some(handle), columns: Columns::new() })
     }
 
@@ -542,7 +567,7 @@ impl Consumer {
     /// The client-level errors librdkafka reported since the last call (while `consume` served the queue),
     /// oldest first, as (code, text).
     fn client_errors(&self) -> PyResult<Vec<(i32, String)>> {
-        let errors = &self.handle()?.client_errors;
+        let errors = &self.handle()?.shared.client_errors;
         Ok(std::mem::take(&mut *errors.lock().unwrap_or_else(|poisoned| poisoned.into_inner())))
     }
 

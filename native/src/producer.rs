@@ -81,6 +81,14 @@ struct Shared {
     reports: Mutex<Reports>,
     /// client-level errors (authentication, TLS, brokers down, a fatal error), as (code, text, fatal)
     client_errors: Mutex<Vec<(i32, String, bool)>>,
+    /// what makes the OAUTHBEARER tokens, when the producer signs in with one (token.rs)
+    token_provider: Option<Py<PyAny>>,
+}
+
+impl crate::token::TokenSource for Shared {
+    fn token_provider(&self) -> Option<&Py<PyAny>> {
+        self.token_provider.as_ref()
+    }
 }
 
 /// librdkafka's delivery report callback: counts the record delivered or failed, keeping the first failure with
@@ -163,10 +171,11 @@ struct ProducerHandle {
 }
 
 impl ProducerHandle {
-    fn new(config: KafkaConfig) -> PyResult<Self> {
-        let shared: Box<Shared> = Box::default();
+    fn new(config: KafkaConfig, token_provider: Option<Py<PyAny>>) -> PyResult<Self> {
+        let shared = Box::new(Shared { token_provider, ..Shared::default() });
         // SAFETY: the configuration is live; the opaque stays valid as long as the client (see the field).
         unsafe {
+            crate::token::set_refresh_callback(config.0, &*shared);
             rd::rd_kafka_conf_set_error_cb(config.0, Some(on_client_error));
             rd::rd_kafka_conf_set_dr_msg_cb(config.0, Some(on_delivery));
             rd::rd_kafka_conf_set_log_cb(config.0, Some(on_log));
@@ -181,6 +190,8 @@ impl ProducerHandle {
         }
         // librdkafka took the configuration over and frees it
         std::mem::forget(config);
+        // SAFETY: the client is live.
+        unsafe { crate::token::refresh_in_background(kafka, &*shared) };
         Ok(ProducerHandle { kafka, shared, topics: HashMap::new() })
     }
 
@@ -223,18 +234,26 @@ impl ProducerHandle {
 
 impl Drop for ProducerHandle {
     fn drop(&mut self) {
-        // SAFETY: the handle owns the client and the topic handles, which go before it. Records still queued or in
-        // flight are dropped without waiting (a purge that does not block, then a zero-timeout flush that serves
-        // their reports), so closing never waits on brokers that may be gone.
-        unsafe {
-            for (_, topic) in self.topics.drain() {
-                rd::rd_kafka_topic_destroy(topic);
-            }
-            let flags = rd::RD_KAFKA_PURGE_F_QUEUE | rd::RD_KAFKA_PURGE_F_INFLIGHT | rd::RD_KAFKA_PURGE_F_NON_BLOCKING;
-            rd::rd_kafka_purge(self.kafka, flags);
-            rd::rd_kafka_flush(self.kafka, 0);
-            rd::rd_kafka_destroy(self.kafka);
-        }
+        let this = &mut *self;
+        // without the GIL: destroying joins librdkafka's threads, one of which may wait on the GIL (token.rs)
+        Python::with_gil(|py| {
+            py.allow_threads(move || {
+                let this = this; // the whole handle, which is Send, rather than its fields
+                                 // SAFETY: the handle owns the client and the topic handles, which go before it. Records still
+                                 // queued or in flight are dropped without waiting (a purge that does not block, then a zero-timeout
+                                 // flush that serves their reports), so closing never waits on brokers that may be gone.
+                unsafe {
+                    for (_, topic) in this.topics.drain() {
+                        rd::rd_kafka_topic_destroy(topic);
+                    }
+                    let flags =
+                        rd::RD_KAFKA_PURGE_F_QUEUE | rd::RD_KAFKA_PURGE_F_INFLIGHT | rd::RD_KAFKA_PURGE_F_NON_BLOCKING;
+                    rd::rd_kafka_purge(this.kafka, flags);
+                    rd::rd_kafka_flush(this.kafka, 0);
+                    rd::rd_kafka_destroy(this.kafka);
+                }
+            })
+        });
     }
 }
 
@@ -693,10 +712,12 @@ pub struct Producer {
 
 #[pymethods]
 impl Producer {
-    /// `config`: librdkafka properties, already validated by the caller.
+    /// `config`: librdkafka properties, already validated by the caller; `token_provider`: a callable that
+    /// returns (token, expiry in seconds since the epoch, principal, extensions), for SASL OAUTHBEARER.
     #[new]
-    fn new(config: Vec<(String, String)>) -> PyResult<Self> {
-        Ok(Producer { handle: Some(ProducerHandle::new(KafkaConfig::new(&config)?)?) })
+    #[pyo3(signature = (config, token_provider=None))]
+    fn new(config: Vec<(String, String)>, token_provider: Option<Py<PyAny>>) -> PyResult<Self> {
+        Ok(Producer { handle: Some(ProducerHandle::new(KafkaConfig::new(&config)?, token_provider)?) })
     }
 
     /// Hands rows `start..` of one record batch (the capsules of pyarrow's `__arrow_c_array__()`) to librdkafka:
