@@ -160,6 +160,11 @@ def _oauthbearer_listener(oauth: IdentityProvider) -> dict[str, str]:
         "sasl.oauthbearer.jwks.endpoint.url": oauth.jwks_url,
         "sasl.oauthbearer.expected.audience": oauth.audience,
         "sasl.oauthbearer.expected.issuer": oauth.issuer,
+        # a token is good until its expiry, not 30 s past it (Kafka's default allowance for clock skew), and a
+        # connection signed in with one is closed when it expires unless the client signs in again with a newer
+        # one (KIP-368): the test of a token refreshed mid-query needs both to fail without the refresh
+        "sasl.oauthbearer.clock.skew.seconds": "1",
+        "listener.name.client.oauthbearer.connections.max.reauth.ms": "3600000",
     }
 
 

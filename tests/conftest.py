@@ -120,6 +120,9 @@ def spark():
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
     os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
+    # the tests' own token provider may run, as a cluster's owner allows one: Spark's Python workers see the
+    # environment the JVM started with (kafkasource/cluster/sign_in/custom.py)
+    os.environ["KAFKASOURCE_OAUTH_PROVIDERS"] = "tests.token_provider:client_credentials"
     from pyspark.sql import SparkSession
 
     session = (SparkSession.builder.master("local[2]").appName("kafkasource-tests")

@@ -214,3 +214,24 @@ def test_metrics_table_is_off_by_default_and_checked(tmp_path):
         ("prot = 9108", "unknown key 'prot' in [metrics] (did you mean 'port'?)"),
     ]:
         assert message in error_of(write(tmp_path, MINIMAL + "[metrics]\n" + keys + "\n")), keys
+
+
+def test_a_token_provider_in_source_signs_in_the_source_the_route_sink_and_the_dead_letter_producer(tmp_path):
+    """oauthProvider and its arguments in [source] reach every client a job makes: the source's, the route job's
+    sink (its options) and the dead-letter producer (its librdkafka configuration, with the provider as oauth_cb)."""
+    from kafkasource.jobs.dead_letter import producer_config
+
+    signed = ROUTE.replace('subscribe = "orders"\n', 'subscribe = "orders"\noauthProvider = "aws_msk_iam"\n'
+                                                     '"oauthProvider.region" = "eu-west-1"\n')
+    config = load(write(tmp_path, signed), writes_topic=True)
+
+    assert config.parsed_options(streaming=True).token_provider.name == "aws_msk_iam"
+    assert config.sink_options == {
+        "kafka.bootstrap.servers": "127.0.0.1:9092", "oauthProvider": "aws_msk_iam",
+        "oauthProvider.region": "eu-west-1", "topic": "out", "deliveryGuarantee": "exactly-once",
+        "transactionalIdPrefix": "orders-route"}
+    producer = producer_config(config.source_options)
+    assert (producer["sasl.mechanism"], producer["security.protocol"]) == ("OAUTHBEARER", "SASL_SSL")
+    assert producer["oauth_cb"].name == "aws_msk_iam" and dict(producer["oauth_cb"].arguments) == {
+        "region": "eu-west-1"}
+    assert "group.id" not in producer

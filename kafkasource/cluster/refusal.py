@@ -26,10 +26,17 @@ CLIENT_CERTIFICATE_ALERTS = {42, 43, 44, 45, 46, 48, 116}
 
 
 CLOSE_NOTIFY = 0  # the one alert that ends a TLS session in order (a broker shutting down), not a refusal
+# What librdkafka reports when a broker refuses its re-authentication of a connection whose session is ending (KIP-368:
+# brokers with connections.max.reauth.ms close a connection when its token expires unless the client signs in again
+# on it). Kafka 4.3 answers librdkafka 2.12's and 2.13's re-authentication so; librdkafka then opens a new connection,
+# which signs in with the current token. The credentials were not refused, so this is no reason to fail.
+REAUTHENTICATION_REFUSED = "Request not valid in current SASL state"
 
 
 def is_refusal(error: KafkaError) -> bool:
     """Whether `error` (from a client's error callback) means the brokers refused this client."""
+    if error.code() == KafkaError._AUTHENTICATION and REAUTHENTICATION_REFUSED in error.str():
+        return False
     if error.code() in REFUSED:
         return True
     alert = TLS_ALERT.search(error.str()) if error.code() == KafkaError._TRANSPORT else None
@@ -45,6 +52,15 @@ def refusal_error(what: str, error: KafkaError, kafka_config: Mapping[str, objec
     reason = masked(error.str(), kafka_config)
     if error.code() == KafkaError._AUTHENTICATION:
         mechanism = kafka_config.get("sasl.mechanism") or kafka_config.get("sasl.mechanisms") or "GSSAPI"
+        provider = kafka_config.get("oauth_cb")
+        if str(mechanism).upper() == "OAUTHBEARER" and provider is not None:
+            return AccessError(
+                f"could not {what}: authentication with Kafka at {servers} failed (SASL mechanism {mechanism}, "
+                f"security.protocol {protocol}) with a token of oauthProvider {getattr(provider, 'name', provider)}: "
+                f"{reason}. Check that the identity the "
+                "provider signs in as may connect to these brokers (its cloud's permissions for Kafka), and its "
+                "oauthProvider.* options"
+            )
         if str(mechanism).upper() == "OAUTHBEARER":
             client_id = kafka_config.get("sasl.oauthbearer.client.id")
             return AccessError(

@@ -392,7 +392,10 @@ impl Handle {
         std::mem::forget(config);
         // SAFETY: `kafka` is a live consumer handle, destroyed here if no Handle is made of it.
         unsafe {
-            token::refresh_in_background(kafka, &*shared);
+            if let Err(reason) = token::refresh_in_background(kafka, &*shared) {
+                rd::rd_kafka_destroy(kafka);
+                return Err(PyValueError::new_err(reason));
+            }
             rd::rd_kafka_poll_set_consumer(kafka);
             let queue = rd::rd_kafka_queue_get_consumer(kafka);
             if queue.is_null() {

@@ -190,9 +190,10 @@ impl ProducerHandle {
         }
         // librdkafka took the configuration over and frees it
         std::mem::forget(config);
-        // SAFETY: the client is live.
-        unsafe { crate::token::refresh_in_background(kafka, &*shared) };
-        Ok(ProducerHandle { kafka, shared, topics: HashMap::new() })
+        let handle = ProducerHandle { kafka, shared, topics: HashMap::new() };
+        // SAFETY: the client is live (dropping the handle destroys it).
+        unsafe { crate::token::refresh_in_background(kafka, &*handle.shared) }.map_err(PyValueError::new_err)?;
+        Ok(handle)
     }
 
     /// The topic handle for `name`, made once per topic: producing by handle spares librdkafka a lookup of the

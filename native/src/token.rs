@@ -28,20 +28,27 @@ pub trait TokenSource {
 pub unsafe fn set_refresh_callback<T: TokenSource>(config: *mut rd::rd_kafka_conf_t, source: &T) {
     if source.token_provider().is_some() {
         rd::rd_kafka_conf_set_oauthbearer_token_refresh_cb(config, Some(refresh::<T>));
+        // the callback's own queue, which `refresh_in_background` hands to the background thread
+        rd::rd_kafka_conf_enable_sasl_queue(config, 1);
     }
 }
 
-/// Moves the refresh callback to librdkafka's background thread (see the module's comment).
+/// Moves the refresh callback to librdkafka's background thread (see the module's comment); librdkafka's reason
+/// when it cannot.
 ///
 /// # Safety
-/// `kafka` is a live client.
-pub unsafe fn refresh_in_background<T: TokenSource>(kafka: *mut rd::rd_kafka_t, source: &T) {
-    if source.token_provider().is_some() {
-        let error = rd::rd_kafka_sasl_background_callbacks_enable(kafka);
-        if !error.is_null() {
-            rd::rd_kafka_error_destroy(error);
-        }
+/// `kafka` is a live client made of a configuration `set_refresh_callback` prepared.
+pub unsafe fn refresh_in_background<T: TokenSource>(kafka: *mut rd::rd_kafka_t, source: &T) -> Result<(), String> {
+    if source.token_provider().is_none() {
+        return Ok(());
     }
+    let error = rd::rd_kafka_sasl_background_callbacks_enable(kafka);
+    if error.is_null() {
+        return Ok(());
+    }
+    let reason = cstr(rd::rd_kafka_error_string(error));
+    rd::rd_kafka_error_destroy(error);
+    Err(format!("the token refresh could not run on librdkafka's background thread: {reason}"))
 }
 
 /// librdkafka's token refresh callback: the provider's (token, expiry in seconds since the epoch, principal, ...)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import logging
+import secrets
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -26,6 +27,7 @@ log = logging.getLogger(__name__)
 
 OPTION = custom.OPTION
 PREFIX = "oauthprovider."  # the provider's arguments, as Spark's case-insensitive option map names them
+_SALT = secrets.token_bytes(16)
 
 
 @dataclass(frozen=True)
@@ -73,9 +75,10 @@ class TokenProvider:
     bootstrap_servers: str
 
     def __str__(self) -> str:
-        # clients are pooled by their settings as text: two providers that differ only in arguments must differ
-        digest = hashlib.sha256(repr((self.arguments, self.bootstrap_servers)).encode()).hexdigest()[:16]
-        return f"oauthProvider={self.name} ({digest})"
+        # clients are pooled by their settings as text, so two providers that differ only in arguments must differ;
+        # salted per process, so the text tells nothing of a secret argument to whoever sees it
+        keyed = hashlib.sha256(_SALT + repr((self.arguments, self.bootstrap_servers)).encode()).hexdigest()[:16]
+        return f"oauthProvider={self.name} ({keyed})"
 
     def __call__(self, oauthbearer_config: object = None) -> tuple[str, float, str, dict[str, str]]:
         try:
@@ -216,4 +219,4 @@ def _reason(exc: BaseException, arguments: tuple[tuple[str, str], ...]) -> str:
     hidden = [value for name, value in arguments if value and any(m in name for m in SECRET_ARGUMENTS)]
     for value in sorted(hidden, key=len, reverse=True):
         text = text.replace(value, "*****")
-    return text[:600]
+    return text[:2000]  # DefaultAzureCredential lists every credential it tried: its managed identity's at ~700
