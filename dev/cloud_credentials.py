@@ -36,9 +36,11 @@ import secrets
 import threading
 import time
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from urllib.parse import parse_qs, urlsplit
 from xml.sax.saxutils import escape
+
+from dev.local_http import LocalHttpServer
 
 STS_NAMESPACE = "https://sts.amazonaws.com/doc/2011-06-15/"
 GOOGLE_AUDIENCE = "https://oauth2.googleapis.com/token"  # the aud google-auth puts in every grant assertion
@@ -73,21 +75,16 @@ class CloudCredentials:
         self._public_keys: dict[str, object] = {}  # service account email -> its RSA public key
         self._issued = 0
         self._lock = threading.Lock()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self._thread = threading.Thread(target=self._server.serve_forever, args=(0.05,), name="cloud-credentials",
-                                        daemon=True)
-        self._thread.start()
+        self._server = LocalHttpServer(self._handler(), "cloud-credentials", poll_interval=0.05)
 
     @property
     def url(self) -> str:
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
+        return self._server.url
 
     @property
     def host(self) -> str:
         """host:port, as GCE_METADATA_HOST takes it."""
-        host, port = self._server.server_address[:2]
-        return f"{host}:{port}"
+        return self._server.host
 
     @property
     def identity_endpoint(self) -> str:
@@ -100,8 +97,7 @@ class CloudCredentials:
         return f"{self.url}/token"
 
     def stop(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
+        self._server.stop()
 
     def fail(self, service: str, status: int | None) -> None:
         """From now on `service` (sts, app_service, imds, google) answers `status` with its error; None: it grants."""

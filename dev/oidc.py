@@ -17,13 +17,13 @@ import json
 import secrets
 import subprocess
 import tempfile
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from urllib.parse import parse_qs
 
 from dev.broker import BrokerError, require
+from dev.local_http import LocalHttpServer
 
 
 def _b64url(data: bytes) -> str:
@@ -52,14 +52,11 @@ class IdentityProvider:
         self._jwks = {"keys": [{"kty": "RSA", "use": "sig", "alg": "RS256", "kid": self.key_id,
                                 "n": _b64url(binascii.unhexlify(modulus)), "e": _b64url((65537).to_bytes(3, "big"))}]}
         self.requests: list[tuple[str | None, bool]] = []  # (client id, granted) of every token request
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self._thread = threading.Thread(target=self._server.serve_forever, name="oidc-provider", daemon=True)
-        self._thread.start()
+        self._server = LocalHttpServer(self._handler(), "oidc-provider")
 
     @property
     def issuer(self) -> str:
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
+        return self._server.url
 
     @property
     def token_url(self) -> str:
@@ -70,8 +67,7 @@ class IdentityProvider:
         return f"{self.issuer}/jwks"
 
     def stop(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
+        self._server.stop()
 
     def token(self, client_id: str, scope: str | None = None) -> str:
         """A signed JWT for `client_id`."""
