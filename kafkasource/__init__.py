@@ -8,9 +8,13 @@ require_pyspark()  # before any module below imports pyspark: a clear message wh
 from kafkasource.errors import (
     AccessError,
     BrokerUnavailableError,
+    ColumnError,
     CommitError,
+    ContinuousTriggerError,
     DataLossError,
+    DecodeError,
     DeliveryError,
+    EncodeError,
     ExactlyOnceError,
     KafkaSourceError,
     NoCommittedOffsetError,
@@ -33,9 +37,13 @@ __all__ = [
     "DataLossError",
     "CommitError",
     "AccessError",
+    "SignInError",
+    "DecodeError",
+    "ColumnError",
+    "EncodeError",
     "DeliveryError",
     "ExactlyOnceError",
-    "SignInError",
+    "ContinuousTriggerError",
 ]
 
 

@@ -98,3 +98,20 @@ def test_an_older_pyspark_is_named_with_its_place(tmp_path):
 def test_pyspark_versions_read_as_major_and_minor():
     assert [version_tuple(v) for v in ["4.3.0", "4.2.0.dev1", "4.2.0-SNAPSHOT", "10.0", "", "unknown"]] == [
         (4, 3), (4, 2), (4, 2), (10, 0), (0, 0), (0, 0)]
+
+
+def test_every_error_kafkasource_raises_on_purpose_is_exported_and_on_the_api_page():
+    """A user catches kafkasource.SignInError, not kafkasource.errors.SignInError: each error class is in __all__,
+    and the API page renders each."""
+    import inspect
+
+    import kafkasource
+    from kafkasource import errors
+
+    classes = {name for name, value in vars(errors).items()
+               if inspect.isclass(value) and issubclass(value, errors.KafkaSourceError)}
+    assert "SignInError" in classes and "KafkaSourceError" in classes
+    assert classes <= set(kafkasource.__all__)
+    api = (Path(__file__).resolve().parent.parent / "docs" / "api.md").read_text()
+    members = set(re.search(r"members: \[([^\]]*)\]", api).group(1).replace(" ", "").split(","))
+    assert members == classes
