@@ -34,12 +34,10 @@ def modules() -> dict[str, Path]:
 
 
 def imports_of(path: Path, known: set[str]) -> set[str]:
-    """The package's modules that `path` imports, at any depth of its code but under `if TYPE_CHECKING:`."""
+    """The package's modules that `path` imports, at any depth of its code, `if TYPE_CHECKING:` included: an import
+    made for annotations only still says that one module needs the other, so a circle through it is a circle."""
     found: set[str] = set()
     tree = ast.parse(path.read_text(encoding="utf-8"))
-    for node in ast.walk(tree):
-        if isinstance(node, ast.If) and ast.unparse(node.test) in {"TYPE_CHECKING", "typing.TYPE_CHECKING"}:
-            node.body = []  # annotations only: no import at run time
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names if alias.name in known)

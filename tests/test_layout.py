@@ -77,6 +77,17 @@ def test_the_rules_find_what_breaks_them():
                      "kafkasource/x/y.py has 451 lines, over 450"]
 
 
+def test_an_import_for_annotations_only_counts_as_an_import(tmp_path, monkeypatch):
+    """A module that imports another only under `if TYPE_CHECKING:` needs it all the same: the edge is drawn, and
+    a circle through it is found."""
+    monkeypatch.setattr(import_graph, "ROOT", tmp_path)
+    (tmp_path / "kafkasource").mkdir()
+    typed = tmp_path / "kafkasource" / "typed.py"
+    typed.write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from kafkasource.other import Other\n")
+
+    assert import_graph.imports_of(typed, {"kafkasource.typed", "kafkasource.other"}) == {"kafkasource.other"}
+
+
 def test_the_import_graph_page_is_up_to_date():
     assert import_graph.PAGE.read_text(encoding="utf-8") == import_graph.page(), \
         "docs/import-graph.md is stale: run python3 -m scripts.import_graph"

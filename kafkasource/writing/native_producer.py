@@ -14,16 +14,13 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Iterator
 from types import ModuleType
-from typing import TYPE_CHECKING
 
 from confluent_kafka import KafkaError, KafkaException
 
 from kafkasource.cluster.sign_in import provider as sign_in
 from kafkasource.runtime.native_extension import EXTENSION, why_unavailable
+from kafkasource.writing.deliveries import Deliveries
 from kafkasource.writing.rows import Columns, Message
-
-if TYPE_CHECKING:
-    from kafkasource.writing.producer import Deliveries
 
 log = logging.getLogger(__name__)
 

@@ -19,8 +19,8 @@ from typing import TypeAlias
 
 from confluent_kafka import KafkaError, KafkaException, Producer
 
-from kafkasource.cluster.refusal import is_refusal, refusal_error
 from kafkasource.cluster.sign_in import provider as sign_in
+from kafkasource.writing.deliveries import Deliveries
 from kafkasource.writing.failures import DeliveryError, delivery_error, where
 from kafkasource.writing.native_producer import NativeProducer, message_batches
 from kafkasource.writing.options import SinkOptions
@@ -34,53 +34,6 @@ POLL_EVERY = 1_000  # records between two polls that serve delivery reports (and
 # a drain waits for librdkafka's own delivery timeout, after which every record has its report, plus this margin
 DRAIN_MARGIN_S = 15
 IDLE_CLOSE_SECONDS = 300
-
-
-@dataclass
-class Deliveries:
-    """The delivery reports of the records one task handed to a producer: how many failed, and the first failure
-    (what its message tells); and a refusal by the brokers (authentication, TLS), which no record report carries."""
-
-    failed: int = 0
-    first: tuple[KafkaError, str | None, int | None, int | None] | None = None  # error, topic, partition, size
-    refusal: KafkaError | None = None
-    position: int | None = None  # the first failure's row in the task, where the producer tells it (native)
-
-    def report(self, error: KafkaError | None, message) -> None:
-        """librdkafka's delivery report callback, run by poll() and flush() in the thread that calls them."""
-        if error is None:
-            return
-        self.failed += 1
-        if self.first is None:
-            size = len(message.value() or b"") + len(message.key() or b"")
-            self.first = (error, message.topic(), message.partition(), size)
-
-    def on_error(self, error: KafkaError) -> None:
-        """librdkafka's error callback: client-wide errors. Only a refusal fails a write at once; brokers that are
-        down are retried until the delivery timeout, whose reports then tell."""
-        if is_refusal(error):
-            self.refusal = error
-
-    def reset(self) -> None:
-        self.failed, self.first, self.refusal, self.position = 0, None, None, None
-
-    def error(self, options: SinkOptions, transactional_id: str | None = None) -> Exception | None:
-        """The error these reports mean, or None when none failed."""
-        if self.refusal is not None:
-            return refusal_error(f"write to {where(options.topic, None)}", self.refusal, options.producer_config())
-        if self.first is None:
-            return None
-        error, topic, partition, size = self.first
-        return delivery_error(
-            error,
-            options,
-            topic,
-            partition,
-            size=size,
-            failed=self.failed,
-            transactional_id=transactional_id,
-            record=self.position,
-        )
 
 
 class QuietFences:

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
 from kafkasource.cluster.settings import masked
+from kafkasource.writing.deliveries import Deliveries
 from kafkasource.writing.digest import RecordDigest
 from kafkasource.writing.failures import DeliveryError, delivery_error, transaction_timed_out, where
 from kafkasource.writing.markers import (
@@ -50,7 +51,6 @@ from kafkasource.writing.markers import (
 from kafkasource.writing.native_producer import MESSAGE_COLUMNS, message_batches
 from kafkasource.writing.options import SinkOptions
 from kafkasource.writing.producer import (
-    Deliveries,
     SinkProducer,
     close,
     drain,
