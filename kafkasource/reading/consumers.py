@@ -22,10 +22,10 @@ from kafkasource.cluster.sign_in import provider as sign_in
 from kafkasource.errors import KafkaSourceError
 from kafkasource.reading.native import NativeConsumer
 from kafkasource.runtime import native_extension
+from kafkasource.runtime.pooling import IDLE_CLOSE_SECONDS
 
 log = logging.getLogger(__name__)
 
-IDLE_CLOSE_SECONDS = 300
 # Executor consumers read ranges whose records exist, in bulk (what each default measured: bench/TUNING.md);
 # users override any of them with kafka.*
 FETCH_DEFAULTS = {

@@ -20,6 +20,7 @@ from typing import TypeAlias
 from confluent_kafka import KafkaError, KafkaException, Producer
 
 from kafkasource.cluster.sign_in import provider as sign_in
+from kafkasource.runtime.pooling import IDLE_CLOSE_SECONDS
 from kafkasource.writing.deliveries import Deliveries
 from kafkasource.writing.failures import DeliveryError, delivery_error, where
 from kafkasource.writing.native_producer import NativeProducer, message_batches
@@ -33,7 +34,6 @@ log = logging.getLogger(__name__)
 POLL_EVERY = 1_000  # records between two polls that serve delivery reports (and notice a failure early)
 # a drain waits for librdkafka's own delivery timeout, after which every record has its report, plus this margin
 DRAIN_MARGIN_S = 15
-IDLE_CLOSE_SECONDS = 300
 
 
 class QuietFences:

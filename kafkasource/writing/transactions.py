@@ -31,9 +31,10 @@ from dataclasses import dataclass
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
 from kafkasource.cluster.settings import masked
+from kafkasource.runtime.pooling import IDLE_CLOSE_SECONDS
 from kafkasource.writing.deliveries import Deliveries
 from kafkasource.writing.digest import RecordDigest
-from kafkasource.writing.failures import DeliveryError, delivery_error, transaction_timed_out, where
+from kafkasource.writing.failures import FENCED, DeliveryError, delivery_error, transaction_timed_out, where
 from kafkasource.writing.markers import (
     MARKER_PARTITION,
     MarkedBatch,
@@ -64,9 +65,7 @@ log = logging.getLogger(__name__)
 
 CALL_MARGIN_S = 30  # a transactional call waits for the brokers this long beyond the delivery timeout
 INIT_SLICE_S = 1.0  # init_transactions() waits this long at a time between serving the error callback
-IDLE_CLOSE_SECONDS = 300  # a kept producer unused this long is closed (its connections held for nothing)
 MAX_IDLE_TRANSACTIONAL = 64  # kept producers per worker: one per partition its tasks wrote, of every sink
-FENCED = (KafkaError._FENCED, KafkaError.PRODUCER_FENCED, KafkaError.INVALID_PRODUCER_EPOCH)
 
 
 def transactional_id(prefix: str, partition_id: int) -> str:
