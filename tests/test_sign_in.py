@@ -187,7 +187,7 @@ def test_a_provider_that_fails_is_named_with_its_reason_before_any_data_moves(sp
     assert (f"oauthProvider {token_provider.NAME} could not make a token: RuntimeError: {reason} (secret *****)"
             in message), message
     assert CLIENT_SECRET not in message
-    with pytest.raises(Exception) as failed:  # the sink's producers, on the executors
+    with pytest.raises(Exception) as failed:  # on the driver, before any task starts
         write_batch(spark.createDataFrame([("v",)], "value string"),
                     {**signed_in(broker, identity_provider, fail=reason), "topic": "anything"})
     assert f"oauthProvider {token_provider.NAME} could not make a token: RuntimeError: {reason}" in str(failed.value)

@@ -41,13 +41,21 @@ OVERWRITE_REFUSED = (
 def batch_writer(raw_options: Mapping[str, str], schema, overwrite: bool) -> KafkaBatchWriter:
     if overwrite:
         raise OptionError(OVERWRITE_REFUSED)
-    options = parse_sink_options(raw_options, streaming=False)
+    options = _signed_in(parse_sink_options(raw_options, streaming=False))
     return KafkaBatchWriter(options, *_columns(raw_options, schema, options))
 
 
 def stream_writer(raw_options: Mapping[str, str], schema) -> KafkaStreamWriter:
-    options = parse_sink_options(raw_options, streaming=True)
+    options = _signed_in(parse_sink_options(raw_options, streaming=True))
     return KafkaStreamWriter(options, *_columns(raw_options, schema, options))
+
+
+def _signed_in(options: SinkOptions) -> SinkOptions:
+    """`options`, once their token provider (oauthProvider) made a token here on the driver: a provider that fails
+    fails the write before any task starts, with its own reason, rather than in every task."""
+    if options.token_provider is not None:
+        options.token_provider.token()
+    return options
 
 
 def _columns(raw_options: Mapping[str, str], schema, options: SinkOptions) -> tuple[Columns, Encoding | None]:
