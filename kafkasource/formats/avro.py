@@ -28,6 +28,7 @@ import io
 import uuid
 from collections.abc import Mapping, Sequence
 from decimal import Decimal
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
@@ -36,6 +37,9 @@ from kafkasource.formats.avro_schema import AvroJson, AvroSchema, Node, SchemaEr
 from kafkasource.formats.registry import RegistrySchema
 from kafkasource.formats.wire_format import Unusable, as_binary, decode_each, guid_reasons, unresolvable_reason
 from kafkasource.runtime import native_extension
+
+if TYPE_CHECKING:
+    from kafkasource import _native
 
 
 def arrow_type(reader_schema: str, references: Sequence[tuple[str, str]] = ()) -> pa.DataType:
@@ -91,10 +95,8 @@ class NativeDecoder:
 
     def __init__(self, arrow_type: pa.DataType):
         self.arrow_type = arrow_type
-        extension = native_extension.EXTENSION
-        if extension is None:  # AvroDecoder asked avro_decoder_available() first
-            raise RuntimeError(f"kafkasource's native extension {native_extension.why_unavailable()}")
-        self.native = extension.AvroDecoder(_column_spec(arrow_type))
+        extension = native_extension.extension()  # AvroDecoder asked avro_decoder_available() first
+        self.native: _native.AvroDecoder = extension.AvroDecoder(_column_spec(arrow_type))
 
     def add_writer(self, schema_id: int, writer: AvroSchema | None, plan: tuple | str) -> None:
         if isinstance(plan, str):
