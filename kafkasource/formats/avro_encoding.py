@@ -24,6 +24,7 @@ import pyarrow as pa
 from kafkasource.formats import avro_schema
 from kafkasource.formats.avro_schema import NO_DEFAULT, Node
 from kafkasource.formats.registry import RegistrySchema
+from kafkasource.reading.native_arrow import binary_array
 from kafkasource.runtime import native_extension
 from kafkasource.runtime.native_results import EncodedColumn
 
@@ -97,13 +98,4 @@ class NativeAvroEncoder:
             return None
         if encoded.length == 0:
             return pa.array([], pa.binary()), encoded.bad_rows
-        payloads = pa.Array.from_buffers(
-            pa.binary(),
-            encoded.length,
-            [
-                pa.py_buffer(encoded.payloads.validity),
-                pa.py_buffer(encoded.payloads.offsets),
-                pa.py_buffer(encoded.payloads.data),
-            ],
-        )
-        return payloads, encoded.bad_rows
+        return binary_array(encoded.length, encoded.payloads), encoded.bad_rows

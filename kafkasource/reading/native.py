@@ -21,7 +21,7 @@ from kafkasource.cluster.sign_in import provider as sign_in
 from kafkasource.planning.partitions import TopicPartition
 from kafkasource.planning.ranges import OffsetRange
 from kafkasource.reading import settings as read_settings
-from kafkasource.reading.arrow import HEADER_TYPE, TIMESTAMP_TYPE, arrow_schema, repeated_int32, repeated_string
+from kafkasource.reading.native_arrow import taken_batch
 from kafkasource.reading.python_rows import ErrorEvents
 from kafkasource.runtime import native_extension
 from kafkasource.runtime.native_results import ClientError, Consumed
@@ -106,42 +106,6 @@ class NativeRows:
             yield self.take()
 
     def take(self) -> pa.RecordBatch:
-        return record_batch(
+        return taken_batch(
             self.native.take(self.include_headers), self.range.topic, self.range.partition, self.include_headers
         )
-
-
-def record_batch(taken, topic: str, partition: int, include_headers: bool) -> pa.RecordBatch:
-    """A RecordBatch over the buffers the native consumer's take() hands over, wrapped without copying."""
-    rows, buf = taken.rows, pa.py_buffer
-    columns = [
-        _binary_array(rows, taken.keys),
-        _binary_array(rows, taken.values),
-        repeated_string(topic, rows),
-        repeated_int32(partition, rows),
-        pa.Array.from_buffers(pa.int64(), rows, [None, buf(taken.offsets)]),
-        pa.Array.from_buffers(TIMESTAMP_TYPE, rows, [None, buf(taken.timestamps_us)]),
-        pa.Array.from_buffers(pa.int32(), rows, [None, buf(taken.timestamp_types)]),
-    ]
-    if include_headers:
-        headers = taken.headers
-        keys = headers.keys
-        entries = len(keys.offsets) // 4 - 1
-        entry = pa.Array.from_buffers(
-            HEADER_TYPE.value_type,
-            entries,
-            [None],
-            children=[
-                pa.Array.from_buffers(pa.string(), entries, [None, buf(keys.offsets), buf(keys.data)]),  # never null
-                _binary_array(entries, headers.values),
-            ],
-        )
-        columns.append(
-            pa.Array.from_buffers(HEADER_TYPE, rows, [buf(headers.validity), buf(headers.offsets)], children=[entry])
-        )
-    return pa.RecordBatch.from_arrays(columns, schema=arrow_schema(include_headers))
-
-
-def _binary_array(length: int, buffers) -> pa.Array:
-    buf = pa.py_buffer
-    return pa.Array.from_buffers(pa.binary(), length, [buf(buffers.validity), buf(buffers.offsets), buf(buffers.data)])
