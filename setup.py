@@ -59,8 +59,9 @@ setup(
     # a top-level pyspark_* module exposing DefaultSource: Spark registers format("kafkasource") by itself
     py_modules=["pyspark_kafkasource"],
     rust_extensions=native_extensions(),
-    # py.typed: the package's type hints are checked (mypy, scripts/test.sh) and offered to users' checkers
-    package_data={"kafkasource": ["py.typed"]},
+    # py.typed: the package's type hints are checked (mypy, scripts/test.sh) and offered to users' checkers;
+    # _native.pyi: the compiled extension's signatures, which the extension itself cannot tell a checker
+    package_data={"kafkasource": ["py.typed", "_native.pyi"]},
     zip_safe=False,
     # the extension uses Python's stable ABI from 3.11 on (pyo3's abi3-py311): one wheel for 3.11 and later
     options={"bdist_wheel": {"py_limited_api": "cp311"}},

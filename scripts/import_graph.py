@@ -20,6 +20,7 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "kafkasource"
 PAGE = ROOT / "docs" / "import-graph.md"
 MAX_LINES = 450
+EXTENSION = "kafkasource._native"
 # what may stand at the top of the package: what Spark and users call, the version, the error family
 FACES = {"__init__", "_version", "source", "stream", "batch", "options", "errors"}
 
@@ -44,7 +45,8 @@ def imports_of(path: Path, known: set[str]) -> set[str]:
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             for alias in node.names:
                 sub = f"{node.module}.{alias.name}"
-                found.add(sub if sub in known else node.module)
+                if sub != EXTENSION:  # compiled: it imports nothing of the package (its stub is _native.pyi)
+                    found.add(sub if sub in known else node.module)
     return {name for name in found if name in known and name != module_name(path)}
 
 

@@ -67,7 +67,7 @@ def test_building_batches_never_imports_pandas():
         from types import SimpleNamespace
         from confluent_kafka import Message
         from kafkasource.reading.arrow import to_record_batch
-        from kafkasource.reading.native import record_batch
+        from kafkasource.reading.native_arrow import taken_batch
 
         messages = [Message(topic="t", partition=0, offset=o, value=b"v", timestamp=(1, 1000 + o)) for o in range(3)]
         python_path = to_record_batch(messages, "t", 0, include_headers=False)
@@ -76,7 +76,7 @@ def test_building_batches_never_imports_pandas():
             values=SimpleNamespace(validity=b"\\x03", offsets=(0).to_bytes(4, "little") + (1).to_bytes(4, "little") * 2,
                                    data=b"v"),
             offsets=bytes(16), timestamps_us=bytes(16), timestamp_types=bytes(8), headers=None)
-        native_path = record_batch(taken, "t", 0, include_headers=False)
+        native_path = taken_batch(taken, "t", 0, include_headers=False)
         assert python_path.num_rows == 3 and native_path.num_rows == 2, (python_path, native_path)
         print("pandas" in sys.modules)
     """)

@@ -50,6 +50,7 @@ def test_the_sdist_and_the_wheel_metadata_carry_the_licences(tmp_path):
 
     assert [name for name in RELEASE_FILES if name not in sources] == []
     assert "kafkasource/_version.py" in sources and "kafkasource/reading/native.py" in sources
+    assert "kafkasource/py.typed" in sources and "kafkasource/_native.pyi" in sources  # the type hints, shipped
     assert len(third_party) > 20 and [name for name in third_party if name not in sources] == []
     assert sorted(license_files) == sorted(["LICENSE", "NOTICE"] + third_party)
     listed = re.findall(r"\| ([^|]+) \|$", (REPO / "licenses" / "README.md").read_text(), re.MULTILINE)[2:]

@@ -28,6 +28,7 @@ import io
 import uuid
 from collections.abc import Mapping, Sequence
 from decimal import Decimal
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
@@ -35,7 +36,11 @@ from kafkasource.formats import avro_resolution, avro_schema
 from kafkasource.formats.avro_schema import AvroJson, AvroSchema, Node, SchemaError, Unresolvable
 from kafkasource.formats.registry import RegistrySchema
 from kafkasource.formats.wire_format import Unusable, as_binary, decode_each, guid_reasons, unresolvable_reason
+from kafkasource.reading.native_arrow import decoded_array
 from kafkasource.runtime import native_extension
+
+if TYPE_CHECKING:
+    from kafkasource import _native
 
 
 def arrow_type(reader_schema: str, references: Sequence[tuple[str, str]] = ()) -> pa.DataType:
@@ -91,10 +96,8 @@ class NativeDecoder:
 
     def __init__(self, arrow_type: pa.DataType):
         self.arrow_type = arrow_type
-        extension = native_extension.EXTENSION
-        if extension is None:  # AvroDecoder asked avro_decoder_available() first
-            raise RuntimeError(f"kafkasource's native extension {native_extension.why_unavailable()}")
-        self.native = extension.AvroDecoder(_column_spec(arrow_type))
+        extension = native_extension.extension()  # AvroDecoder asked avro_decoder_available() first
+        self.native: _native.AvroDecoder = extension.AvroDecoder(_column_spec(arrow_type))
 
     def add_writer(self, schema_id: int, writer: AvroSchema | None, plan: tuple | str) -> None:
         if isinstance(plan, str):
@@ -109,7 +112,7 @@ class NativeDecoder:
         values, reasons = self.native.decode(
             len(payloads), payloads.offset, validity, offsets, data if data is not None else pa.py_buffer(b"")
         )
-        return _from_buffers(self.arrow_type, values), _from_buffers(pa.string(), reasons)
+        return decoded_array(self.arrow_type, values), decoded_array(pa.string(), reasons)
 
 
 def _column_spec(arrow_type: pa.DataType) -> tuple:
@@ -127,27 +130,6 @@ def _column_spec(arrow_type: pa.DataType) -> tuple:
     if pa.types.is_list(arrow_type):
         return ("list", _column_spec(arrow_type.value_type))
     return ("fixed", arrow_type.bit_width // 8)
-
-
-def _from_buffers(arrow_type: pa.DataType, column) -> pa.Array:
-    """An Arrow array over the buffers the native decoder handed over (length, validity, buffers, children)."""
-    length, validity, buffers, children = column
-    if pa.types.is_null(arrow_type):
-        return pa.nulls(length)
-    if pa.types.is_struct(arrow_type):
-        child_types = [f.type for f in arrow_type]
-    elif pa.types.is_map(arrow_type):
-        child_types = [pa.struct([arrow_type.key_field, arrow_type.item_field])]
-    elif pa.types.is_list(arrow_type):
-        child_types = [arrow_type.value_type]
-    else:
-        child_types = []
-    return pa.Array.from_buffers(
-        arrow_type,
-        length,
-        [pa.py_buffer(validity), *map(pa.py_buffer, buffers)],
-        children=[_from_buffers(t, c) for t, c in zip(child_types, children, strict=True)],
-    )
 
 
 class PythonDecoder:

@@ -17,17 +17,24 @@ mapped Spark types, a map with a duplicate key (fastavro writes a dict), a times
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import pyarrow as pa
 
 from kafkasource.formats import avro_schema
 from kafkasource.formats.avro_schema import NO_DEFAULT, Node
 from kafkasource.formats.registry import RegistrySchema
+from kafkasource.reading.native_arrow import binary_array
 from kafkasource.runtime import native_extension
+from kafkasource.runtime.native_results import EncodedColumn
+
+if TYPE_CHECKING:
+    from kafkasource import _native
 
 
 def available() -> bool:
     """The native encoder: part of the extension, absent from one built without it."""
-    return native_extension.EXTENSION is not None and hasattr(native_extension.EXTENSION, "encode_avro")
+    return native_extension.has("avro_encoder")
 
 
 def plan(node: Node, records: tuple = ()) -> tuple:
@@ -73,11 +80,11 @@ class NativeAvroEncoder:
     does not cover the schema or the column (Python encodes it then)."""
 
     def __init__(self, schema: RegistrySchema, column: str):
-        extension = native_extension.EXTENSION
-        if extension is None:  # the caller asked available() first
-            raise RuntimeError(f"kafkasource's native extension {native_extension.why_unavailable()}")
+        extension = native_extension.extension()  # the caller asked available() first
         self.extension, self.schema_id, self.column = extension, schema.schema_id, column
-        self.plan = extension.AvroEncodePlan(plan(avro_schema.parse(schema.text, schema.references).node))
+        self.plan: _native.AvroEncodePlan = extension.AvroEncodePlan(
+            plan(avro_schema.parse(schema.text, schema.references).node)
+        )
         self.unsupported: str | None = None  # why the last encode returned None
 
     def encode(self, array: pa.Array) -> tuple[pa.Array, list[tuple[int, str | None]]] | None:
@@ -85,15 +92,10 @@ class NativeAvroEncoder:
         bad rows as (row, "value.amount: null for a non-nullable field"), the reason None where Python words it
         (a path or an enum name that is not ASCII). None: not covered."""
         try:
-            length, buffers, bad = self.extension.encode_avro(self.plan, self.schema_id, array, self.column)
+            encoded = EncodedColumn._make(self.extension.encode_avro(self.plan, self.schema_id, array, self.column))
         except NotImplementedError as exc:
             self.unsupported = str(exc)
             return None
-        if length == 0:
-            return pa.array([], pa.binary()), bad
-        payloads = pa.Array.from_buffers(
-            pa.binary(),
-            length,
-            [pa.py_buffer(buffers.validity), pa.py_buffer(buffers.offsets), pa.py_buffer(buffers.data)],
-        )
-        return payloads, bad
+        if encoded.length == 0:
+            return pa.array([], pa.binary()), encoded.bad_rows
+        return binary_array(encoded.length, encoded.payloads), encoded.bad_rows

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator
-from types import ModuleType
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 from confluent_kafka import KafkaError
@@ -21,43 +21,25 @@ from kafkasource.cluster.sign_in import provider as sign_in
 from kafkasource.planning.partitions import TopicPartition
 from kafkasource.planning.ranges import OffsetRange
 from kafkasource.reading import settings as read_settings
-from kafkasource.reading.arrow import HEADER_TYPE, TIMESTAMP_TYPE, arrow_schema, repeated_int32, repeated_string
+from kafkasource.reading.native_arrow import taken_batch
 from kafkasource.reading.python_rows import ErrorEvents
-from kafkasource.runtime.native_extension import EXTENSION, why_unavailable
+from kafkasource.runtime import native_extension
+from kafkasource.runtime.native_results import ClientError, Consumed
+
+if TYPE_CHECKING:
+    from kafkasource import _native
 
 log = logging.getLogger(__name__)
-
-
-_announced = False
-
-
-def _announce() -> None:
-    """One INFO line per process that reads natively: which extension file, so a log shows what a node ran."""
-    global _announced
-    if not _announced:
-        _announced = True
-        log.info(
-            "reading with the native extension %s (librdkafka %s)",
-            _extension().__file__,
-            _extension().librdkafka_version(),
-        )
-
-
-def _extension() -> ModuleType:
-    """The loaded extension: the pool asks for a native consumer only where native_extension.available()."""
-    if EXTENSION is None:
-        raise RuntimeError(f"kafkasource's native extension {why_unavailable()}")
-    return EXTENSION
 
 
 class NativeConsumer:
     """The calls TaskReader and the pool make on a confluent-kafka Consumer, over the native consumer."""
 
     def __init__(self, config: dict[str, object]):
-        _announce()
-        config = sign_in.ready(dict(config))
-        provider = config.pop("oauth_cb", None)  # librdkafka's refresh callback, which the extension calls
-        self.native = _extension().Consumer([(name, _property(value)) for name, value in config.items()], provider)
+        native_extension.announce("reading", log)
+        # the pool asks for a native consumer only where native_extension.available()
+        extension = native_extension.extension()
+        self.native: _native.Consumer = extension.Consumer(*native_extension.client_arguments(sign_in.ready(config)))
 
     def assign(self, partitions: list[KafkaTopicPartition]) -> None:
         self.native.assign([(tp.topic, tp.partition, tp.offset) for tp in partitions])
@@ -78,17 +60,14 @@ class NativeConsumer:
         """The errors librdkafka reported about the client rather than a partition (authentication, the TLS
         handshake, brokers unreachable) since the last call, oldest first: the extension keeps what its error
         callback heard while consume() served the queue."""
-        return [KafkaError(code, text) for code, text in self.native.client_errors()]
+        errors = [ClientError(*reported) for reported in self.native.client_errors()]  # (code, text): never fatal
+        return [KafkaError(error.code, error.text) for error in errors]
 
     def get_watermark_offsets(self, partition: KafkaTopicPartition, timeout: float) -> tuple[int, int]:
         return self.native.watermarks(partition.topic, partition.partition, int(timeout * 1000))
 
     def close(self) -> None:
         self.native.close()
-
-
-def _property(value: object) -> str:
-    return str(value).lower() if isinstance(value, bool) else str(value)
 
 
 class NativeRows:
@@ -107,15 +86,15 @@ class NativeRows:
     def consume(self, count: int, timeout_s: float) -> dict[TopicPartition, int]:
         """As python_rows.MessageRows.consume: the offset after the last record appended, unless an error event moved
         the read position, in which case the records appended after that event are dropped."""
-        appended, last, events = self.native.consume(
-            count, int(timeout_s * 1000), self.range.until, self.include_headers
+        consumed = Consumed.of(
+            self.native.consume(count, int(timeout_s * 1000), self.range.until, self.include_headers)
         )
-        for row, topic, partition, code, text in events:
-            error = KafkaError(code, text, fatal=code == KafkaError._FATAL)
-            if self.on_error_event(topic, partition, error):
-                self.native.truncate(row)
+        for event in consumed.error_events:
+            error = KafkaError(event.code, event.text, fatal=event.code == KafkaError._FATAL)
+            if self.on_error_event(event.topic, event.partition, error):
+                self.native.truncate(event.row)
                 return {}
-        return {self.key: last + 1} if appended else {}
+        return {self.key: consumed.last_offset + 1} if consumed.appended else {}
 
     def full_batches(self) -> Iterator[pa.RecordBatch]:
         rows, size = self.native.pending()
@@ -127,42 +106,6 @@ class NativeRows:
             yield self.take()
 
     def take(self) -> pa.RecordBatch:
-        return record_batch(
+        return taken_batch(
             self.native.take(self.include_headers), self.range.topic, self.range.partition, self.include_headers
         )
-
-
-def record_batch(taken, topic: str, partition: int, include_headers: bool) -> pa.RecordBatch:
-    """A RecordBatch over the buffers the native consumer's take() hands over, wrapped without copying."""
-    rows, buf = taken.rows, pa.py_buffer
-    columns = [
-        _binary_array(rows, taken.keys),
-        _binary_array(rows, taken.values),
-        repeated_string(topic, rows),
-        repeated_int32(partition, rows),
-        pa.Array.from_buffers(pa.int64(), rows, [None, buf(taken.offsets)]),
-        pa.Array.from_buffers(TIMESTAMP_TYPE, rows, [None, buf(taken.timestamps_us)]),
-        pa.Array.from_buffers(pa.int32(), rows, [None, buf(taken.timestamp_types)]),
-    ]
-    if include_headers:
-        headers = taken.headers
-        keys = headers.keys
-        entries = len(keys.offsets) // 4 - 1
-        entry = pa.Array.from_buffers(
-            HEADER_TYPE.value_type,
-            entries,
-            [None],
-            children=[
-                pa.Array.from_buffers(pa.string(), entries, [None, buf(keys.offsets), buf(keys.data)]),  # never null
-                _binary_array(entries, headers.values),
-            ],
-        )
-        columns.append(
-            pa.Array.from_buffers(HEADER_TYPE, rows, [buf(headers.validity), buf(headers.offsets)], children=[entry])
-        )
-    return pa.RecordBatch.from_arrays(columns, schema=arrow_schema(include_headers))
-
-
-def _binary_array(length: int, buffers) -> pa.Array:
-    buf = pa.py_buffer
-    return pa.Array.from_buffers(pa.binary(), length, [buf(buffers.validity), buf(buffers.offsets), buf(buffers.data)])

@@ -1,5 +1,8 @@
-"""The compiled extension (kafkasource._native, Rust over librdkafka), loaded once per process: the native read
-path (reading/native.py) and the native Avro decoder (formats/avro.py) both come from it.
+"""The compiled extension (kafkasource._native, Rust over librdkafka), loaded once per process, and the one way the
+package reaches it: the native consumer (reading/native.py), producer (writing/native_producer.py) and Avro
+decoder and encoder (formats/avro.py, formats/avro_encoding.py) all ask `extension()`, check a feature with `has`,
+and give librdkafka properties as `librdkafka_property` spells them. Its signatures are in kafkasource/_native.pyi;
+runtime/native_results.py names the tuples it returns.
 
 setup.py builds it when a Rust toolchain is present; without it the pure-Python paths serve. An extension that
 is there but fails to load (a library it links missing on this node, a glibc too old, built for another Python)
@@ -10,8 +13,12 @@ from __future__ import annotations
 
 import importlib
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from types import ModuleType
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from kafkasource import _native
 
 log = logging.getLogger(__name__)
 
@@ -31,15 +38,55 @@ def load_extension(import_module: Callable = importlib.import_module) -> tuple[M
 
 EXTENSION, LOAD_ERROR = load_extension()
 _warned: set[str] = set()  # the options (readPath, writePath) whose fallback was told
+_announced: set[str] = set()  # the kinds of work (reading, writing) whose extension was told
+
+# The parts an extension may be built without (an older build, a trimmed one), by the attribute that has them.
+FEATURES = {"avro_decoder": "AvroDecoder", "avro_encoder": "encode_avro"}
 
 
 def available() -> bool:
     return EXTENSION is not None
 
 
+def has(feature: str) -> bool:
+    """Whether the loaded extension has `feature` (a key of FEATURES)."""
+    return EXTENSION is not None and getattr(EXTENSION, FEATURES[feature], None) is not None
+
+
 def avro_decoder_available() -> bool:
     """The native Avro decoder: part of the extension, absent from one built without it."""
-    return EXTENSION is not None and hasattr(EXTENSION, "AvroDecoder")
+    return has("avro_decoder")
+
+
+def extension(remedy: str = "") -> ModuleType:
+    """The loaded extension; RuntimeError saying why it is not, followed by `remedy` (": set writePath to ...").
+    Callers ask available() or has() first: this is the error for a caller that did not. What it holds is typed
+    where it is kept (a `_native.Consumer` attribute): a module has no type to name its contents by."""
+    if EXTENSION is None:
+        raise RuntimeError(f"kafkasource's native extension {why_unavailable()}{remedy}")
+    return EXTENSION
+
+
+def announce(doing: str, logger: logging.Logger) -> None:
+    """One INFO line per process and kind of work (reading, writing) done natively: which extension file and
+    librdkafka, so a log shows what a node ran. On the caller's logger, which names the path that runs."""
+    if doing not in _announced:
+        _announced.add(doing)
+        logger.info(
+            "%s with the native extension %s (librdkafka %s)", doing, extension().__file__, librdkafka_version()
+        )
+
+
+def librdkafka_property(value: object) -> str:
+    """A configuration value as librdkafka reads it: booleans as "true" and "false", the rest as str() gives it."""
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def client_arguments(config: Mapping[str, object]) -> tuple[list[tuple[str, str]], _native.TokenProvider | None]:
+    """A client's config as the extension's Consumer and Producer take it: the librdkafka properties, and the token
+    provider apart (oauth_cb, librdkafka's refresh callback, which the extension calls itself)."""
+    properties = [(name, librdkafka_property(value)) for name, value in config.items() if name != "oauth_cb"]
+    return properties, config.get("oauth_cb")  # type: ignore[return-value]  # sign_in.TokenProvider, or None
 
 
 def why_unavailable() -> str:

@@ -12,40 +12,26 @@ delivery reports, which the extension counts, end up in the same Deliveries; pro
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Iterator
-from types import ModuleType
+from collections.abc import Callable, Iterable, Iterator
+from typing import TYPE_CHECKING
 
 from confluent_kafka import KafkaError, KafkaException
 
 from kafkasource.cluster.sign_in import provider as sign_in
-from kafkasource.runtime.native_extension import EXTENSION, why_unavailable
+from kafkasource.runtime import native_extension
+from kafkasource.runtime.native_results import CallError, ClientError, DeliveryReports, Produced
 from kafkasource.writing.deliveries import Deliveries
 from kafkasource.writing.rows import Columns, Message
+
+if TYPE_CHECKING:
+    from kafkasource import _native
 
 log = logging.getLogger(__name__)
 
 MESSAGE_BATCH_ROWS = 10_000  # records of a plain message iterable put in one Arrow batch (see message_batches)
 MESSAGE_COLUMNS = Columns(topic=None, key=True, headers=True, partition=True)  # the batches message_batches makes
 
-_announced = False
-
-
-def _extension() -> ModuleType:
-    if EXTENSION is None:
-        raise RuntimeError(f"kafkasource's native extension {why_unavailable()}: set writePath to auto or python")
-    return EXTENSION
-
-
-def _announce() -> None:
-    """One INFO line per process that writes natively: which extension file, so a log shows what a node ran."""
-    global _announced
-    if not _announced:
-        _announced = True
-        log.info("writing with the native extension %s (librdkafka %s)", _extension().__file__, _librdkafka())
-
-
-def _librdkafka() -> str:
-    return str(_extension().librdkafka_version())
+WITHOUT_EXTENSION = ": set writePath to auto or python"  # what to do where the extension is missing
 
 
 def _ms(seconds: float) -> int:
@@ -59,15 +45,14 @@ class NativeProducer:
     served it, as confluent-kafka raises it."""
 
     def __init__(self, config: dict[str, object], deliveries: Deliveries):
-        _announce()
-        config = sign_in.ready(dict(config))
-        provider = config.pop("oauth_cb", None)  # librdkafka's refresh callback, which the extension calls
-        self.native = _extension().Producer([(name, _property(value)) for name, value in config.items()], provider)
+        extension = native_extension.extension(WITHOUT_EXTENSION)
+        native_extension.announce("writing", log)
+        self.native: _native.Producer = extension.Producer(*native_extension.client_arguments(sign_in.ready(config)))
         self.deliveries = deliveries
 
-    def produce_batch(self, batch, topic: str | None, start: int, first_row: int, strict: bool):
+    def produce_batch(self, batch, topic: str | None, start: int, first_row: int, strict: bool) -> Produced:
         """Rows `start..` of an Arrow record batch (native_batch's columns); see the extension's produce_batch."""
-        return self.native.produce_batch(batch.__arrow_c_array__(), topic, start, first_row, strict)
+        return Produced.of(self.native.produce_batch(batch.__arrow_c_array__(), topic, start, first_row, strict))
 
     def poll(self, timeout: float = 0) -> int:
         served = self.native.poll(_ms(timeout))
@@ -106,15 +91,21 @@ class NativeProducer:
     def abort_transaction(self, timeout: float) -> None:
         self._call(self.native.abort_transaction, _ms(timeout))
 
-    def _call(self, method, *args) -> None:
+    def _call(self, method: Callable[..., None], *args: object) -> None:
         """A transactional call, its failure raised as confluent-kafka raises it. A commit flushes, which serves
         the delivery reports: they are taken into `deliveries` whatever the call's outcome, so a failed commit
         is told by the record that failed (transactions._transaction_error), as on the Python path."""
         try:
             method(*args)
-        except _extension().KafkaCallError as exc:
-            code, _name, text, fatal, retriable, txn_requires_abort = exc.args
-            error = KafkaError(code, text, fatal=fatal, retriable=retriable, txn_requires_abort=txn_requires_abort)
+        except native_extension.extension().KafkaCallError as exc:
+            failed = CallError._make(exc.args)
+            error = KafkaError(
+                failed.code,
+                failed.text,
+                fatal=failed.fatal,
+                retriable=failed.retriable,
+                txn_requires_abort=failed.txn_requires_abort,
+            )
             raise KafkaException(error) from None
         finally:
             self._take_reports(raise_fatal=False)  # the call's own error tells a fatal one
@@ -122,23 +113,19 @@ class NativeProducer:
     def _take_reports(self, raise_fatal: bool = True) -> None:
         """What the callbacks kept since the last call, into `deliveries`; a fatal error raised."""
         fatal = None
-        for code, text, is_fatal in self.native.client_errors():
-            error = KafkaError(code, text, fatal=is_fatal)
+        for reported in (ClientError(*error) for error in self.native.client_errors()):
+            error = KafkaError(reported.code, reported.text, fatal=reported.fatal)
             self.deliveries.on_error(error)
-            if is_fatal and fatal is None:
+            if reported.fatal and fatal is None:
                 fatal = error
-        _delivered, failed, first = self.native.deliveries(reset=True)
-        self.deliveries.failed += failed
+        reports = DeliveryReports.of(self.native.deliveries(reset=True))
+        self.deliveries.failed += reports.failed
+        first = reports.first_failure
         if first is not None and self.deliveries.first is None:
-            row, code, _name, text, topic, partition, size = first
-            self.deliveries.first = (KafkaError(code, text), topic, partition, size)
-            self.deliveries.position = row
+            self.deliveries.first = (KafkaError(first.code, first.text), first.topic, first.partition, first.size)
+            self.deliveries.position = first.row
         if fatal is not None and raise_fatal:
             raise KafkaException(fatal)
-
-
-def _property(value: object) -> str:
-    return str(value).lower() if isinstance(value, bool) else str(value)
 
 
 def message_batches(messages: Iterable[Message]) -> Iterator[tuple[object, Columns]]:

@@ -145,15 +145,21 @@ def send_batches(
         arrow = native_batch(batch, columns)
         start = 0
         while start < arrow.num_rows:
-            start, refused, refusal = producer.produce_batch(arrow, columns.topic, start, row, strict)
-            deliveries.failed += refused
-            skipped += refused
+            produced = producer.produce_batch(arrow, columns.topic, start, row, strict)
+            start = produced.resume_from
+            deliveries.failed += produced.skipped
+            skipped += produced.skipped
             serve(producer, 0, options, transactional_id)  # what the loop's own polls served, into `deliveries`
+            refusal = produced.refusal
             if refusal is not None:
-                position, code, text, fatal, topic, partition, size = refusal
-                error = KafkaError(code, text, fatal=fatal)
                 raise delivery_error(
-                    error, options, topic, partition, size=size, transactional_id=transactional_id, record=position
+                    KafkaError(refusal.code, refusal.text, fatal=refusal.fatal),
+                    options,
+                    refusal.topic,
+                    refusal.partition,
+                    size=refusal.size,
+                    transactional_id=transactional_id,
+                    record=refusal.row,
                 )
             _raise_on_failure(deliveries, options, strict, transactional_id)
         row += arrow.num_rows
