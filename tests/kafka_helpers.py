@@ -105,7 +105,8 @@ class KafkaHarness:
                 kwargs["timestamp"] = record.timestamp_ms
             producer.produce(topic, **kwargs)
             producer.poll(0)
-        remaining = producer.flush(30)
+        # a bound, not a wait: on a busy machine a topic of many new partitions takes long to elect their leaders
+        remaining = producer.flush(120)
         assert remaining == 0 and not errors, f"produce failed: {errors}, {remaining} unsent"
         return [delivered[i] for i in range(len(records))]
 
