@@ -15,8 +15,8 @@ import os
 
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 
-from kafkasource.reading.arrow import arrow_schema, schema_ddl
 from kafkasource.reading.settings import BATCH_BYTES, BATCH_ROWS
+from kafkasource.records.schema import arrow_schema, schema_ddl
 from kafkasource.runtime.spark_api import SupportsTriggerAvailableNow  # a stand-in before pyspark 4.2
 
 NAME = "kafkasource-bench-ceiling"

@@ -50,9 +50,9 @@ def read(bootstrap: str, topic: str, ends: dict[int, int], read_path: str) -> li
     import pyarrow as pa
 
     from kafkasource.planning.ranges import OffsetRange
-    from kafkasource.reading.arrow import arrow_schema
     from kafkasource.reading.consumers import ConsumerPool, FetchConfig
     from kafkasource.reading.task_reader import read_ranges
+    from kafkasource.records.schema import arrow_schema
 
     config = FetchConfig({"bootstrap.servers": bootstrap}, include_headers=True, fail_on_data_loss=True,
                          poll_timeout_ms=30_000, read_path=read_path)

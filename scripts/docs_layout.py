@@ -39,8 +39,9 @@ def modules(root: Path = ROOT) -> dict[str, list[Path]]:
     """The package's folders (relative to the repository, '' for the faces) and their modules, as on disk."""
     package = root / "kafkasource"
     rooms = {"kafkasource/": sorted(package.glob("*.py"))}
-    for folder in sorted(p for p in package.iterdir() if (p / "__init__.py").is_file()):
-        rooms[f"kafkasource/{folder.name}/"] = sorted(folder.glob("*.py"))
+    for init in sorted(package.glob("*/**/__init__.py")):  # rooms, and the folders within a room
+        folder = init.parent
+        rooms[f"{folder.relative_to(root).as_posix()}/"] = sorted(folder.glob("*.py"))
     return rooms
 
 

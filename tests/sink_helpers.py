@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
+from kafkasource.records.schema import HEADERS_DDL_TYPE
 from tests.kafka_helpers import KafkaHarness
 from tests.query_helpers import QUERY_TIMEOUT_S
 
@@ -22,8 +23,7 @@ if TYPE_CHECKING:
     from tests.security_helpers import AsAdmin
 
 Out = tuple  # (partition, offset, key, value, headers)
-HEADERS_DDL = "array<struct<key:string,value:binary>>"
-SAMPLE_SCHEMA = f"topic string, key string, value binary, headers {HEADERS_DDL}, partition int"
+SAMPLE_SCHEMA = f"topic string, key string, value binary, headers {HEADERS_DDL_TYPE}, partition int"
 READ_TIMEOUT_S = 60
 PARTITIONS = 3  # of the topics the tests write to
 

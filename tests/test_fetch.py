@@ -11,10 +11,10 @@ import pytest
 from kafkasource.errors import DataLossError, KafkaSourceError
 from kafkasource.planning.ranges import OffsetRange
 from kafkasource.reading import settings as read_settings
-from kafkasource.reading.arrow import arrow_schema
 from kafkasource.reading.consumers import ConsumerPool, FetchConfig
 from kafkasource.reading.native import NativeConsumer
 from kafkasource.reading.task_reader import RangeState, TaskReader, read_ranges, stall_error
+from kafkasource.records.schema import arrow_schema
 from kafkasource.runtime import native_extension
 from tests.kafka_helpers import Record
 

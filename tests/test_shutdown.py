@@ -25,7 +25,7 @@ from pyspark.sql.streaming.python_streaming_source_runner import COMMIT_FUNC_ID
 from pyspark.worker_util import pickleSer
 
 from kafkasource.cluster.client import COORDINATOR_RETRIABLE
-from kafkasource.reading.arrow import arrow_schema
+from kafkasource.records.schema import arrow_schema
 from kafkasource.runtime.shutdown import (
     DUPLICATE_WINDOW_S,
     RUNNER_MODULE,

@@ -9,6 +9,7 @@ from confluent_kafka import KafkaError, KafkaException
 from pyspark.sql.types import ArrayType, BinaryType, IntegerType, LongType, StringType, StructField, StructType
 
 from kafkasource.errors import ColumnError, ExactlyOnceError, OptionError
+from kafkasource.records.schema import HEADERS_DDL_TYPE
 from kafkasource.runtime import native_extension
 from kafkasource.writing.digest import RecordDigest
 from kafkasource.writing.failures import delivery_error
@@ -24,7 +25,7 @@ from kafkasource.writing.markers import (
     parse_marker,
 )
 from kafkasource.writing.options import parse_sink_options
-from kafkasource.writing.rows import HEADERS_TYPE, NULL_TOPIC, Columns, check_columns, messages, native_batch
+from kafkasource.writing.rows import NULL_TOPIC, Columns, check_columns, messages, native_batch
 from kafkasource.writing.transactions import _abort, transactional_id
 from kafkasource.writing.writer import OVERWRITE_REFUSED, batch_writer
 
@@ -236,7 +237,7 @@ def test_missing_topic_and_value_in_the_built_ins_words():
     (schema(value=StringType(), partition=LongType()), "partition attribute unsupported type bigint. partition must "
                                                        "be a(n) int: CAST it to int"),
     (schema(value=StringType(), headers=ArrayType(StringType())),
-     f"headers attribute unsupported type array<string>. headers must be a(n) {HEADERS_TYPE}: build it as "
+     f"headers attribute unsupported type array<string>. headers must be a(n) {HEADERS_DDL_TYPE}: build it as "
      "array(struct(name AS key, CAST(v AS binary) AS value), ...)"),
 ])
 def test_column_types_in_the_built_ins_words(columns, expected):

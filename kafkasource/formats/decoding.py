@@ -23,7 +23,7 @@ from kafkasource.errors import DecodeError, OptionError
 from kafkasource.formats.registry import WRITER_SCHEMAS, RegistrySchema, UnknownSchemaId, reader_schema, registry_config
 from kafkasource.formats.wire_format import describe_prefix, schema_ids
 from kafkasource.planning.subscription import Subscription
-from kafkasource.reading.arrow import arrow_schema
+from kafkasource.records.schema import arrow_schema
 from kafkasource.runtime import native_extension
 
 Format = Literal["binary", "avro", "protobuf", "json"]
@@ -111,7 +111,7 @@ def output_schema(decoding: Decoding | None, include_headers: bool):
     reasons."""
     from pyspark.sql.pandas.types import from_arrow_schema
 
-    from kafkasource.reading.arrow import schema_ddl
+    from kafkasource.records.schema import schema_ddl
 
     if decoding is None:
         return schema_ddl(include_headers)

@@ -33,13 +33,13 @@ from kafkasource.formats import decoding
 from kafkasource.formats.decoding import COLUMNS, SCHEMA_FORMS, SCHEMA_TYPES, Format, read_format, read_schema_choice
 from kafkasource.formats.registry import RegistrySchema, registry_config, sink_schema
 from kafkasource.options.values import check_topic_name, option_text, read_bool
+from kafkasource.records.schema import HEADERS_ARROW_TYPE
 
 # the sink's options for registry formats (the reader's, but for what to do with a record that does not decode);
 # schema.registry.* besides
 OPTIONS = tuple(o for o in decoding.OPTIONS if o != "onDecodeError") + ("auto.register.schemas", "deadLetterTopic")
 # the headers of a dead-lettered record: kafkasource.error as the ingest job's dead-letter records carry it
 ERROR, COLUMN, TOPIC = "kafkasource.error", "kafkasource.column", "kafkasource.topic"
-HEADERS_TYPE = pa.list_(pa.struct([pa.field("key", pa.string()), pa.field("value", pa.binary())]))
 
 
 @dataclass(frozen=True)
@@ -284,7 +284,7 @@ def _dead_letters(batch, arrays: dict, bad: dict, encoding: Encoding, topic: str
         if topic is not None or "topic" not in arrays:
             arrays["topic"] = pa.array([topic] * rows, pa.string())
         if "headers" not in arrays:
-            arrays["headers"] = pa.nulls(rows, HEADERS_TYPE)
+            arrays["headers"] = pa.nulls(rows, HEADERS_ARROW_TYPE)
         return
     topics = [topic] * rows if topic is not None else batch.column("topic").to_pylist()
     headers = batch.column("headers").to_pylist() if "headers" in batch.schema.names else [None] * rows
@@ -309,7 +309,7 @@ def _dead_letters(batch, arrays: dict, bad: dict, encoding: Encoding, topic: str
             partitions[row] = None
         arrays["partition"] = pa.array(partitions, pa.int32())
     arrays["topic"] = pa.array(topics, pa.string())
-    arrays["headers"] = pa.array(headers, HEADERS_TYPE)
+    arrays["headers"] = pa.array(headers, HEADERS_ARROW_TYPE)
 
 
 # ---- the JSON text of a dead-lettered value, as to_json writes it ------------------------------------------

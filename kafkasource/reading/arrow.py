@@ -18,32 +18,9 @@ from operator import itemgetter
 import pyarrow as pa
 from confluent_kafka import Message
 
-# names, types and nullability of Spark's built-in format("kafka") source (every field nullable)
-BASE_SCHEMA_DDL = (
-    "key binary, value binary, topic string, partition int, offset long, timestamp timestamp, timestampType int"
-)
-HEADERS_DDL = "headers array<struct<key:string,value:binary>>"
+from kafkasource.records.schema import HEADERS_ARROW_TYPE, TIMESTAMP_ARROW_TYPE, arrow_schema
 
-HEADER_TYPE = pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))
-TIMESTAMP_TYPE = pa.timestamp("us", tz="UTC")
 MILLIS_TYPE = pa.timestamp("ms", tz="UTC")  # Kafka's timestamps, widened to Spark's microseconds by a cast
-BASE_FIELDS = [
-    pa.field("key", pa.binary()),
-    pa.field("value", pa.binary()),
-    pa.field("topic", pa.string()),
-    pa.field("partition", pa.int32()),
-    pa.field("offset", pa.int64()),
-    pa.field("timestamp", TIMESTAMP_TYPE),
-    pa.field("timestampType", pa.int32()),
-]
-
-
-def schema_ddl(include_headers: bool) -> str:
-    return f"{BASE_SCHEMA_DDL}, {HEADERS_DDL}" if include_headers else BASE_SCHEMA_DDL
-
-
-def arrow_schema(include_headers: bool) -> pa.Schema:
-    return pa.schema(BASE_FIELDS + ([pa.field("headers", HEADER_TYPE)] if include_headers else []))
 
 
 def to_record_batch(messages: list, topic: str, partition: int, include_headers: bool) -> pa.RecordBatch:
@@ -56,11 +33,11 @@ def to_record_batch(messages: list, topic: str, partition: int, include_headers:
         repeated_string(topic, count),
         repeated_int32(partition, count),
         fixed_width(pa.int64(), array("q", list(map(Message.offset, messages)))),
-        fixed_width(MILLIS_TYPE, array("q", list(map(itemgetter(1), stamps)))).cast(TIMESTAMP_TYPE),
+        fixed_width(MILLIS_TYPE, array("q", list(map(itemgetter(1), stamps)))).cast(TIMESTAMP_ARROW_TYPE),
         timestamp_types(list(map(itemgetter(0), stamps))),
     ]
     if include_headers:
-        columns.append(pa.array(list(map(Message.headers, messages)), HEADER_TYPE))
+        columns.append(pa.array(list(map(Message.headers, messages)), HEADERS_ARROW_TYPE))
     return pa.RecordBatch.from_arrays(columns, schema=arrow_schema(include_headers))
 
 

@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
-from kafkasource.reading.arrow import HEADER_TYPE, TIMESTAMP_TYPE, arrow_schema, repeated_int32, repeated_string
+from kafkasource.reading.arrow import repeated_int32, repeated_string
+from kafkasource.records.schema import HEADERS_ARROW_TYPE, TIMESTAMP_ARROW_TYPE, arrow_schema
 
 if TYPE_CHECKING:
     from kafkasource import _native
@@ -34,7 +35,7 @@ def taken_batch(taken: _native.TakenRows, topic: str, partition: int, include_he
         repeated_string(topic, rows),
         repeated_int32(partition, rows),
         pa.Array.from_buffers(pa.int64(), rows, [None, buf(taken.offsets)]),
-        pa.Array.from_buffers(TIMESTAMP_TYPE, rows, [None, buf(taken.timestamps_us)]),
+        pa.Array.from_buffers(TIMESTAMP_ARROW_TYPE, rows, [None, buf(taken.timestamps_us)]),
         pa.Array.from_buffers(pa.int32(), rows, [None, buf(taken.timestamp_types)]),
     ]
     if include_headers:
@@ -48,7 +49,7 @@ def _headers_array(rows: int, headers: _native.HeaderBuffers) -> pa.Array:
     buf, keys = pa.py_buffer, headers.keys
     entries = len(keys.offsets) // 4 - 1  # i32 offsets, one more than the entries
     entry = pa.Array.from_buffers(
-        HEADER_TYPE.value_type,
+        HEADERS_ARROW_TYPE.value_type,
         entries,
         [None],
         children=[
@@ -56,7 +57,9 @@ def _headers_array(rows: int, headers: _native.HeaderBuffers) -> pa.Array:
             binary_array(entries, headers.values),
         ],
     )
-    return pa.Array.from_buffers(HEADER_TYPE, rows, [buf(headers.validity), buf(headers.offsets)], children=[entry])
+    return pa.Array.from_buffers(
+        HEADERS_ARROW_TYPE, rows, [buf(headers.validity), buf(headers.offsets)], children=[entry]
+    )
 
 
 def decoded_array(arrow_type: pa.DataType, column: _native.DecodedColumn) -> pa.Array:

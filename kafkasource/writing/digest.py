@@ -18,7 +18,8 @@ import queue
 import threading
 from collections.abc import Iterable, Iterator
 
-from kafkasource.writing.rows import HEADERS, KEY, PARTITION, TOPIC, VALUE, Columns
+from kafkasource.records.schema import HEADERS, KEY, PARTITION, TOPIC, VALUE
+from kafkasource.writing.rows import Columns
 
 # SHA-256, cut to 128 bits: a replay over other records goes unnoticed with probability 2^-128. Where the CPU has SHA
 # instructions (x86 since Ice Lake and Zen, ARMv8), OpenSSL's SHA-256 hashed twice as fast as BLAKE2b on the test

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from confluent_kafka import KafkaError, KafkaException
 
 from kafkasource.cluster.sign_in import provider as sign_in
+from kafkasource.records.schema import HEADERS_ARROW_TYPE
 from kafkasource.runtime import native_extension
 from kafkasource.runtime.native_results import CallError, ClientError, DeliveryReports, Produced
 from kafkasource.writing.deliveries import Deliveries
@@ -134,7 +135,7 @@ def message_batches(messages: Iterable[Message]) -> Iterator[tuple[object, Colum
     import pyarrow as pa
 
     columns = MESSAGE_COLUMNS
-    header = pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))
+    header = HEADERS_ARROW_TYPE
     chunk: list[Message] = []
     iterator = iter(messages)
     while True:

@@ -18,9 +18,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from kafkasource.errors import ColumnError
+from kafkasource.records.schema import HEADERS, HEADERS_ARROW_TYPE, HEADERS_DDL_TYPE, KEY, PARTITION, TOPIC, VALUE
 
-TOPIC, KEY, VALUE, HEADERS, PARTITION = "topic", "key", "value", "headers", "partition"
-HEADERS_TYPE = "array<struct<key:string,value:binary>>"
 UNASSIGNED = -1  # librdkafka's partition for "let the partitioner choose"
 # the built-in sink's words for a null topic in the data (its error class KAFKA_NULL_TOPIC_IN_DATA)
 NULL_TOPIC = (
@@ -67,7 +66,7 @@ def check_columns(schema, topic_option: str | None, formatted: tuple[str, ...] =
         _expect(
             HEADERS,
             types[HEADERS],
-            (HEADERS_TYPE,),
+            (HEADERS_DDL_TYPE,),
             "build it as array(struct(name AS key, CAST(v AS binary) AS value), ...)",
         )
     if PARTITION in types:
@@ -181,7 +180,7 @@ def native_batch(batch, columns: Columns):
         entries = headers.flatten()  # the entries of the batch's rows (a sliced column's own), null lists left out
         if entries.null_count or entries.field("key").null_count:
             raise ColumnError(NULL_HEADER_KEY)
-        add(HEADERS, headers, pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())])))
+        add(HEADERS, headers, HEADERS_ARROW_TYPE)
     if columns.partition:
         partition = batch.column(PARTITION)
         _check_partitions(partition)
