@@ -20,9 +20,10 @@ from typing import TypeAlias
 from confluent_kafka import KafkaError, KafkaException, Producer
 
 from kafkasource.cluster.refusal import is_refusal, refusal_error
-from kafkasource.writing.failures import DeliveryError, delivery_error, where
+from kafkasource.writing.failures import ASK_REPLICAS, DeliveryError, delivery_error, where
 from kafkasource.writing.native_producer import NativeProducer, message_batches
 from kafkasource.writing.options import SinkOptions
+from kafkasource.writing.replicas import shortfall
 from kafkasource.writing.rows import ArrowRecords, Columns, Message, native_batch, size_of
 
 SinkProducer: TypeAlias = Producer | NativeProducer  # what make_producer gives: confluent-kafka's, or the native one
@@ -70,6 +71,9 @@ class Deliveries:
         if self.first is None:
             return None
         error, topic, partition, size = self.first
+        # librdkafka retries NOT_ENOUGH_REPLICAS until the delivery timeout, whose report no longer says why: the
+        # cluster is asked once
+        short = shortfall(options, topic, partition) if topic is not None and error.code() in ASK_REPLICAS else None
         return delivery_error(
             error,
             options,
@@ -79,6 +83,7 @@ class Deliveries:
             failed=self.failed,
             transactional_id=transactional_id,
             record=self.position,
+            short=short,
         )
 
 
