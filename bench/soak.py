@@ -19,6 +19,7 @@ and the soak checks and prints:
 and figures: records, kills, broker restarts, duration, rows/s. Exit 1 when a check fails.
 
     bash scripts/soak.sh [--minutes 30] [--seed N] [--rate 300] [--kill-every 90:300] [--restart-every 120:420]
+    bash scripts/soak.sh --cluster [--node-every 120:300] ...   (bench/soak_cluster.py)
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ import tempfile
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -76,6 +78,11 @@ def parser() -> argparse.ArgumentParser:
                    help="seconds between broker restarts, drawn uniformly")
     p.add_argument("--down", type=interval, default=(2, 10), metavar="MIN:MAX",
                    help="seconds the broker stays stopped, drawn uniformly")
+    p.add_argument("--cluster", action="store_true",
+                   help="a 3-node cluster instead of one broker, an exactly-once route job beside the ingest job, "
+                        "random nodes SIGKILLed or stopped instead of broker restarts (bench/soak_cluster.py)")
+    p.add_argument("--node-every", type=interval, default=(120, 300), metavar="MIN:MAX",
+                   help="--cluster: seconds between two node outages, drawn uniformly")
     p.add_argument("--workdir", type=Path, help="where the broker, checkpoint, sink and logs go (default: a new "
                                                 "folder under /tmp, removed when every check passes)")
     return p
@@ -105,13 +112,17 @@ class Run:
 
 
 class Job:
-    """The ingest job under spark-submit, started again after each end, with its memory sampled meanwhile."""
+    """A job under spark-submit (the ingest job unless `job` and `config` say otherwise), started again after each
+    end, with its memory sampled meanwhile."""
 
-    def __init__(self, workdir: Path, bootstrap: str, clock: Clock):
-        self.clock, self.log_path = clock, workdir / "spark-submit.log"
-        self.config = write_config(workdir / "ingest.toml", bootstrap, TOPIC, GROUP, workdir,
-                                   trigger="processingTime=1 second", value="text", extra_source=SOURCE_SETTINGS)
-        self.extra = ("--conf", f"spark.local.dir={workdir / 'spark-local'}")  # what a SIGKILL leaves, in workdir
+    def __init__(self, workdir: Path, bootstrap: str, clock: Clock, job: str = "ingest", config: Path | None = None):
+        self.clock, self.name = clock, job
+        self.log_path = workdir / ("spark-submit.log" if job == "ingest" else f"spark-submit-{job}.log")
+        self.config = config or write_config(workdir / "ingest.toml", bootstrap, TOPIC, GROUP, workdir,
+                                             trigger="processingTime=1 second", value="text",
+                                             extra_source=SOURCE_SETTINGS)
+        # what a SIGKILL leaves, in workdir
+        self.extra = ("--conf", f"spark.local.dir={workdir / f'spark-local-{job}'}")
         self.runs: list[Run] = []
         self.exits: list[str] = []  # ends the soak did not cause
         self._lock = threading.Lock()
@@ -123,7 +134,7 @@ class Job:
         return self.runs[-1]
 
     def start(self) -> Run:
-        process = start_job("ingest", "--config", str(self.config), log_path=self.log_path, extra=self.extra)
+        process = start_job(self.name, "--config", str(self.config), log_path=self.log_path, extra=self.extra)
         with self._lock:
             self.runs.append(Run(len(self.runs) + 1, process))
         if not self._sampler.is_alive():
@@ -138,7 +149,8 @@ class Job:
         kill_group(self.current.process)
         run = self.current
         run.ended, run.lived_s = how, time.monotonic() - run.started
-        self.clock.say(f"run {run.index} ended ({how}) after {run.lived_s:.0f} s; memory MiB first/last/max: "
+        self.clock.say(f"{self.name} run {run.index} ended ({how}) after {run.lived_s:.0f} s; memory MiB "
+                       "first/last/max: "
                        + "; ".join(f"{kind} {'/'.join(map(job_memory.mib, summary))}" for kind in job_memory.KINDS
                                    if (summary := run.memory.first_last_max(kind))))
 
@@ -146,7 +158,7 @@ class Job:
         """The job ended by itself: record how, with the end of its log, and start it again."""
         code = self.exited()
         tail = self.log_path.read_text(errors="replace").splitlines()[-15:]
-        self.exits.append(f"run {self.current.index} exited with {code} after "
+        self.exits.append(f"{self.name} run {self.current.index} exited with {code} after "
                           f"{time.monotonic() - self.current.started:.0f} s; its log ended:\n    "
                           + "\n    ".join(tail))
         self.end(f"exited by itself with {code}")
@@ -239,6 +251,19 @@ def drain(job: Job, group: GroupView, sink: Sink, ends: dict[int, int], clock: C
     return False
 
 
+def stop_and_drain(producer: SequenceProducer, group: GroupView, clock: Clock,
+                   drained: Callable[[dict[int, int]], bool]) -> tuple[float, dict[int, int], bool, float]:
+    """Stop the producer, then wait for the drain (`drained`, given the log ends); (seconds producing, the log
+    ends, whether it drained, seconds draining)."""
+    produced_for = clock.elapsed()
+    producer.stop()
+    ends = group.log_ends()
+    clock.say(f"producer stopped: {sum(ends.values()):,} records in the log {ends}; draining")
+    began = time.monotonic()
+    done = drained(ends)
+    return produced_for, ends, done, time.monotonic() - began
+
+
 def soak(args: argparse.Namespace, workdir: Path, clock: Clock) -> bool:
     moments = random.Random(args.seed)
     broker = local_broker.start(data_dir=workdir / "broker")
@@ -275,13 +300,8 @@ def soak(args: argparse.Namespace, workdir: Path, clock: Clock) -> bool:
                 next_restart = time.monotonic() + moments.uniform(*args.restart_every)
             else:
                 time.sleep(min(1.0, max(0.0, min(next_kill, next_restart, ends_at) - now)))
-        produced_for = clock.elapsed()
-        producer.stop()
-        ends = group.log_ends()
-        clock.say(f"producer stopped: {sum(ends.values()):,} records in the log {ends}; draining")
-        drain_began = time.monotonic()
-        drained = drain(job, group, sink, ends, clock)
-        drain_s = time.monotonic() - drain_began
+        produced_for, ends, drained, drain_s = stop_and_drain(
+            producer, group, clock, lambda ends: drain(job, group, sink, ends, clock))
         job.end("stopped after the drain")
         rows, committed = sink.rows(), group.committed()
         return report(args, figures, job, producer, rows, ends, committed, drained, produced_for, drain_s, clock)
@@ -344,9 +364,17 @@ def main(argv: list[str] | None = None) -> int:
     clock = Clock()
     clock.say(f"soak: {args.minutes:g} min, seed {args.seed} (--seed {args.seed} draws the same moments), "
               f"{args.rate} records/s to {PARTITIONS} partitions, kills every {args.kill_every[0]:g}-"
-              f"{args.kill_every[1]:g} s, broker restarts every {args.restart_every[0]:g}-{args.restart_every[1]:g} s; "
-              f"working in {workdir}")
-    passed = soak(args, workdir, clock)
+              f"{args.kill_every[1]:g} s, "
+              + (f"node outages every {args.node_every[0]:g}-{args.node_every[1]:g} s on a 3-node cluster"
+                 if args.cluster else
+                 f"broker restarts every {args.restart_every[0]:g}-{args.restart_every[1]:g} s")
+              + f"; working in {workdir}")
+    if args.cluster:
+        from bench import soak_cluster  # it builds on this module
+
+        passed = soak_cluster.soak(args, workdir, clock)
+    else:
+        passed = soak(args, workdir, clock)
     if passed and args.workdir is None:
         shutil.rmtree(workdir, ignore_errors=True)
     else:

@@ -18,13 +18,12 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import os
-import socket
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-from dev.process import CACHE_DIR, REPO_ROOT, LocalServer, free_port, start_status_stop
+from dev.process import CACHE_DIR, REPO_ROOT, LocalServer, free_port, port_answers, start_status_stop
 
 SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
 
@@ -53,14 +52,6 @@ class ConnectServer(LocalServer):
     def remote(self) -> str:
         """The URL a client passes to `SparkSession.builder.remote(...)`."""
         return f"sc://127.0.0.1:{self.port}"
-
-
-def _port_answers(port: int) -> bool:
-    try:
-        socket.create_connection(("127.0.0.1", port), timeout=1).close()
-        return True
-    except OSError:
-        return False
 
 
 def server_command(port: int, conf: dict[str, str] | None = None) -> list[str]:
@@ -109,7 +100,7 @@ def start(port: int | None = None, log_dir: Path | None = None, timeout: float =
         process = subprocess.Popen(server_command(port, conf), stdout=console, stderr=subprocess.STDOUT,
                                    stdin=subprocess.DEVNULL, env=env, cwd=REPO_ROOT, start_new_session=True)
     server = ConnectServer(port, process.pid, log_dir, process)
-    server.await_ready(lambda: _port_answers(port), timeout, "the Spark Connect server", f"127.0.0.1:{port}",
+    server.await_ready(lambda: port_answers(port), timeout, "the Spark Connect server", f"127.0.0.1:{port}",
                        server.recent_log, ConnectServerError)
     return server
 

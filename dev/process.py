@@ -29,6 +29,15 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def port_answers(port: int) -> bool:
+    """Whether something accepts connections on the loopback port."""
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=1).close()
+        return True
+    except OSError:
+        return False
+
+
 def wait(condition: Callable[[], object], timeout: float, interval: float = 0.1) -> bool:
     """Poll `condition` until it is true or `timeout` seconds passed; whether it became true."""
     deadline = time.monotonic() + timeout

@@ -17,7 +17,7 @@ from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
 from kafkasource.records.schema import HEADERS_DDL_TYPE
 from tests.kafka_helpers import KafkaHarness
-from tests.query_helpers import QUERY_TIMEOUT_S
+from tests.query_helpers import QUERY_TIMEOUT_S, stream
 
 if TYPE_CHECKING:
     from tests.security_helpers import AsAdmin
@@ -100,6 +100,18 @@ def read_topic(kafka: KafkaHarness | AsAdmin, topic: str, partitions: int, read_
     finally:
         consumer.close()
     return sorted(out, key=lambda r: r[:2])
+
+
+def copy_query(spark, kafka, source_options: Mapping[str, object], sink_options: Mapping[str, object], checkpoint,
+               interval: str | None = None):
+    """kafkasource to kafkasource (key, value, partition), started under Trigger.AvailableNow, or processing time
+    every `interval`."""
+    df = stream(spark, {"kafka.bootstrap.servers": kafka.bootstrap_servers, **source_options})
+    writer = df.selectExpr("key", "value", "partition").writeStream.format("kafkasource")
+    for name, value in {"kafka.bootstrap.servers": kafka.bootstrap_servers, **sink_options}.items():
+        writer = writer.option(name, str(value))
+    writer = writer.option("checkpointLocation", str(checkpoint))
+    return (writer.trigger(processingTime=interval) if interval else writer.trigger(availableNow=True)).start()
 
 
 def finish_available_now(query, timeout: float = QUERY_TIMEOUT_S):

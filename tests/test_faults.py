@@ -17,13 +17,14 @@ from pathlib import Path
 
 import pytest
 from confluent_kafka import KafkaException
-from confluent_kafka.admin import NewTopic
 from pyspark.errors import StreamingQueryException
 
 from dev import broker as local_broker
 from kafkasource.cluster.client import KafkaClient
 from kafkasource.options import parse_options
 from kafkasource.planning.offsets import TOPIC_IDS_KEY
+from tests import native_coverage
+from tests.cluster_helpers import group_coordinator, log_ends, partition_leaders, replicated_topic
 from tests.job_helpers import durable_positions, kill_group, start_job, write_config
 from tests.kafka_helpers import KafkaHarness, Record, SequenceProducer, await_condition
 from tests.query_helpers import (
@@ -358,32 +359,6 @@ def cluster():
     running.stop()
 
 
-def partition_leaders(kafka: KafkaHarness, topic: str) -> dict[int, int]:
-    return {p: meta.leader for p, meta in kafka.admin.list_topics(topic, timeout=10).topics[topic].partitions.items()}
-
-
-def log_ends(kafka: KafkaHarness, topic: str, partitions: int) -> dict[int, int] | None:
-    try:  # a new client each time: one that saw the old leaders may keep their stale epochs
-        return KafkaHarness(kafka.bootstrap_servers).latest(topic, partitions)
-    except KafkaException as exc:  # a leader still moving: ask again
-        log.info("log ends not available yet: %s", exc)
-        return None
-
-
-def group_coordinator(kafka: KafkaHarness, group: str) -> int:
-    description = kafka.admin.describe_consumer_groups([group])[group].result(30)
-    return description.coordinator.id
-
-
-def replicated_topic(kafka: KafkaHarness, hint: str, partitions: int) -> str:
-    """A topic with 3 replicas, once every partition has a leader."""
-    topic = kafka.unique_name(hint)
-    kafka.admin.create_topics([NewTopic(topic, partitions, 3)])[topic].result(30)
-    await_condition("the topic's leaders", lambda: len(leaders := partition_leaders(kafka, topic)) == partitions
-                    and all(leader >= 0 for leader in leaders.values()), timeout=60)
-    return topic
-
-
 @pytest.mark.spark  # no Spark, but a 3-node cluster: as slow to start
 def test_offsets_are_asked_again_when_a_partition_leader_dies(cluster, capsys):
     """A ListOffsets request sent to a leader that just died waits out its whole timeout and can come back
@@ -412,13 +387,19 @@ def test_offsets_are_asked_again_when_a_partition_leader_dies(cluster, capsys):
                    f"log ends after {took:.1f} s (kafkaConsumer.pollTimeoutMs 120 s)")
 
 
-def test_leader_and_coordinator_failover_loses_and_duplicates_nothing(spark, cluster, tmp_path, capsys):
+# the two commit modes, each on one read path: both paths and both modes meet the failover, in two runs, not four
+@pytest.mark.parametrize(("commit_mode", "read_path"), [("sync", "python"), ("async", native_coverage.READ_PATHS[-1])],
+                         ids=["sync-python", "async-native"])
+def test_leader_and_coordinator_failover_loses_and_duplicates_nothing(spark, cluster, tmp_path, capsys,
+                                                                      commit_mode, read_path):
+    """The partition leader, then the group's coordinator, killed under a running query: it reads every record
+    once, and its commits, sync or async, reach the log end."""
     kafka = KafkaHarness(cluster.bootstrap_servers)
     topic = replicated_topic(kafka, "failover", 2)
     group = kafka.unique_name("failover-group")
     collector = Collector()
-    options = base_options(kafka, subscribe=topic, startingOffsets="earliest", commitMode="sync",
-                           **{"kafka.group.id": group, "kafkaConsumer.pollTimeoutMs": "90000"})
+    options = base_options(kafka, subscribe=topic, startingOffsets="earliest", commitMode=commit_mode,
+                           readPath=read_path, **{"kafka.group.id": group, "kafkaConsumer.pollTimeoutMs": "90000"})
     killed = []
     with SequenceProducer(kafka, topic, 2) as producer, \
             running_stream(spark, tmp_path / "cp", options, collector) as query:
@@ -440,7 +421,8 @@ def test_leader_and_coordinator_failover_loses_and_duplicates_nothing(spark, clu
     assert producer.errors == []
     assert positions(rows) == [(p, o) for p in range(2) for o in range(ends[p])]  # every offset once
     assert sorted(row[4] for row in rows) == sorted(value for _, _, value in producer.acknowledged)
-    report(capsys, f"leader failover on 3 nodes (RF 3, min.insync.replicas 2, acks=all), killed the "
+    report(capsys, f"leader failover on 3 nodes (RF 3, min.insync.replicas 2, acks=all; commitMode={commit_mode}, "
+                   f"readPath={read_path}), killed the "
                    f"{' then the '.join(killed)} mid-stream: {len(rows)} records produced, 0 lost, 0 duplicated; "
                    "committed = log end")
 

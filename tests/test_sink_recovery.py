@@ -17,9 +17,17 @@ import pytest
 from kafkasource.writing.task import FAIL_AFTER_WRITE
 from tests.job_helpers import REPO_ROOT
 from tests.kafka_helpers import Record
-from tests.query_helpers import QUERY_TIMEOUT_S, stream
+from tests.query_helpers import QUERY_TIMEOUT_S
 from tests.sink_fresh_process import OUTCOME
-from tests.sink_helpers import DIGEST, PARTITIONS, batch_markers, finish_available_now, read_topic, write_batch
+from tests.sink_helpers import (
+    DIGEST,
+    PARTITIONS,
+    batch_markers,
+    copy_query,
+    finish_available_now,
+    read_topic,
+    write_batch,
+)
 
 pytestmark = pytest.mark.spark
 PROCESS_TIMEOUT_S = 300
@@ -27,15 +35,6 @@ PROCESS_TIMEOUT_S = 300
 
 def base(kafka, **options) -> dict[str, str]:
     return {"kafka.bootstrap.servers": kafka.bootstrap_servers, **options}
-
-
-def copy_query(spark, kafka, source_options: dict, sink_options: dict, checkpoint: Path):
-    """kafkasource to kafkasource (key, value, partition) under Trigger.AvailableNow, started."""
-    df = stream(spark, base(kafka, **source_options))
-    writer = df.selectExpr("key", "value", "partition").writeStream.format("kafkasource")
-    for name, value in base(kafka, **sink_options).items():
-        writer = writer.option(name, value)
-    return writer.option("checkpointLocation", str(checkpoint)).trigger(availableNow=True).start()
 
 
 def failed_query(query) -> str:

@@ -25,6 +25,7 @@ from kafkasource.writing.markers import (
     parse_marker,
 )
 from kafkasource.writing.options import parse_sink_options
+from kafkasource.writing.replicas import Shortfall
 from kafkasource.writing.rows import NULL_TOPIC, Columns, check_columns, messages, native_batch
 from kafkasource.writing.transactions import _abort, transactional_id
 from kafkasource.writing.writer import OVERWRITE_REFUSED, batch_writer
@@ -431,6 +432,33 @@ def test_the_digest_does_not_depend_on_how_the_rows_are_cut_into_batches():
 
 
 # --- the words of delivery errors -------------------------------------------------------------------------
+
+def test_too_few_in_sync_replicas_are_told_with_the_partition_its_replicas_and_min_insync_replicas():
+    """A timeout the cluster explains (the partition below its topic's min.insync.replicas) is worded as that; a
+    NOT_ENOUGH_REPLICAS itself (a producer without retries) names it even when the cluster was not asked."""
+    options = parse(**{"kafka.delivery.timeout.ms": "8000"})
+    short = Shortfall(partition=0, in_sync=(3,), replicas=(1, 2, 3), required=2)
+    timed_out = delivery_error(KafkaError(KafkaError._MSG_TIMED_OUT, "Local: Message timed out"), options, "out", 0,
+                               failed=5, short=short)
+    assert str(timed_out) == (
+        "the brokers at broker:9092 refused records for topic out partition 0 with NOT_ENOUGH_REPLICAS until "
+        "kafka.delivery.timeout.ms (8,000 ms) passed: the partition has 1 in-sync replica (node 3) of 3, and topic "
+        "out's min.insync.replicas asks for 2, which every write with acks=all needs (Local: Message timed out) (5 "
+        "records failed). Start the brokers of nodes 1 and 2 (or wait until they caught up), then write again: a "
+        "streaming query resumes from its checkpoint. Lowering min.insync.replicas or acks instead would write "
+        "records that the loss of one more broker can take")
+    assert timed_out.code == KafkaError._MSG_TIMED_OUT
+    refused = str(delivery_error(KafkaError(KafkaError.NOT_ENOUGH_REPLICAS, "Broker: Not enough in-sync replicas"),
+                                 options, "out", 1))
+    assert refused.startswith("the brokers at broker:9092 refused records for topic out partition 1 with "
+                              "NOT_ENOUGH_REPLICAS: the partition has fewer in-sync replicas than topic out's "
+                              "min.insync.replicas asks for, which every write with acks=all needs (Broker: Not "
+                              "enough in-sync replicas). Start the brokers that hold its other replicas, then write "
+                              "again"), refused
+    # without a shortfall a timeout stays a timeout
+    assert str(delivery_error(KafkaError(KafkaError._MSG_TIMED_OUT, "Local: Message timed out"), options, "out",
+                              0)).startswith("records for topic out partition 0 were not delivered within")
+
 
 def test_delivery_errors_name_the_topic_partition_and_what_to_change_never_a_secret():
     options = parse(**{"kafka.sasl.password": "s3cret-pw", "kafka.security.protocol": "SASL_PLAINTEXT",

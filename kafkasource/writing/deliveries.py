@@ -9,8 +9,9 @@ from dataclasses import dataclass
 from confluent_kafka import KafkaError
 
 from kafkasource.cluster.refusal import is_refusal, refusal_error
-from kafkasource.writing.failures import delivery_error, where
+from kafkasource.writing.failures import ASK_REPLICAS, delivery_error, where
 from kafkasource.writing.options import SinkOptions
+from kafkasource.writing.replicas import shortfall
 
 
 @dataclass
@@ -48,6 +49,9 @@ class Deliveries:
         if self.first is None:
             return None
         error, topic, partition, size = self.first
+        # librdkafka retries NOT_ENOUGH_REPLICAS until the delivery timeout, whose report no longer says why: the
+        # cluster is asked once
+        short = shortfall(options, topic, partition) if topic is not None and error.code() in ASK_REPLICAS else None
         return delivery_error(
             error,
             options,
@@ -57,4 +61,5 @@ class Deliveries:
             failed=self.failed,
             transactional_id=transactional_id,
             record=self.position,
+            short=short,
         )

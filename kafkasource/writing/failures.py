@@ -14,11 +14,16 @@ from confluent_kafka import KafkaError
 from kafkasource.cluster.settings import masked
 from kafkasource.errors import DeliveryError
 from kafkasource.writing.options import SinkOptions
+from kafkasource.writing.replicas import Shortfall
 
 TOO_LARGE = {KafkaError.MSG_SIZE_TOO_LARGE}
 UNKNOWN_TOPIC = {KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_TOPIC}
 FENCED = {KafkaError._FENCED, KafkaError.PRODUCER_FENCED, KafkaError.INVALID_PRODUCER_EPOCH}
 TIMED_OUT = {KafkaError._MSG_TIMED_OUT, KafkaError._TIMED_OUT, KafkaError.REQUEST_TIMED_OUT}
+TOO_FEW_REPLICAS = {KafkaError.NOT_ENOUGH_REPLICAS, KafkaError.NOT_ENOUGH_REPLICAS_AFTER_APPEND}
+# failures whose cause may be too few in-sync replicas: the caller asks the cluster (writing/replicas.py) and hands
+# delivery_error what it found
+ASK_REPLICAS = TIMED_OUT | TOO_FEW_REPLICAS
 
 
 def where(topic: str | None, partition: int | None) -> str:
@@ -37,10 +42,17 @@ def delivery_error(
     failed: int = 1,
     transactional_id: str | None = None,
     record: int | None = None,
+    short: Shortfall | None = None,
 ) -> DeliveryError:
     """The one message for `error`, met writing to `topic` (and `partition`, when known); `record`, the failed
-    record's row in the task (from 0), where the producer tells it (the native one does)."""
-    found = _delivery_error(error, options, topic, partition, size, failed, transactional_id)
+    record's row in the task (from 0), where the producer tells it (the native one does); `short`, the partition's
+    shortfall of in-sync replicas, where the caller found one (which then is the cause, whatever the code)."""
+    if short is not None or error.code() in TOO_FEW_REPLICAS:
+        config = options.producer_config()
+        more = f" ({failed:,} records failed)" if failed > 1 else ""
+        found = _too_few_replicas(short, error.code(), options, topic, partition, masked(error.str(), config), more)
+    else:
+        found = _delivery_error(error, options, topic, partition, size, failed, transactional_id)
     if record is not None:
         found = DeliveryError(
             f"{found} (the record{' that failed first' if failed > 1 else ''}: record {record:,} of the task)"
@@ -160,4 +172,46 @@ def _delivery_error(
         )
     return DeliveryError(
         f"Kafka refused records for {place} ({error.name()}): {reason}{more}. The brokers are {servers}"
+    )
+
+
+def _nodes(ids: tuple[int, ...]) -> str:
+    if not ids:
+        return "no node"
+    names = [str(i) for i in ids]
+    return f"node {names[0]}" if len(names) == 1 else f"nodes {', '.join(names[:-1])} and {names[-1]}"
+
+
+def _too_few_replicas(
+    short: Shortfall | None,
+    code: int,
+    options: SinkOptions,
+    topic: str | None,
+    partition: int | None,
+    reason: str,
+    more: str,
+) -> DeliveryError:
+    """Records refused for too few in-sync replicas: which partition, which replicas are in sync, what the topic's
+    min.insync.replicas asks, and which brokers to bring back."""
+    place = where(topic, short.partition if short is not None else partition)
+    waited = (
+        ""
+        if code in TOO_FEW_REPLICAS
+        else (f" until kafka.delivery.timeout.ms ({options.delivery_timeout_ms():,} ms) passed")
+    )
+    if short is None:
+        state = f"fewer in-sync replicas than topic {topic}'s min.insync.replicas asks for"
+        back = "Start the brokers that hold its other replicas"
+    else:
+        state = (
+            f"{len(short.in_sync)} in-sync replica{'' if len(short.in_sync) == 1 else 's'} "
+            f"({_nodes(short.in_sync)}) of {len(short.replicas)}, and topic {topic}'s min.insync.replicas asks for "
+            f"{short.required}"
+        )
+        back = f"Start the brokers of {_nodes(short.missing)} (or wait until they caught up)"
+    return DeliveryError(
+        f"the brokers at {options.bootstrap_servers} refused records for {place} with NOT_ENOUGH_REPLICAS{waited}: "
+        f"the partition has {state}, which every write with acks=all needs ({reason}){more}. {back}, then write "
+        "again: a streaming query resumes from its checkpoint. Lowering min.insync.replicas or acks instead would "
+        "write records that the loss of one more broker can take"
     )
