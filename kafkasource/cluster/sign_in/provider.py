@@ -152,7 +152,7 @@ def read_token_provider(options: Mapping[str, str], bootstrap_servers: str) -> T
     if builtin is not None:
         name = name.lower()
         _check_arguments(name, builtin, arguments)
-        if importlib.util.find_spec(builtin.module.split(".")[0]) is None or not _importable(builtin.module):
+        if not _importable(builtin.module):
             raise OptionError(
                 f"option {OPTION}={name} needs the {builtin.module} library, which is not installed: install "
                 f"kafkasource[{builtin.extra}] (pip install 'kafkasource[{builtin.extra}]') on the driver and executors"
@@ -176,6 +176,7 @@ def _check_arguments(name: str, builtin: Builtin, arguments: Mapping[str, str]) 
 
 
 def _importable(module: str) -> bool:
+    """Whether `module` can be imported here, without importing it (find_spec imports only its parents)."""
     try:
         return importlib.util.find_spec(module) is not None
     except ImportError:
