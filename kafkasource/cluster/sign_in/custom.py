@@ -42,10 +42,16 @@ def check_allowed(name: str) -> None:
         )
 
 
-def load(name: str, check: bool = True) -> Callable[[dict[str, str], str], object]:
-    """The function `name` (module:function), after `check_allowed` unless it is one of kafkasource's own."""
-    if check:
-        check_allowed(name)
+def load(name: str) -> Callable[[dict[str, str], str], object]:
+    """The user's provider `name`, once this cluster allows it, called as kafkasource's own providers are: with the
+    arguments (oauthProvider.<name> options, names in lower case) and the bootstrap servers, which it does not take."""
+    check_allowed(name)
+    function = import_function(name)
+    return lambda arguments, _bootstrap_servers: function(arguments)
+
+
+def import_function(name: str) -> Callable:
+    """The function `name` (module:function), imported here: on the driver or on an executor."""
     module_name, function_name = name.split(":", 1)
     try:
         function = getattr(importlib.import_module(module_name), function_name)
@@ -56,9 +62,4 @@ def load(name: str, check: bool = True) -> Callable[[dict[str, str], str], objec
         ) from None
     if not callable(function):
         raise SignInError(f"oauthProvider {name} is not a function")
-    return _with_arguments(function) if check else function
-
-
-def _with_arguments(function: Callable[[dict[str, str]], object]) -> Callable[[dict[str, str], str], object]:
-    """A user's provider takes its arguments only (oauthProvider.<name> options, names in lower case)."""
-    return lambda arguments, _bootstrap_servers: function(arguments)
+    return function

@@ -185,7 +185,7 @@ def _importable(module: str) -> bool:
 
 def _function(name: str) -> Callable[[dict[str, str], str], object]:
     builtin = BUILTINS.get(name)
-    return custom.load(builtin.make, check=False) if builtin else custom.load(name)
+    return custom.import_function(builtin.make) if builtin else custom.load(name)
 
 
 def _checked(name: str, made: object) -> Token:
