@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from kafkasource.cluster.sign_in.provider import OPTION
+from kafkasource.cluster.sign_in.custom import OPTION
 from kafkasource.errors import OptionError
 
 MSK_ADVICE = (

@@ -20,6 +20,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from kafkasource.cluster.settings import masked, one_line
 from kafkasource.cluster.sign_in import custom
 from kafkasource.errors import OptionError, SignInError
 
@@ -216,8 +217,6 @@ def _checked(name: str, made: object) -> Token:
 
 def _reason(exc: BaseException, arguments: tuple[tuple[str, str], ...]) -> str:
     """The provider's exception as one line, with the value of every argument that may hold a secret hidden."""
-    text = f"{type(exc).__name__}: {exc}".strip().replace("\r", "\\r").replace("\n", "\\n")
-    hidden = [value for name, value in arguments if value and any(m in name for m in SECRET_ARGUMENTS)]
-    for value in sorted(hidden, key=len, reverse=True):
-        text = text.replace(value, "*****")
-    return text[:2000]  # DefaultAzureCredential lists every credential it tried: its managed identity's at ~700
+    hidden = [value for name, value in arguments if any(m in name for m in SECRET_ARGUMENTS)]
+    # 2000 characters: DefaultAzureCredential lists every credential it tried, its managed identity's at ~700
+    return masked(one_line(f"{type(exc).__name__}: {exc}"), {}, also=hidden)[:2000]
