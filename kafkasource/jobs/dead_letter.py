@@ -62,8 +62,7 @@ def producer_config(source_options: Mapping[str, str]) -> dict[str, object]:
     print)."""
     options = {name.lower(): value for name, value in producer_options(source_options).items()}
     bootstrap = options["kafka.bootstrap.servers"]
-    provider = sign_in.read_token_provider(options, bootstrap)
-    signed = {"oauth_cb": provider} if provider else {}
+    signed = sign_in.callback_setting(sign_in.read_token_provider(options, bootstrap))
     return {**kafka_settings.kafka_config(options), "bootstrap.servers": bootstrap, **signed}
 
 

@@ -125,7 +125,7 @@ class SourceOptions:
     def client_config(self, **overrides: Any) -> dict[str, Any]:
         """librdkafka configuration for a client of ours: the user's kafka.* settings plus `overrides`, and the
         token provider as librdkafka's refresh callback (oauth_cb) where oauthProvider names one."""
-        signed = {"oauth_cb": self.token_provider} if self.token_provider else {}
+        signed = sign_in.callback_setting(self.token_provider)
         return {**self.kafka_config, "bootstrap.servers": self.bootstrap_servers, **signed, **overrides}
 
     def start(self) -> OffsetSpec:

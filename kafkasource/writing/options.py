@@ -82,7 +82,7 @@ class SinkOptions:
             **defaults,
             **self.kafka_config,
             "bootstrap.servers": self.bootstrap_servers,
-            **self._signed(),
+            **sign_in.callback_setting(self.token_provider),
             **overrides,
         }
 
@@ -90,11 +90,8 @@ class SinkOptions:
         """The user's kafka.* settings for a client that is not a producer (the marker's consumer), plus
         `overrides`: producer-only settings left out, which librdkafka would log a warning about."""
         shared = {k: v for k, v in self.kafka_config.items() if k not in PRODUCER_ONLY_SETTINGS}
-        return {**shared, "bootstrap.servers": self.bootstrap_servers, **self._signed(), **overrides}
-
-    def _signed(self) -> dict[str, object]:
-        """The token provider as librdkafka's refresh callback (oauth_cb), where oauthProvider names one."""
-        return {"oauth_cb": self.token_provider} if self.token_provider else {}
+        signed = sign_in.callback_setting(self.token_provider)
+        return {**shared, "bootstrap.servers": self.bootstrap_servers, **signed, **overrides}
 
     def delivery_timeout_ms(self) -> int:
         """How long librdkafka tries to deliver a record before it reports the record failed."""

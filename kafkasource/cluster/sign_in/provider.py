@@ -129,6 +129,11 @@ def _fresh(token: Token, made_at: float) -> bool:
     return token.expires_at - time.time() > max(lifetime * REUSE_WHILE_LEFT, 1.0)
 
 
+def callback_setting(provider: TokenProvider | None) -> dict[str, object]:
+    """The provider as a client's setting: librdkafka's refresh callback, oauth_cb (none without a provider)."""
+    return {"oauth_cb": provider} if provider else {}
+
+
 def ready(config: Config) -> Config:
     """`config` for a new client, once its token provider (if any) made a token: a provider that fails fails here
     with its own reason, where confluent-kafka would wait ten seconds for a token and only say it was not set."""
