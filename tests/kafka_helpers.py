@@ -24,8 +24,22 @@ def await_condition(what: str, condition: Callable[[], object], query=None, time
         if query is not None and query.exception() is not None:
             raise AssertionError(f"query failed while waiting for {what}: {query.exception()}")
         if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+            raise AssertionError(f"timed out after {timeout} s waiting for {what}{query_state(query)}")
         time.sleep(0.1)
+
+
+def query_state(query) -> str:
+    """Where a streaming query stood, for a timeout's message: its status and the last batch's progress (which
+    batch, how many rows, how long its phases took, the offsets it ended at)."""
+    if query is None:
+        return ""
+    progress = query.lastProgress or {}
+    sources = [(s.get("startOffset"), s.get("endOffset")) for s in progress.get("sources", [])]
+    return (
+        f"; the query's status: {query.status}; its last batch: {progress.get('batchId')} at "
+        f"{progress.get('timestamp')}, {progress.get('numInputRows')} rows, durations {progress.get('durationMs')}, "
+        f"offsets {sources}"
+    )
 
 
 def described_group(broker, group: str) -> list[tuple[int, int, int, int]]:
