@@ -21,8 +21,8 @@ from kafkasource.errors import (
     OptionError,
     SignInError,
 )
+from kafkasource.registration import register
 from kafkasource.runtime import logs
-from kafkasource.runtime.registration import register
 from kafkasource.source import KafkaDataSource
 
 logs.configure_from_environment()  # in the processes Spark starts: see logs.py

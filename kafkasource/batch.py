@@ -18,14 +18,14 @@ from kafkasource.options import SourceOptions
 from kafkasource.planning.partitions import partition_name
 from kafkasource.planning.ranges import batch_ranges
 from kafkasource.planning.subscription import Subscription
-from kafkasource.planning.tasks import KafkaInputPartition, fetch_config, plan_partitions
+from kafkasource.reading.input_partition import KafkaInputPartition, input_partitions
 from kafkasource.reading.task_reader import read_ranges
 
 
 class KafkaBatchReader(DataSourceReader):
     def __init__(self, options: SourceOptions):
         self.options = options.for_batch()
-        self.fetch_config = fetch_config(self.options)
+        self.fetch_config = self.options.fetch_config()
 
     def partitions(self) -> Sequence[InputPartition]:
         client = KafkaClient(self.options)
@@ -47,7 +47,9 @@ class KafkaBatchReader(DataSourceReader):
                 f"endingOffsets lies before startingOffsets for {', '.join(backwards)}; "
                 "the end must be at or after the start"
             )
-        return plan_partitions(batch_ranges(start, end), self.options)
+        return input_partitions(
+            batch_ranges(start, end), self.options.min_partitions, self.options.pack_records_per_task
+        )
 
     def read(self, partition: InputPartition):
         if not isinstance(partition, KafkaInputPartition):  # Spark's stand-in task for a read that planned none

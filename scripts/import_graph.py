@@ -22,7 +22,7 @@ PAGE = ROOT / "docs" / "import-graph.md"
 MAX_LINES = 450
 EXTENSION = "kafkasource._native"
 # what may stand at the top of the package: what Spark and users call, the version, the error family
-FACES = {"__init__", "_version", "source", "stream", "batch", "options", "errors"}
+FACES = {"__init__", "_version", "source", "stream", "batch", "options", "errors", "registration"}
 
 
 def module_name(path: Path) -> str:

@@ -11,7 +11,6 @@ from dataclasses import replace
 import pytest
 
 from kafkasource.errors import KafkaSourceError
-from kafkasource.planning.tasks import fetch_config
 from kafkasource.runtime import logs, native_extension
 from kafkasource.writing.options import parse_sink_options
 from tests.test_options import parse
@@ -95,7 +94,7 @@ def test_read_and_write_path_auto_warn_once_each_naming_why_a_built_extension_di
     monkeypatch.setattr(native_extension, "EXTENSION", None)
     monkeypatch.setattr(native_extension, "LOAD_ERROR", "libssl.so.3: cannot open shared object file")
     monkeypatch.setattr(native_extension, "_warned", set())
-    config = fetch_config(parse(readPath="auto"))
+    config = parse(readPath="auto").fetch_config()
 
     with caplog.at_level(logging.WARNING, logger="kafkasource.runtime.native_extension"):
         assert config.wants_native() is False

@@ -9,7 +9,6 @@ from kafkasource.errors import OptionError
 from kafkasource.options import SourceOptions, parse_options
 from kafkasource.planning.offsets import Committed, Earliest, Latest, OutsideLog, SpecificOffsets, Timestamps
 from kafkasource.planning.subscription import Assign, Subscribe, SubscribePattern
-from kafkasource.planning.tasks import fetch_config
 
 BASE = {"kafka.bootstrap.servers": "broker:9092", "subscribe": "orders"}
 
@@ -657,7 +656,7 @@ def test_read_path_native_needs_the_extension(monkeypatch):
         "option readPath is native, but kafkasource's native extension is not built here: install kafkasource "
         "where a Rust toolchain is present (pip install builds it), or set readPath to auto")
     # accepted without the extension: the executors then read with confluent-kafka
-    assert fetch_config(parse(readPath="auto")).wants_native() is False
+    assert parse(readPath="auto").fetch_config().wants_native() is False
 
 
 # --- one parse per load() -------------------------------------------------------------------------------

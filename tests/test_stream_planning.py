@@ -449,12 +449,12 @@ def test_a_topic_deleted_between_two_metadata_requests_is_found_at_the_next_trig
 
 
 def test_a_trigger_builds_the_offsets_json_once_and_parses_what_spark_hands_back_once(monkeypatch):
-    import kafkasource.stream as stream_module
+    import kafkasource.planning.stream_plan as plan_module  # where the reader's offsets JSON is built and parsed
 
     calls = {"to_json_dict": 0, "from_json_dict": 0}
     for name in calls:
-        original = getattr(stream_module, name)
-        monkeypatch.setattr(stream_module, name, lambda *a, _f=original, _n=name: calls.__setitem__(_n, calls[_n] + 1)
+        original = getattr(plan_module, name)
+        monkeypatch.setattr(plan_module, name, lambda *a, _f=original, _n=name: calls.__setitem__(_n, calls[_n] + 1)
                             or _f(*a))
     client = FakeClient({"t": [(0, 10), (0, 10)]})
     stream, committer = reader(client, startingOffsets="earliest", **{"kafka.group.id": "g"})

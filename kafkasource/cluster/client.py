@@ -13,7 +13,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from functools import partial
-from typing import TypeVar
+from typing import Any, Protocol, TypeVar
 
 from confluent_kafka import (
     OFFSET_BEGINNING,
@@ -31,7 +31,6 @@ from kafkasource.cluster.refusal import is_refusal, refusal_error
 from kafkasource.cluster.settings import NEVER_COMMITTING_GROUP_ID
 from kafkasource.cluster.sign_in import provider as sign_in
 from kafkasource.errors import BrokerUnavailableError, KafkaSourceError
-from kafkasource.options import SourceOptions
 from kafkasource.planning.partitions import Positions, TopicPartition, describe
 from kafkasource.runtime.shutdown import close_within, signal_deferred
 
@@ -83,10 +82,25 @@ LIST_OFFSETS_LANES = 4
 OFFSET_LATEST, OFFSET_EARLIEST = OFFSET_END, OFFSET_BEGINNING
 
 
+class ClientOptions(Protocol):
+    """What the driver's clients take from a query's options (options.SourceOptions has it): the cluster room
+    stays below the options room, which parses into what the rooms below it define."""
+
+    @property
+    def bootstrap_servers(self) -> str: ...
+    @property
+    def group_id(self) -> str | None: ...
+    @property
+    def poll_timeout_ms(self) -> int: ...
+    @property
+    def read_committed(self) -> bool: ...
+    def client_config(self, **overrides: Any) -> dict[str, Any]: ...
+
+
 class KafkaClient:
     """Driver-side view of the cluster for one query; implements offsets.OffsetLookup."""
 
-    def __init__(self, options: SourceOptions):
+    def __init__(self, options: ClientOptions):
         self.options = options
         self._admin: AdminClient | None = None
         self._group_consumer: Consumer | None = None

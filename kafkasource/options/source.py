@@ -49,6 +49,7 @@ from kafkasource.planning.offsets import (
 )
 from kafkasource.planning.partitions import TopicPartition, partition_name
 from kafkasource.planning.subscription import Assign, Subscribe, SubscribePattern, Subscription
+from kafkasource.reading.consumers import FetchConfig
 from kafkasource.reading.settings import READ_PATHS, ReadPath
 from kafkasource.runtime import native_extension
 
@@ -127,6 +128,17 @@ class SourceOptions:
         token provider as librdkafka's refresh callback (oauth_cb) where oauthProvider names one."""
         signed = sign_in.callback_setting(self.token_provider)
         return {**self.kafka_config, "bootstrap.servers": self.bootstrap_servers, **signed, **overrides}
+
+    def fetch_config(self) -> FetchConfig:
+        """What an executor needs to read this query's ranges."""
+        return FetchConfig(
+            self.client_config(),
+            self.include_headers,
+            self.fail_on_data_loss,
+            self.poll_timeout_ms,
+            self.group_id,
+            self.read_path,
+        )
 
     def start(self) -> OffsetSpec:
         """Where the read starts: for_stream() and for_batch() put in that read's default where none was given."""

@@ -87,8 +87,8 @@ def _reach_driver_side_runner(spark) -> None:
     'kafkasource'" without this. The registration carries the session's environment to those processes."""
     import os
 
-    # what holds the package: kafkasource/runtime/registration.py three levels down
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    # what holds the package: kafkasource/registration.py two levels down
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     if not os.path.isfile(root) or type(spark).__module__.startswith("pyspark.sql.connect"):
         return  # an installed package (every process finds it), or a Connect client (the server has its own)
     environment = spark.sparkContext.environment
