@@ -1,4 +1,4 @@
-"""The read paths' speed before and after a change to the package's Python code, on the same machine: by
+"""The read and write paths' speed before and after a change to the package's Python code, on the same machine: by
 default the package as it was before it moved into rooms (f0bab94^, flat modules) against HEAD.
 
 Exports `kafkasource/` at both revisions with `git archive` into a temporary folder and copies this checkout's
@@ -10,7 +10,10 @@ through the task reader without Spark (read_ranges, as a Spark task does) with e
 (the consumer made and connected, the code compiled) then `--repeat` times timed: CPU seconds of the process
 (process_time, librdkafka's threads included: steadier than wall time on a machine others are using) and wall
 seconds, the row count checked. The Avro set is also decoded, batch by batch, by the Python decoder (fastavro)
-and by the native one, as a query with valueFormat avro does after reading.
+and by the native one, as a query with valueFormat avro does after reading. A round also writes the 100 B set's
+values through one sink task (write_task, as a Spark task runs it, without Spark) with each write path under
+at-least-once and exactly-once, each write to a fresh topic of one partition, its record count checked (revisions
+from before the sink existed measure reads only).
 
 Prints a markdown table of the medians per data set and read path, and with --write puts it in bench/ROOMS.md's
 "Figures" section.
@@ -22,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import importlib.util
 import io
 import json
 import os
@@ -41,14 +43,21 @@ REPO = Path(__file__).resolve().parent.parent
 EXTENSION = "kafkasource/_native.abi3.so"
 OUT = REPO / "bench" / "ROOMS.md"
 
-# name -> (its module since the rooms, before them); a copy holding kafkasource/reading/ is in rooms
+# name -> the modules that held it over time, newest first: a revision's copy takes it from the first that has it
 ROOMS = {
     "FetchConfig": ("kafkasource.reading.consumers", "kafkasource.fetch"),
     "OffsetRange": ("kafkasource.planning.ranges", "kafkasource.ranges"),
     "read_ranges": ("kafkasource.reading.task_reader", "kafkasource.task_reader"),
-    "AvroDecoder": ("kafkasource.formats.avro", "kafkasource.avro_decode"),
+    "AvroDecoder": ("kafkasource.formats.avro.decode", "kafkasource.formats.avro", "kafkasource.avro_decode"),
     "RegistrySchema": ("kafkasource.formats.registry", "kafkasource.schema_registry"),
+    "parse_sink_options": ("kafkasource.options.sink", "kafkasource.writing.options"),
+    "write_task": ("kafkasource.writing.task",),
+    "TaskInfo": ("kafkasource.writing.task",),
+    "Columns": ("kafkasource.writing.rows",),
 }
+# what each round writes: a write path and a delivery guarantee
+WRITES = ("python at-least-once", "native at-least-once", "python exactly-once", "native exactly-once")
+WRITE_SIZE = 100  # bytes per written value
 
 # what each data set is read with: a read path, and for the Avro set the decoder after it
 PATHS = {"100B": ("python", "native"), "1KB": ("python", "native"), "avro": ("python+fastavro", "native+native")}
@@ -79,14 +88,53 @@ def export(revision: str, folder: Path) -> Path:
 
 
 def names() -> dict:
-    in_rooms = importlib.util.find_spec("kafkasource.reading") is not None
-    return {name: getattr(importlib.import_module(modules[0 if in_rooms else 1]), name)
-            for name, modules in ROOMS.items()}
+    """Each of ROOMS' names from the first of its modules that this copy of the package has (absent: not there)."""
+    found = {}
+    for name, modules in ROOMS.items():
+        for module in modules:
+            try:
+                found[name] = getattr(importlib.import_module(module), name)
+                break
+            except (ImportError, AttributeError):
+                continue
+    return found
 
 
-def measure(bootstrap: str, cases: list[dict], avro: dict, repeat: int) -> None:
+def write_batches(records: int) -> list:
+    """`records` values of WRITE_SIZE bytes in batches of 10,000 rows, as Spark hands a Python sink's task its rows."""
+    import pyarrow as pa
+
+    out = []
+    for start in range(0, records, 10_000):
+        rows = min(10_000, records - start)
+        values = [f"{start + i:0{WRITE_SIZE}d}".encode()[:WRITE_SIZE] for i in range(rows)]
+        out.append(pa.RecordBatch.from_arrays([pa.array(values, pa.binary())], names=["value"]))
+    return out
+
+
+def write_once(n: dict, bootstrap: str, case: str, data: list) -> None:
+    """One sink task writing `data` to a fresh topic with `case`'s write path and guarantee."""
+    import uuid
+
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    path, guarantee = case.split()
+    topic = f"rooms-write-{uuid.uuid4().hex[:8]}"
+    admin = AdminClient({"bootstrap.servers": bootstrap})  # kept until the answer: its end would cancel the request
+    admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(30)
+    options = {"kafka.bootstrap.servers": bootstrap, "topic": topic, "writePath": path, "deliveryGuarantee": guarantee}
+    if guarantee == "exactly-once":
+        options["transactionalIdPrefix"] = topic
+    sink = n["parse_sink_options"](options, streaming=False)
+    columns = n["Columns"](topic, key=False, headers=False, partition=False)
+    message = n["write_task"](sink, columns, data, n["TaskInfo"](0, 0, None), streaming=False, write_id=topic)
+    if message.records != sum(b.num_rows for b in data):
+        raise RuntimeError(f"write {case}: wrote {message.records} records of {sum(b.num_rows for b in data)}")
+
+
+def measure(bootstrap: str, cases: list[dict], avro: dict, repeat: int, writes: int) -> None:
     """In this process (a copy's kafkasource first on the path): every case read once untimed, then `repeat`
-    times timed; prints JSON."""
+    times timed, then `writes` records written per write case alike; prints JSON."""
     n = names()
     writers = {int(i): n["RegistrySchema"](int(i), "AVRO", json.dumps(s)) for i, s in avro["writers"].items()}
     results = {}
@@ -113,6 +161,16 @@ def measure(bootstrap: str, cases: list[dict], avro: dict, repeat: int) -> None:
             if rows != case["records"]:
                 raise RuntimeError(f"{case['name']}: read {rows} rows, expected {case['records']}")
         results[case["name"]] = {"cpu": cpu[1:], "wall": wall[1:]}
+    if "write_task" in n:
+        data = write_batches(writes)
+        for case in WRITES:
+            cpu, wall = [], []
+            for _ in range(repeat + 1):
+                started, started_cpu = time.perf_counter(), time.process_time()
+                write_once(n, bootstrap, case, data)
+                cpu.append(time.process_time() - started_cpu)
+                wall.append(time.perf_counter() - started)
+            results[f"write {case}"] = {"cpu": cpu[1:], "wall": wall[1:]}
     import kafkasource
 
     print(json.dumps({"package": kafkasource.__file__, "results": results}))
@@ -130,6 +188,15 @@ def table(results: dict, revisions: tuple[str, str], sets: dict[str, datasets.Da
             wall = [statistics.median(results[r][name]["wall"]) for r in revisions]
             lines.append(f"| {data_set.name}: {describe(key, data_set)} | {path} | {cpu[0]:.3f} | {cpu[1]:.3f} | "
                          f"{cpu[1] / cpu[0]:.2f} | {wall[0]:.3f} | {wall[1]:.3f} | {wall[1] / wall[0]:.2f} |")
+    records = sets["100B"].records
+    for case in WRITES:
+        name = f"write {case}"
+        if not all(results[r][name]["cpu"] for r in revisions):
+            continue
+        cpu = [statistics.median(results[r][name]["cpu"]) for r in revisions]
+        wall = [statistics.median(results[r][name]["wall"]) for r in revisions]
+        lines.append(f"| write {records:,} × {WRITE_SIZE} B, one task | {case} | {cpu[0]:.3f} | {cpu[1]:.3f} | "
+                     f"{cpu[1] / cpu[0]:.2f} | {wall[0]:.3f} | {wall[1]:.3f} | {wall[1] / wall[0]:.2f} |")
     return "\n".join(lines)
 
 
@@ -141,10 +208,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=5, help="fresh processes per revision, alternating")
     parser.add_argument("--repeat", type=int, default=2, help="timed reads per case and round")
     parser.add_argument("--write", action="store_true", help=f"put the table in {OUT.relative_to(REPO)}")
-    parser.add_argument("--measure", nargs=3, metavar=("BOOTSTRAP", "CASES", "AVRO"), help=argparse.SUPPRESS)
+    parser.add_argument("--measure", nargs=4, metavar=("BOOTSTRAP", "CASES", "AVRO", "WRITES"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.measure:
-        measure(args.measure[0], json.loads(args.measure[1]), json.loads(args.measure[2]), args.repeat)
+        measure(args.measure[0], json.loads(args.measure[1]), json.loads(args.measure[2]), args.repeat,
+                int(args.measure[3]))
         return 0
 
     from bench import avro
@@ -155,7 +223,8 @@ def main(argv: list[str] | None = None) -> int:
     avro_schemas = json.dumps({"reader": avro.V2, "writers": avro.WRITERS})
     cases = [{"name": f"{key} {path}", "topic": f"rooms-{key}", "records": sets[key].records, "path": path}
              for key in sets for path in PATHS[key]]
-    results: dict[str, dict] = {r: {c["name"]: {"cpu": [], "wall": []} for c in cases} for r in revisions}
+    names = [c["name"] for c in cases] + [f"write {case}" for case in WRITES]
+    results: dict[str, dict] = {r: {name: {"cpu": [], "wall": []} for name in names} for r in revisions}
     broker = local_broker.start()
     try:
         for key, data_set in sets.items():
@@ -167,10 +236,13 @@ def main(argv: list[str] | None = None) -> int:
                 for revision, folder in copies.items():
                     # `python -m` puts the working directory first: the copy's kafkasource, then bench/ from here
                     env = dict(os.environ, PYTHONPATH=f"{folder}{os.pathsep}{REPO}")
-                    out = subprocess.run(
+                    done = subprocess.run(
                         [sys.executable, "-m", "bench.rooms", "--repeat", str(args.repeat), "--measure",
-                         broker.bootstrap_servers, json.dumps(cases), avro_schemas],
-                        cwd=folder, env=env, capture_output=True, text=True, check=True).stdout
+                         broker.bootstrap_servers, json.dumps(cases), avro_schemas, str(sets["100B"].records)],
+                        cwd=folder, env=env, capture_output=True, text=True)
+                    if done.returncode != 0:
+                        raise RuntimeError(f"{revision}: the measuring process failed:\n{done.stderr[-3000:]}")
+                    out = done.stdout
                     run = json.loads(out.strip().splitlines()[-1])
                     if not run["package"].startswith(str(folder)):
                         raise RuntimeError(f"{revision}: imported {run['package']}")
@@ -187,7 +259,8 @@ def main(argv: list[str] | None = None) -> int:
     load = os.getloadavg()
     body = (f"## Figures\n\nMedians of {args.rounds} rounds × {args.repeat} timed reads per revision (fresh "
             f"process per round, revisions alternating), one partition read fully through read_ranges without "
-            f"Spark; the same native extension in both. Load average at the end: {load[0]:.1f}, {load[1]:.1f}, "
+            f"Spark, and the 100 B values written by one sink task (write_task) to a fresh topic of one partition; "
+            f"the same native extension in both. Load average at the end: {load[0]:.1f}, {load[1]:.1f}, "
             f"{load[2]:.1f} on {os.cpu_count()} cores.\n\n{table(results, revisions, sets)}\n\n`{command.strip()}`\n")
     print("\n" + body)
     if args.write:
