@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Literal, get_args
 
 from kafkasource.cluster import settings as kafka_settings
+from kafkasource.cluster.known_settings import PRODUCER_ONLY
 from kafkasource.cluster.sign_in import provider as sign_in
 from kafkasource.errors import OptionError
 from kafkasource.formats.encoding import OPTIONS as REGISTRY_OPTIONS  # registry formats: read by formats/encoding.py
@@ -89,7 +90,7 @@ class SinkOptions:
     def client_config(self, **overrides: object) -> dict[str, object]:
         """The user's kafka.* settings for a client that is not a producer (the marker's consumer), plus
         `overrides`: producer-only settings left out, which librdkafka would log a warning about."""
-        shared = {k: v for k, v in self.kafka_config.items() if k not in PRODUCER_ONLY_SETTINGS}
+        shared = {k: v for k, v in self.kafka_config.items() if k not in PRODUCER_ONLY}
         signed = sign_in.callback_setting(self.token_provider)
         return {**shared, "bootstrap.servers": self.bootstrap_servers, **signed, **overrides}
 
@@ -104,37 +105,6 @@ class SinkOptions:
 
     def transaction_timeout_ms(self) -> int:
         return int(self.kafka_config.get("transaction.timeout.ms", DEFAULT_TRANSACTION_TIMEOUT_MS))
-
-
-# settings only a producer takes: kept from the marker's consumer (see SinkOptions.client_config)
-PRODUCER_ONLY_SETTINGS = frozenset(
-    {
-        "acks",
-        "request.required.acks",
-        "linger.ms",
-        "queue.buffering.max.ms",
-        "batch.size",
-        "batch.num.messages",
-        "compression.type",
-        "compression.codec",
-        "compression.level",
-        "enable.idempotence",
-        "enable.gapless.guarantee",
-        "partitioner",
-        "message.timeout.ms",
-        "delivery.timeout.ms",
-        "transaction.timeout.ms",
-        "queue.buffering.max.messages",
-        "queue.buffering.max.kbytes",
-        "retries",
-        "message.send.max.retries",
-        "delivery.report.only.error",
-        "sticky.partitioning.linger.ms",
-        "queue.buffering.backpressure.threshold",
-        "request.timeout.ms",
-        "produce.offset.report",
-    }
-)
 
 
 def parse_sink_options(raw_options: Mapping[str, str], streaming: bool) -> SinkOptions:
