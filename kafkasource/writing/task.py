@@ -19,8 +19,8 @@ from pyspark.sql.datasource import WriterCommitMessage
 
 from kafkasource.errors import KafkaSourceError
 from kafkasource.formats.encoding import Encoding, encode_batches
+from kafkasource.options.sink import SinkOptions
 from kafkasource.writing.markers import MarkedBatch
-from kafkasource.writing.options import SinkOptions
 from kafkasource.writing.producer import write_plain
 from kafkasource.writing.rows import ArrowRecords, Columns
 from kafkasource.writing.transactions import Outcome, Prepared, write_transaction

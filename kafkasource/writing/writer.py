@@ -19,8 +19,8 @@ from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 
 from kafkasource.errors import ContinuousTriggerError, OptionError
 from kafkasource.formats.encoding import Encoding, parse_encoding
+from kafkasource.options.sink import SinkOptions, parse_sink_options
 from kafkasource.runtime.spark_api import DataSourceStreamArrowWriter  # pyspark 4.0 has none: a stand-in
-from kafkasource.writing.options import SinkOptions, parse_sink_options
 from kafkasource.writing.rows import Columns, check_columns
 from kafkasource.writing.task import (
     CONTINUOUS_REFUSED,
