@@ -9,7 +9,6 @@ librdkafka checks them once more as a producer would take them, since some setti
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal, get_args
@@ -19,13 +18,18 @@ from kafkasource.cluster.known_settings import PRODUCER_ONLY
 from kafkasource.cluster.sign_in import provider as sign_in
 from kafkasource.errors import OptionError
 from kafkasource.formats.encoding import OPTIONS as REGISTRY_OPTIONS  # registry formats: read by formats/encoding.py
-from kafkasource.options.values import check_topic_name, option_text, read_bootstrap_servers, read_choice, shown_value
+from kafkasource.options.names import check_names
+from kafkasource.options.values import (
+    PathChoice,
+    check_topic_name,
+    option_text,
+    read_bootstrap_servers,
+    read_choice,
+    read_path_choice,
+)
 from kafkasource.runtime import native_extension
 
 DeliveryGuarantee = Literal["at-least-once", "exactly-once", "none"]
-# writePath: native hands Arrow batches to the compiled extension's producer, python makes a confluent-kafka
-# produce() call per record, auto is native where the extension is built
-WritePath = Literal["auto", "native", "python"]
 SINK_OPTIONS = ("topic", "deliveryGuarantee", "transactionalIdPrefix", "markerTopic", "writePath", sign_in.OPTION)
 # options Spark itself puts into a stream writer's map: accepted, they mean nothing to the sink
 SPARK_WRITE_OPTIONS = ("checkpointLocation",)
@@ -66,15 +70,15 @@ class SinkOptions:
     marker_topic: str | None  # exactly-once: partition 0 of it holds each task's batch marker
     # librdkafka settings (prefix stripped), secrets included: never print this field
     kafka_config: dict[str, str] = field(repr=False)
-    write_path: WritePath = "auto"
+    # writePath: native hands Arrow batches to the compiled extension's producer, python makes a confluent-kafka
+    # produce() call per record, auto is native where the extension is built
+    write_path: PathChoice = "auto"
     token_provider: sign_in.TokenProvider | None = None  # oauthProvider: what signs the producers in
 
     def native(self) -> bool:
         """Whether the tasks write with the native producer: writePath=native (refused on the driver where the
         extension does not load), or auto where it loads."""
-        if self.write_path == "auto":
-            native_extension.warn_if_broken("writePath", "writing")
-        return self.write_path == "native" or (self.write_path == "auto" and native_extension.available())
+        return native_extension.runs_native(self.write_path, "writePath", "writing")
 
     def producer_config(self, **overrides: object) -> dict[str, object]:
         """librdkafka configuration of the sink's producers: its defaults, the user's kafka.*, then `overrides`."""
@@ -117,7 +121,7 @@ def parse_sink_options(raw_options: Mapping[str, str], streaming: bool) -> SinkO
         check_topic_name("topic", topic)
     guarantee = read_choice(options, "deliveryGuarantee", get_args(DeliveryGuarantee), "at-least-once")
     prefix = _transactional_id_prefix(options, guarantee)
-    write_path = _write_path(options)
+    write_path = read_path_choice(options, "writePath")
     marker_topic = _marker_topic(options, guarantee, topic)
     for name in options:
         setting = name[len("kafka.") :]
@@ -141,29 +145,14 @@ def parse_sink_options(raw_options: Mapping[str, str], streaming: bool) -> SinkO
 
 def _check_names(options: Mapping[str, str]) -> None:
     """Refuse option names the sink does not know, suggesting the closest: a typo never falls back to a default."""
-    known = {name.lower(): name for name in SINK_OPTIONS + REGISTRY_OPTIONS}
+    listing = (
+        f"its options are {', '.join(SINK_OPTIONS)}, kafka.<setting> for librdkafka's producer and "
+        "oauthProvider.<argument> for the token provider"
+    )
     spark_added = {name.lower() for name in SPARK_WRITE_OPTIONS}
-    for name in options:
-        if name.startswith(("kafka.", "schema.registry.", sign_in.PREFIX)) or name in known or name in spark_added:
-            continue
-        close = difflib.get_close_matches(name, list(known), n=1, cutoff=0.75)
-        hint = f"did you mean {known[close[0]]}? " if close else ""
-        raise OptionError(
-            f"unknown option {shown_value(name)} for the kafkasource sink: {hint}its options are "
-            f"{', '.join(SINK_OPTIONS)}, kafka.<setting> for librdkafka's producer and oauthProvider.<argument> for "
-            "the token provider"
-        )
-
-
-def _write_path(options: Mapping[str, str]) -> WritePath:
-    path = read_choice(options, "writePath", get_args(WritePath), "auto")
-    if path == "native" and not native_extension.available():
-        raise OptionError(
-            f"option writePath is native, but kafkasource's native extension {native_extension.why_unavailable()}: "
-            "install kafkasource where a Rust toolchain is present (pip install builds it), "
-            "or set writePath to auto (native when built) or python"
-        )
-    return path
+    check_names(
+        options, SINK_OPTIONS + REGISTRY_OPTIONS, listing, accepted=spark_added, whose=" for the kafkasource sink"
+    )
 
 
 def _transactional_id_prefix(options: Mapping[str, str], guarantee: DeliveryGuarantee) -> str | None:
