@@ -10,14 +10,14 @@ librdkafka checks them once more as a producer would take them, since some setti
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal, get_args
 
 from kafkasource.cluster import settings as kafka_settings
 from kafkasource.cluster.known_settings import PRODUCER_ONLY
 from kafkasource.cluster.sign_in import provider as sign_in
 from kafkasource.errors import OptionError
-from kafkasource.formats.encoding import OPTIONS as REGISTRY_OPTIONS  # registry formats: read by formats/encoding.py
+from kafkasource.formats import encoding
 from kafkasource.options.names import check_names
 from kafkasource.options.values import (
     PathChoice,
@@ -74,6 +74,9 @@ class SinkOptions:
     # produce() call per record, auto is native where the extension is built
     write_path: PathChoice = "auto"
     token_provider: sign_in.TokenProvider | None = None  # oauthProvider: what signs the producers in
+    # valueFormat/keyFormat other than binary: the writer schemas and registry settings (None: both binary, or the
+    # options parsed without the DataFrame's schema)
+    encoding: encoding.Encoding | None = field(default=None, repr=False)
 
     def native(self) -> bool:
         """Whether the tasks write with the native producer: writePath=native (refused on the driver where the
@@ -111,8 +114,13 @@ class SinkOptions:
         return int(self.kafka_config.get("transaction.timeout.ms", DEFAULT_TRANSACTION_TIMEOUT_MS))
 
 
-def parse_sink_options(raw_options: Mapping[str, str], streaming: bool) -> SinkOptions:
-    """Validate a write's option map; raise OptionError naming the first bad option and what to change."""
+def parse_sink_options(raw_options: Mapping[str, str], streaming: bool, schema=None) -> SinkOptions:
+    """Validate a write's option map; raise OptionError naming the first bad option and what to change.
+
+    With the DataFrame's `schema` (a pyspark StructType; a writer has it) the registry formats' options are read too:
+    each formatted column's writer schema is fetched or registered, and the column checked against it (ColumnError).
+    Without it (a job checking its options before Spark starts) they are left for the writer.
+    """
     options = {str(k).lower(): v for k, v in raw_options.items()}
     _check_names(options)
     bootstrap = read_bootstrap_servers(options)
@@ -140,7 +148,10 @@ def parse_sink_options(raw_options: Mapping[str, str], streaming: bool) -> SinkO
         token_provider=sign_in.read_token_provider(options, bootstrap),
     )
     _check_producer_accepts(parsed)
-    return parsed
+    if schema is None:
+        return parsed
+    # last: the only check that asks a server (the registry, for the writer schemas)
+    return replace(parsed, encoding=encoding.parse_encoding(options, schema, topic))
 
 
 def _check_names(options: Mapping[str, str]) -> None:
@@ -151,7 +162,7 @@ def _check_names(options: Mapping[str, str]) -> None:
     )
     spark_added = {name.lower() for name in SPARK_WRITE_OPTIONS}
     check_names(
-        options, SINK_OPTIONS + REGISTRY_OPTIONS, listing, accepted=spark_added, whose=" for the kafkasource sink"
+        options, SINK_OPTIONS + encoding.OPTIONS, listing, accepted=spark_added, whose=" for the kafkasource sink"
     )
 
 

@@ -82,7 +82,6 @@ def write_task(
     batches: Iterable,
     task: TaskInfo,
     streaming: bool,
-    encoding: Encoding | None = None,
     write_id: str | None = None,
 ) -> SinkCommitMessage:
     """Write one task's Arrow record batches; its commit message for the driver. `write_id`: a batch write's id,
@@ -106,8 +105,8 @@ def write_task(
             raise
     # registry formats: an Arrow step before the producer, so it is handed binary key/value columns; Avro columns
     # are encoded natively on the native write path (writePath=python keeps every step in Python)
-    encoded = encode_batches(iter(rest), encoding, options.topic, task.partition_id, options.native())
-    columns = encoded_columns(columns, encoding)
+    encoded = encode_batches(iter(rest), options.encoding, options.topic, task.partition_id, options.native())
+    columns = encoded_columns(columns, options.encoding)
     # the native producer reads the batches' columns itself; confluent-kafka's takes one record at a time
     records = ArrowRecords(encoded, columns)
     if options.guarantee == "exactly-once":
