@@ -144,7 +144,7 @@ def broker_ticks(broker: local_broker.Broker) -> int:
 
 def write(broker, admin, topic: str, guarantee: str, setting: Setting, data: list, records: int) -> Measured:
     """One task's write of `data` through the sink's task writer, measured and checked."""
-    from kafkasource.writing.options import parse_sink_options
+    from kafkasource.options.sink import parse_sink_options
     from kafkasource.writing.rows import Columns
     from kafkasource.writing.task import TaskInfo, write_task
 
@@ -226,7 +226,7 @@ def table(found: dict[Setting, list[Measured]], records: int, value_bytes: int) 
 
 def report(results: Results, counts: dict[str, int], args, elapsed: float) -> str:
     command = ("python3 -m bench.producer_settings " + " ".join(sys.argv[1:])).strip()
-    from kafkasource.writing.options import AT_LEAST_ONCE_DEFAULTS, PRODUCER_DEFAULTS
+    from kafkasource.options.sink import AT_LEAST_ONCE_DEFAULTS, PRODUCER_DEFAULTS
 
     defaults = ", ".join(f"`{k}={v}`" for k, v in {**PRODUCER_DEFAULTS, **AT_LEAST_ONCE_DEFAULTS}.items())
     lines = ["## Figures", "",

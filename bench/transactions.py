@@ -19,8 +19,8 @@ from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from dev import broker as dev_broker
+from kafkasource.options.sink import parse_sink_options
 from kafkasource.writing.markers import MarkedBatch
-from kafkasource.writing.options import parse_sink_options
 from kafkasource.writing.transactions import TransactionalPool, write_transaction
 
 

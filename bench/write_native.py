@@ -77,7 +77,7 @@ def write_once(bootstrap: str, path: str, guarantee: str, data: list[pa.RecordBa
     """Seconds one task takes to write `data` to a fresh topic."""
     from confluent_kafka.admin import AdminClient, NewTopic
 
-    from kafkasource.writing.options import parse_sink_options
+    from kafkasource.options.sink import parse_sink_options
     from kafkasource.writing.task import TaskInfo, write_task
 
     topic = f"write-bench-{uuid.uuid4().hex[:8]}"

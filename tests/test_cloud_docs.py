@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from kafkasource.options import parse_options
-from kafkasource.writing.options import parse_sink_options
+from kafkasource.options.sink import parse_sink_options
 
 PAGES = sorted((Path(__file__).resolve().parent.parent / "docs" / "cloud").glob("*.md"))
 BLOCK = re.compile(r"```python\n(\w+) = (\{.*?\})\n```", re.S)

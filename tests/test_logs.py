@@ -11,8 +11,8 @@ from dataclasses import replace
 import pytest
 
 from kafkasource.errors import KafkaSourceError
+from kafkasource.options.sink import parse_sink_options
 from kafkasource.runtime import logs, native_extension
-from kafkasource.writing.options import parse_sink_options
 from tests.test_options import parse
 
 

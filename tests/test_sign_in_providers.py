@@ -34,7 +34,7 @@ from kafkasource.cluster.sign_in import gcp as gcp_provider
 from kafkasource.cluster.sign_in import provider
 from kafkasource.errors import OptionError, SignInError
 from kafkasource.options import parse_options
-from kafkasource.writing.options import parse_sink_options
+from kafkasource.options.sink import parse_sink_options
 
 REPO = Path(__file__).resolve().parent.parent
 MSK_BOOTSTRAP = "b-1.orders.abc123.c2.kafka.eu-west-1.amazonaws.com:9098,b-2.orders.abc123.c2.kafka.eu-west-1." \
@@ -618,7 +618,7 @@ MISSING_EXTRA_SCRIPT = """
 import json, sys
 from kafkasource.errors import OptionError
 from kafkasource.options import parse_options
-from kafkasource.writing.options import parse_sink_options
+from kafkasource.options.sink import parse_sink_options
 
 answers = {}
 for name, module in (("aws_msk_iam", "aws_msk_iam_sasl_signer"), ("azure", "azure.identity"),

@@ -14,10 +14,10 @@ import pytest
 from confluent_kafka import KafkaError, KafkaException
 
 from kafkasource.errors import ExactlyOnceError
+from kafkasource.options.sink import parse_sink_options
 from kafkasource.writing.deliveries import Deliveries
 from kafkasource.writing.failures import DeliveryError, delivery_error
 from kafkasource.writing.markers import MarkedBatch
-from kafkasource.writing.options import parse_sink_options
 from kafkasource.writing.producer import close, new_producer, send
 from kafkasource.writing.rows import ArrowRecords, Columns
 from kafkasource.writing.transactions import Outcome, TransactionalPool, write_transaction

@@ -9,8 +9,8 @@ import pyarrow as pa
 import pytest
 
 from kafkasource.errors import DeliveryError
+from kafkasource.options.sink import parse_sink_options
 from kafkasource.runtime import native_extension
-from kafkasource.writing.options import parse_sink_options
 from kafkasource.writing.rows import Columns
 from kafkasource.writing.task import SinkCommitMessage, TaskInfo, write_task
 from tests.sink_helpers import expected_records, read_topic

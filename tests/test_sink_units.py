@@ -9,6 +9,7 @@ from confluent_kafka import KafkaError, KafkaException
 from pyspark.sql.types import ArrayType, BinaryType, IntegerType, LongType, StringType, StructField, StructType
 
 from kafkasource.errors import ColumnError, ExactlyOnceError, OptionError
+from kafkasource.options.sink import parse_sink_options
 from kafkasource.records.schema import HEADERS_DDL_TYPE
 from kafkasource.runtime import native_extension
 from kafkasource.writing.digest import RecordDigest
@@ -24,7 +25,6 @@ from kafkasource.writing.markers import (
     marker_metadata,
     parse_marker,
 )
-from kafkasource.writing.options import parse_sink_options
 from kafkasource.writing.replicas import Shortfall
 from kafkasource.writing.rows import NULL_TOPIC, Columns, check_columns, messages, native_batch
 from kafkasource.writing.transactions import _abort, transactional_id

@@ -25,7 +25,7 @@ from kafkasource.jobs.config import ConfigError, JobConfig
 from kafkasource.jobs.streaming import decoded_records, run_stream, with_trigger
 from kafkasource.jobs.takeover import unfinished_batch
 from kafkasource.metrics.writes import observe_writes
-from kafkasource.writing.options import parse_sink_options
+from kafkasource.options.sink import parse_sink_options
 
 log = logging.getLogger("kafkasource.jobs")
 

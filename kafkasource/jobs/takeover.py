@@ -20,8 +20,8 @@ from confluent_kafka import TopicPartition
 from kafkasource.cluster.client import committed_when_coordinated
 from kafkasource.jobs.plan import positions
 from kafkasource.options import SourceOptions
+from kafkasource.options.sink import SinkOptions
 from kafkasource.writing.markers import MARKER_PARTITION, Marker, marker_consumer, marker_group, parse_marker
-from kafkasource.writing.options import SinkOptions
 
 log = logging.getLogger("kafkasource.jobs")
 

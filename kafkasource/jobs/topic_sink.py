@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from kafkasource.errors import OptionError
 from kafkasource.jobs.dead_letter import producer_options
 from kafkasource.jobs.tables import ConfigError, Section
-from kafkasource.writing.options import parse_sink_options
+from kafkasource.options.sink import parse_sink_options
 
 # each [sink] key as the sink's option it becomes
 SINK_OPTION_NAMES = {

@@ -7,7 +7,6 @@ lower case. `parse_options` takes any mapping, so a job that reads a config file
 
 from __future__ import annotations
 
-import difflib
 import logging
 import re
 from collections.abc import Mapping
@@ -18,6 +17,7 @@ from kafkasource.cluster import settings as kafka_settings
 from kafkasource.cluster.sign_in import provider as sign_in
 from kafkasource.errors import OptionError
 from kafkasource.formats import decoding
+from kafkasource.options.names import check_names
 from kafkasource.options.values import (
     MAX_LONG,
     MAX_PARTITION,
@@ -33,6 +33,7 @@ from kafkasource.options.values import (
     read_bool,
     read_bootstrap_servers,
     read_choice,
+    read_path_choice,
     shown_value,
 )
 from kafkasource.planning.offsets import (
@@ -50,8 +51,7 @@ from kafkasource.planning.offsets import (
 from kafkasource.planning.partitions import TopicPartition, partition_name
 from kafkasource.planning.subscription import Assign, Subscribe, SubscribePattern, Subscription
 from kafkasource.reading.consumers import FetchConfig
-from kafkasource.reading.settings import READ_PATHS, ReadPath
-from kafkasource.runtime import native_extension
+from kafkasource.reading.settings import ReadPath
 
 log = logging.getLogger(__name__)
 
@@ -171,17 +171,6 @@ class SourceOptions:
             starting=Earliest() if self.starting is None else self.starting,
             ending=Latest() if self.ending is None else self.ending,
         )
-
-
-def _read_path(options: Mapping[str, str]) -> ReadPath:
-    path = read_choice(options, "readPath", READ_PATHS, "auto")
-    if path == "native" and not native_extension.available():
-        raise OptionError(
-            f"option readPath is native, but kafkasource's native extension {native_extension.why_unavailable()}: "
-            "install kafkasource where a Rust toolchain is present (pip install builds it), "
-            "or set readPath to auto (native when built) or python"
-        )
-    return path
 
 
 def _per_partition(name: str, raw: str, example: str) -> tuple[tuple[TopicPartition, int], ...]:
@@ -346,20 +335,14 @@ def _json_offsets(name: str, raw: str, lowest: int) -> tuple[tuple[TopicPartitio
 
 def _check_names(options: Mapping[str, str]) -> None:
     """Refuse option names the source does not know, suggesting the closest; note the built-in's ignored ones."""
-    known = {name.lower(): name for name in SOURCE_OPTIONS}
+    listing = (
+        f"kafkasource's options are {', '.join(SOURCE_OPTIONS)}, kafka.<setting> for librdkafka, "
+        "schema.registry.<setting> for the schema registry client and oauthProvider.<argument> for the token provider"
+    )
+    check_names(options, SOURCE_OPTIONS, listing, accepted=IGNORED_BUILTIN_OPTIONS)
     for name in options:
-        if name.startswith(("kafka.", "schema.registry.", sign_in.PREFIX)) or name in known:
-            continue
         if name in IGNORED_BUILTIN_OPTIONS:
             log.info("option %s has no effect on kafkasource: %s", name, IGNORED_BUILTIN_OPTIONS[name])
-            continue
-        close = difflib.get_close_matches(name, list(known), n=1, cutoff=0.75)
-        hint = f"did you mean {known[close[0]]}? " if close else ""
-        raise OptionError(
-            f"unknown option {shown_value(name)}: {hint}kafkasource's options are {', '.join(SOURCE_OPTIONS)}"
-            ", kafka.<setting> for librdkafka, schema.registry.<setting> for the schema registry client and "
-            "oauthProvider.<argument> for the token provider"
-        )
     strategy = option_text(options, "startingOffsetsByTimestampStrategy")
     if strategy is not None and strategy.lower() != "latest":
         raise OptionError(
@@ -389,7 +372,7 @@ def parse_options(raw_options: Mapping[str, str], streaming: bool | None = None)
         options, "kafka.isolation.level", ("read_committed", "read_uncommitted"), "read_uncommitted"
     )
     max_per_trigger, min_per_trigger = _per_trigger_bounds(options)
-    read_path = _read_path(options)
+    read_path = read_path_choice(options, "readPath")
     delay_raw = option_text(options, "maxTriggerDelay")
     max_trigger_delay_ms = parse_duration_ms("maxTriggerDelay", delay_raw) if delay_raw else 15 * 60_000
 

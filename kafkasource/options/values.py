@@ -6,15 +6,20 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
-from typing import TypeVar
+from typing import Literal, TypeVar
 
 from kafkasource.errors import OptionError
+from kafkasource.runtime import native_extension
 
 # Kafka's limits: topic names (Topic.java), partition numbers (int32), offsets and timestamps (int64)
 TOPIC_NAME = re.compile(r"[a-zA-Z0-9._-]{1,249}")
 MAX_PARTITION = 2**31 - 1
 MAX_LONG = 2**63 - 1
 MAX_TIMEOUT_MS = 2**31 - 1  # about 24.8 days: what librdkafka's int timeouts hold
+# readPath and writePath: native moves the records with the compiled extension's consumer or producer, python with
+# confluent-kafka's, auto natively where the extension loads (runtime/native_extension.runs_native decides it)
+PathChoice = Literal["auto", "native", "python"]
+PATH_CHOICES: tuple[PathChoice, ...] = ("auto", "native", "python")
 
 
 def option_text(options: Mapping[str, str], name: str) -> str | None:
@@ -81,6 +86,18 @@ def read_choice(options: Mapping[str, str], name: str, choices: tuple[Choice, ..
     if raw.lower() not in choices:
         raise OptionError(f"option {name} must be one of {', '.join(choices)}, got {shown_value(raw)}")
     return next(choice for choice in choices if choice == raw.lower())
+
+
+def read_path_choice(options: Mapping[str, str], name: str) -> PathChoice:
+    """readPath or writePath (`name`), native refused here, on the driver, where the extension does not load."""
+    path = read_choice(options, name, PATH_CHOICES, "auto")
+    if path == "native" and not native_extension.available():
+        raise OptionError(
+            f"option {name} is native, but kafkasource's native extension {native_extension.why_unavailable()}: "
+            "install kafkasource where a Rust toolchain is present (pip install builds it), "
+            f"or set {name} to auto (native when built) or python"
+        )
+    return path
 
 
 _DURATION_UNITS = {

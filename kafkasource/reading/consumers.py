@@ -58,9 +58,7 @@ class FetchConfig:
                 "kafkasource where a Rust toolchain is present (pip install builds it), or set "
                 "readPath to auto or python"
             )
-        if self.read_path == "auto":
-            native_extension.warn_if_broken()
-        return self.read_path == "native" or (self.read_path == "auto" and native_extension.available())
+        return native_extension.runs_native(self.read_path, "readPath", "reading")
 
     def consumer_config(self) -> dict[str, object]:
         return {

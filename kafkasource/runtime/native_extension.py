@@ -107,5 +107,13 @@ def warn_if_broken(option: str = "readPath", doing: str = "reading") -> None:
         )
 
 
+def runs_native(path: str, option: str, doing: str) -> bool:
+    """Whether `path`, the value of `option` (readPath, writePath: auto, native or python), means `doing` (reading,
+    writing) with the extension here: native, or auto where it loads (auto tells a broken install, warn_if_broken)."""
+    if path == "auto":
+        warn_if_broken(option, doing)
+    return path == "native" or (path == "auto" and available())
+
+
 def librdkafka_version() -> str | None:
     return EXTENSION.librdkafka_version() if EXTENSION is not None else None

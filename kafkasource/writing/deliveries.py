@@ -9,8 +9,8 @@ from dataclasses import dataclass
 from confluent_kafka import KafkaError
 
 from kafkasource.cluster.refusal import is_refusal, refusal_error
+from kafkasource.options.sink import SinkOptions
 from kafkasource.writing.failures import ASK_REPLICAS, delivery_error, where
-from kafkasource.writing.options import SinkOptions
 from kafkasource.writing.replicas import shortfall
 
 

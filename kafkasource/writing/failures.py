@@ -13,7 +13,7 @@ from confluent_kafka import KafkaError
 
 from kafkasource.cluster.settings import masked
 from kafkasource.errors import DeliveryError
-from kafkasource.writing.options import SinkOptions
+from kafkasource.options.sink import SinkOptions
 from kafkasource.writing.replicas import Shortfall
 
 TOO_LARGE = {KafkaError.MSG_SIZE_TOO_LARGE}

@@ -41,8 +41,8 @@ from confluent_kafka import Consumer, KafkaException, TopicPartition
 from kafkasource.cluster.client import committed_when_coordinated
 from kafkasource.cluster.sign_in import provider as sign_in
 from kafkasource.errors import ExactlyOnceError
+from kafkasource.options.sink import SinkOptions
 from kafkasource.writing.native_producer import NativeProducer
-from kafkasource.writing.options import SinkOptions
 
 log = logging.getLogger(__name__)
 

@@ -20,11 +20,11 @@ from typing import TypeAlias
 from confluent_kafka import KafkaError, KafkaException, Producer
 
 from kafkasource.cluster.sign_in import provider as sign_in
+from kafkasource.options.sink import SinkOptions
 from kafkasource.runtime.pooling import IDLE_CLOSE_SECONDS
 from kafkasource.writing.deliveries import Deliveries
 from kafkasource.writing.failures import DeliveryError, delivery_error, where
 from kafkasource.writing.native_producer import NativeProducer, message_batches
-from kafkasource.writing.options import SinkOptions
 from kafkasource.writing.rows import ArrowRecords, Columns, Message, native_batch, size_of
 
 SinkProducer: TypeAlias = Producer | NativeProducer  # what make_producer gives: confluent-kafka's, or the native one

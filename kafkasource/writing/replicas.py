@@ -17,7 +17,7 @@ from typing import Any
 from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType
 
 from kafkasource.cluster.sign_in import provider as sign_in
-from kafkasource.writing.options import SinkOptions
+from kafkasource.options.sink import SinkOptions
 
 log = logging.getLogger(__name__)
 

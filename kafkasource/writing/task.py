@@ -19,8 +19,8 @@ from pyspark.sql.datasource import WriterCommitMessage
 
 from kafkasource.errors import KafkaSourceError
 from kafkasource.formats.encoding import Encoding, encode_batches
+from kafkasource.options.sink import SinkOptions
 from kafkasource.writing.markers import MarkedBatch
-from kafkasource.writing.options import SinkOptions
 from kafkasource.writing.producer import write_plain
 from kafkasource.writing.rows import ArrowRecords, Columns
 from kafkasource.writing.transactions import Outcome, Prepared, write_transaction
@@ -82,7 +82,6 @@ def write_task(
     batches: Iterable,
     task: TaskInfo,
     streaming: bool,
-    encoding: Encoding | None = None,
     write_id: str | None = None,
 ) -> SinkCommitMessage:
     """Write one task's Arrow record batches; its commit message for the driver. `write_id`: a batch write's id,
@@ -106,8 +105,8 @@ def write_task(
             raise
     # registry formats: an Arrow step before the producer, so it is handed binary key/value columns; Avro columns
     # are encoded natively on the native write path (writePath=python keeps every step in Python)
-    encoded = encode_batches(iter(rest), encoding, options.topic, task.partition_id, options.native())
-    columns = encoded_columns(columns, encoding)
+    encoded = encode_batches(iter(rest), options.encoding, options.topic, task.partition_id, options.native())
+    columns = encoded_columns(columns, options.encoding)
     # the native producer reads the batches' columns itself; confluent-kafka's takes one record at a time
     records = ArrowRecords(encoded, columns)
     if options.guarantee == "exactly-once":

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
 from kafkasource.cluster.settings import masked
+from kafkasource.options.sink import SinkOptions
 from kafkasource.runtime.pooling import IDLE_CLOSE_SECONDS
 from kafkasource.writing.deliveries import Deliveries
 from kafkasource.writing.digest import RecordDigest
@@ -50,7 +51,6 @@ from kafkasource.writing.markers import (
     send_marker,
 )
 from kafkasource.writing.native_producer import MESSAGE_COLUMNS, message_batches
-from kafkasource.writing.options import SinkOptions
 from kafkasource.writing.producer import (
     SinkProducer,
     close,

@@ -18,9 +18,8 @@ from collections.abc import Iterator, Mapping
 from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 
 from kafkasource.errors import ContinuousTriggerError, OptionError
-from kafkasource.formats.encoding import Encoding, parse_encoding
+from kafkasource.options.sink import SinkOptions, parse_sink_options
 from kafkasource.runtime.spark_api import DataSourceStreamArrowWriter  # pyspark 4.0 has none: a stand-in
-from kafkasource.writing.options import SinkOptions, parse_sink_options
 from kafkasource.writing.rows import Columns, check_columns
 from kafkasource.writing.task import (
     CONTINUOUS_REFUSED,
@@ -41,13 +40,13 @@ OVERWRITE_REFUSED = (
 def batch_writer(raw_options: Mapping[str, str], schema, overwrite: bool) -> KafkaBatchWriter:
     if overwrite:
         raise OptionError(OVERWRITE_REFUSED)
-    options = _signed_in(parse_sink_options(raw_options, streaming=False))
-    return KafkaBatchWriter(options, *_columns(raw_options, schema, options))
+    options = _signed_in(parse_sink_options(raw_options, streaming=False, schema=schema))
+    return KafkaBatchWriter(options, _columns(schema, options))
 
 
 def stream_writer(raw_options: Mapping[str, str], schema) -> KafkaStreamWriter:
-    options = _signed_in(parse_sink_options(raw_options, streaming=True))
-    return KafkaStreamWriter(options, *_columns(raw_options, schema, options))
+    options = _signed_in(parse_sink_options(raw_options, streaming=True, schema=schema))
+    return KafkaStreamWriter(options, _columns(schema, options))
 
 
 def _signed_in(options: SinkOptions) -> SinkOptions:
@@ -58,12 +57,9 @@ def _signed_in(options: SinkOptions) -> SinkOptions:
     return options
 
 
-def _columns(raw_options: Mapping[str, str], schema, options: SinkOptions) -> tuple[Columns, Encoding | None]:
-    """The columns the sink writes, and the registry formats' encoding (None without valueFormat/keyFormat), its
-    writer schemas fetched and the columns checked against them."""
-    encoding = parse_encoding(raw_options, schema, options.topic)
-    columns = check_columns(schema, options.topic, encoding.formatted if encoding else ())
-    return columns, encoding
+def _columns(schema, options: SinkOptions) -> Columns:
+    """The columns the sink writes, those the registry formats encode (options.encoding) checked already."""
+    return check_columns(schema, options.topic, options.encoding.formatted if options.encoding else ())
 
 
 def _summary(messages: list[WriterCommitMessage | None]) -> str:
@@ -81,10 +77,9 @@ class KafkaBatchWriter(DataSourceArrowWriter):
     one write in each task: an exactly-once task marks what it wrote under it, and a retried attempt of a task whose
     transaction committed finds its part written (a second save() is a new write, and writes again)."""
 
-    def __init__(self, options: SinkOptions, columns: Columns, encoding: Encoding | None = None):
+    def __init__(self, options: SinkOptions, columns: Columns):
         self._options = options
         self._columns = columns
-        self._encoding = encoding
         self._write_id = f"write-{uuid.uuid4()}"
 
     def write(self, iterator: Iterator) -> SinkCommitMessage:
@@ -94,7 +89,6 @@ class KafkaBatchWriter(DataSourceArrowWriter):
             iterator,
             task_info(),
             streaming=False,
-            encoding=self._encoding,
             write_id=self._write_id,
         )
 
@@ -109,13 +103,12 @@ class KafkaBatchWriter(DataSourceArrowWriter):
 class KafkaStreamWriter(DataSourceStreamArrowWriter):
     """df.writeStream.format("kafkasource"): each task writes its part of a micro-batch."""
 
-    def __init__(self, options: SinkOptions, columns: Columns, encoding: Encoding | None = None):
+    def __init__(self, options: SinkOptions, columns: Columns):
         self._options = options
         self._columns = columns
-        self._encoding = encoding
 
     def write(self, iterator: Iterator) -> SinkCommitMessage:
-        return write_task(self._options, self._columns, iterator, task_info(), streaming=True, encoding=self._encoding)
+        return write_task(self._options, self._columns, iterator, task_info(), streaming=True)
 
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
         # a micro-batch is committed only once every task returned its message: a commit without them is a

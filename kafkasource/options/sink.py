@@ -9,22 +9,27 @@ librdkafka checks them once more as a producer would take them, since some setti
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal, get_args
 
 from kafkasource.cluster import settings as kafka_settings
+from kafkasource.cluster.known_settings import PRODUCER_ONLY
 from kafkasource.cluster.sign_in import provider as sign_in
 from kafkasource.errors import OptionError
-from kafkasource.formats.encoding import OPTIONS as REGISTRY_OPTIONS  # registry formats: read by formats/encoding.py
-from kafkasource.options.values import check_topic_name, option_text, read_bootstrap_servers, read_choice, shown_value
+from kafkasource.formats import encoding
+from kafkasource.options.names import check_names
+from kafkasource.options.values import (
+    PathChoice,
+    check_topic_name,
+    option_text,
+    read_bootstrap_servers,
+    read_choice,
+    read_path_choice,
+)
 from kafkasource.runtime import native_extension
 
 DeliveryGuarantee = Literal["at-least-once", "exactly-once", "none"]
-# writePath: native hands Arrow batches to the compiled extension's producer, python makes a confluent-kafka
-# produce() call per record, auto is native where the extension is built
-WritePath = Literal["auto", "native", "python"]
 SINK_OPTIONS = ("topic", "deliveryGuarantee", "transactionalIdPrefix", "markerTopic", "writePath", sign_in.OPTION)
 # options Spark itself puts into a stream writer's map: accepted, they mean nothing to the sink
 SPARK_WRITE_OPTIONS = ("checkpointLocation",)
@@ -65,15 +70,18 @@ class SinkOptions:
     marker_topic: str | None  # exactly-once: partition 0 of it holds each task's batch marker
     # librdkafka settings (prefix stripped), secrets included: never print this field
     kafka_config: dict[str, str] = field(repr=False)
-    write_path: WritePath = "auto"
+    # writePath: native hands Arrow batches to the compiled extension's producer, python makes a confluent-kafka
+    # produce() call per record, auto is native where the extension is built
+    write_path: PathChoice = "auto"
     token_provider: sign_in.TokenProvider | None = None  # oauthProvider: what signs the producers in
+    # valueFormat/keyFormat other than binary: the writer schemas and registry settings (None: both binary, or the
+    # options parsed without the DataFrame's schema)
+    encoding: encoding.Encoding | None = field(default=None, repr=False)
 
     def native(self) -> bool:
         """Whether the tasks write with the native producer: writePath=native (refused on the driver where the
         extension does not load), or auto where it loads."""
-        if self.write_path == "auto":
-            native_extension.warn_if_broken("writePath", "writing")
-        return self.write_path == "native" or (self.write_path == "auto" and native_extension.available())
+        return native_extension.runs_native(self.write_path, "writePath", "writing")
 
     def producer_config(self, **overrides: object) -> dict[str, object]:
         """librdkafka configuration of the sink's producers: its defaults, the user's kafka.*, then `overrides`."""
@@ -89,7 +97,7 @@ class SinkOptions:
     def client_config(self, **overrides: object) -> dict[str, object]:
         """The user's kafka.* settings for a client that is not a producer (the marker's consumer), plus
         `overrides`: producer-only settings left out, which librdkafka would log a warning about."""
-        shared = {k: v for k, v in self.kafka_config.items() if k not in PRODUCER_ONLY_SETTINGS}
+        shared = {k: v for k, v in self.kafka_config.items() if k not in PRODUCER_ONLY}
         signed = sign_in.callback_setting(self.token_provider)
         return {**shared, "bootstrap.servers": self.bootstrap_servers, **signed, **overrides}
 
@@ -106,39 +114,13 @@ class SinkOptions:
         return int(self.kafka_config.get("transaction.timeout.ms", DEFAULT_TRANSACTION_TIMEOUT_MS))
 
 
-# settings only a producer takes: kept from the marker's consumer (see SinkOptions.client_config)
-PRODUCER_ONLY_SETTINGS = frozenset(
-    {
-        "acks",
-        "request.required.acks",
-        "linger.ms",
-        "queue.buffering.max.ms",
-        "batch.size",
-        "batch.num.messages",
-        "compression.type",
-        "compression.codec",
-        "compression.level",
-        "enable.idempotence",
-        "enable.gapless.guarantee",
-        "partitioner",
-        "message.timeout.ms",
-        "delivery.timeout.ms",
-        "transaction.timeout.ms",
-        "queue.buffering.max.messages",
-        "queue.buffering.max.kbytes",
-        "retries",
-        "message.send.max.retries",
-        "delivery.report.only.error",
-        "sticky.partitioning.linger.ms",
-        "queue.buffering.backpressure.threshold",
-        "request.timeout.ms",
-        "produce.offset.report",
-    }
-)
+def parse_sink_options(raw_options: Mapping[str, str], streaming: bool, schema=None) -> SinkOptions:
+    """Validate a write's option map; raise OptionError naming the first bad option and what to change.
 
-
-def parse_sink_options(raw_options: Mapping[str, str], streaming: bool) -> SinkOptions:
-    """Validate a write's option map; raise OptionError naming the first bad option and what to change."""
+    With the DataFrame's `schema` (a pyspark StructType; a writer has it) the registry formats' options are read too:
+    each formatted column's writer schema is fetched or registered, and the column checked against it (ColumnError).
+    Without it (a job checking its options before Spark starts) they are left for the writer.
+    """
     options = {str(k).lower(): v for k, v in raw_options.items()}
     _check_names(options)
     bootstrap = read_bootstrap_servers(options)
@@ -147,7 +129,7 @@ def parse_sink_options(raw_options: Mapping[str, str], streaming: bool) -> SinkO
         check_topic_name("topic", topic)
     guarantee = read_choice(options, "deliveryGuarantee", get_args(DeliveryGuarantee), "at-least-once")
     prefix = _transactional_id_prefix(options, guarantee)
-    write_path = _write_path(options)
+    write_path = read_path_choice(options, "writePath")
     marker_topic = _marker_topic(options, guarantee, topic)
     for name in options:
         setting = name[len("kafka.") :]
@@ -166,34 +148,22 @@ def parse_sink_options(raw_options: Mapping[str, str], streaming: bool) -> SinkO
         token_provider=sign_in.read_token_provider(options, bootstrap),
     )
     _check_producer_accepts(parsed)
-    return parsed
+    if schema is None:
+        return parsed
+    # last: the only check that asks a server (the registry, for the writer schemas)
+    return replace(parsed, encoding=encoding.parse_encoding(options, schema, topic))
 
 
 def _check_names(options: Mapping[str, str]) -> None:
     """Refuse option names the sink does not know, suggesting the closest: a typo never falls back to a default."""
-    known = {name.lower(): name for name in SINK_OPTIONS + REGISTRY_OPTIONS}
+    listing = (
+        f"its options are {', '.join(SINK_OPTIONS)}, kafka.<setting> for librdkafka's producer and "
+        "oauthProvider.<argument> for the token provider"
+    )
     spark_added = {name.lower() for name in SPARK_WRITE_OPTIONS}
-    for name in options:
-        if name.startswith(("kafka.", "schema.registry.", sign_in.PREFIX)) or name in known or name in spark_added:
-            continue
-        close = difflib.get_close_matches(name, list(known), n=1, cutoff=0.75)
-        hint = f"did you mean {known[close[0]]}? " if close else ""
-        raise OptionError(
-            f"unknown option {shown_value(name)} for the kafkasource sink: {hint}its options are "
-            f"{', '.join(SINK_OPTIONS)}, kafka.<setting> for librdkafka's producer and oauthProvider.<argument> for "
-            "the token provider"
-        )
-
-
-def _write_path(options: Mapping[str, str]) -> WritePath:
-    path = read_choice(options, "writePath", get_args(WritePath), "auto")
-    if path == "native" and not native_extension.available():
-        raise OptionError(
-            f"option writePath is native, but kafkasource's native extension {native_extension.why_unavailable()}: "
-            "install kafkasource where a Rust toolchain is present (pip install builds it), "
-            "or set writePath to auto (native when built) or python"
-        )
-    return path
+    check_names(
+        options, SINK_OPTIONS + encoding.OPTIONS, listing, accepted=spark_added, whose=" for the kafkasource sink"
+    )
 
 
 def _transactional_id_prefix(options: Mapping[str, str], guarantee: DeliveryGuarantee) -> str | None:
