@@ -22,7 +22,9 @@ use pyo3::types::PyCapsule;
 use rdkafka_sys as rd;
 
 use crate::arrow_ffi::{ArrowArray, ArrowSchema, Owned};
-use crate::{c_string, cstr, error_name, error_text, KafkaConfig, ERRSTR_SIZE};
+use crate::client::{self, check, error_name, error_text, Callbacks, ERRSTR_SIZE};
+use crate::partition_list::PartitionList;
+use crate::{c_string, cstr};
 
 create_exception!(
     _native,
@@ -171,29 +173,13 @@ struct ProducerHandle {
 }
 
 impl ProducerHandle {
-    fn new(config: KafkaConfig, token_provider: Option<Py<PyAny>>) -> PyResult<Self> {
+    fn new(py: Python<'_>, settings: &[(String, String)], token_provider: Option<Py<PyAny>>) -> PyResult<Self> {
         let shared = Box::new(Shared { token_provider, ..Shared::default() });
-        // SAFETY: the configuration is live; the opaque stays valid as long as the client (see the field).
-        unsafe {
-            crate::token::set_refresh_callback(config.0, &*shared);
-            rd::rd_kafka_conf_set_error_cb(config.0, Some(on_client_error));
-            rd::rd_kafka_conf_set_dr_msg_cb(config.0, Some(on_delivery));
-            rd::rd_kafka_conf_set_log_cb(config.0, Some(on_log));
-            rd::rd_kafka_conf_set_opaque(config.0, &*shared as *const Shared as *mut c_void);
-        }
-        let mut errstr = [0 as c_char; ERRSTR_SIZE];
+        let callbacks = Callbacks { error: on_client_error, delivery: Some(on_delivery), log: Some(on_log) };
         let producer = rd::rd_kafka_type_t::RD_KAFKA_PRODUCER;
-        // SAFETY: the configuration is live and errstr holds ERRSTR_SIZE bytes.
-        let kafka = unsafe { rd::rd_kafka_new(producer, config.0, errstr.as_mut_ptr(), ERRSTR_SIZE) };
-        if kafka.is_null() {
-            return Err(PyValueError::new_err(error_text(&errstr))); // dropping the guard destroys the configuration
-        }
-        // librdkafka took the configuration over and frees it
-        std::mem::forget(config);
-        let handle = ProducerHandle { kafka, shared, topics: HashMap::new() };
-        // SAFETY: the client is live (dropping the handle destroys it).
-        unsafe { crate::token::refresh_in_background(kafka, &*handle.shared) }.map_err(PyValueError::new_err)?;
-        Ok(handle)
+        // SAFETY: the opaque is what the callbacks expect, and stays valid as long as the client (see the field).
+        let kafka = unsafe { client::new_client(py, producer, settings, &callbacks, &*shared)? };
+        Ok(ProducerHandle { kafka, shared, topics: HashMap::new() })
     }
 
     /// The topic handle for `name`, made once per topic: producing by handle spares librdkafka a lookup of the
@@ -717,8 +703,8 @@ impl Producer {
     /// returns (token, expiry in seconds since the epoch, principal, extensions), for SASL OAUTHBEARER.
     #[new]
     #[pyo3(signature = (config, token_provider=None))]
-    fn new(config: Vec<(String, String)>, token_provider: Option<Py<PyAny>>) -> PyResult<Self> {
-        Ok(Producer { handle: Some(ProducerHandle::new(KafkaConfig::new(&config)?, token_provider)?) })
+    fn new(py: Python<'_>, config: Vec<(String, String)>, token_provider: Option<Py<PyAny>>) -> PyResult<Self> {
+        Ok(Producer { handle: Some(ProducerHandle::new(py, &config, token_provider)?) })
     }
 
     /// Hands rows `start..` of one record batch (the capsules of pyarrow's `__arrow_c_array__()`) to librdkafka:
@@ -771,7 +757,7 @@ impl Producer {
         let handle = self.handle()?;
         let flags = rd::RD_KAFKA_PURGE_F_QUEUE | rd::RD_KAFKA_PURGE_F_INFLIGHT | rd::RD_KAFKA_PURGE_F_NON_BLOCKING;
         // SAFETY: the client is live.
-        crate::check(unsafe { rd::rd_kafka_purge(handle.kafka, flags) }, "purge")
+        check(unsafe { rd::rd_kafka_purge(handle.kafka, flags) }, "purge")
     }
 
     /// Records not yet delivered or failed (and other requests librdkafka still has to serve).
@@ -824,7 +810,7 @@ impl Producer {
         timeout_ms: i32,
     ) -> PyResult<()> {
         let handle = self.handle()?;
-        let list = crate::PartitionList::new(&[(topic, partition, offset)])?;
+        let list = PartitionList::new(&[(topic, partition, offset)])?;
         if let Some(text) = metadata {
             let text = c_string(&text, "the marker's metadata")?;
             // with its NUL, as confluent-kafka commits metadata: readers through confluent-kafka (the Python path's
