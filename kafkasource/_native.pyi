@@ -2,7 +2,8 @@
 callers against, since a compiled module offers no signatures of its own. Results are the plain tuples the
 extension returns; kafkasource.runtime.native_results names their fields.
 
-Keep in step with native/src/lib.rs, producer.rs, avro.rs and avro_encode.rs.
+Keep in step with native/src/lib.rs, consumer.rs (consumer/columns.rs), producer.rs, arrow_buffers.rs, avro.rs and
+avro_encode.rs.
 """
 
 from collections.abc import Callable

@@ -19,7 +19,7 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 
-use crate::{buffer, set_bit, BufferData};
+use crate::arrow_buffers::{buffer, set_bit, BufferData};
 
 const HEADER_SIZE: usize = 5; // magic byte 0, then the schema id in 4 bytes, big-endian
 

@@ -17,8 +17,8 @@ use pyo3::exceptions::{PyNotImplementedError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyCapsule, PyTuple};
 
+use crate::arrow_buffers::{set_bit, BinaryBuffers, BinaryColumn};
 use crate::arrow_ffi::{ArrowArray, ArrowSchema, Owned};
-use crate::{set_bit, BinaryBuffers, BinaryColumn};
 
 /// One array of the column and its type, borrowed from the imported structures.
 #[derive(Clone, Copy)]

@@ -8,7 +8,7 @@
 //!
 //! The batch comes through the Arrow C Data Interface (pyarrow's `__arrow_c_array__()` capsules) as a struct
 //! array whose children are the sink's columns, named topic, key, value, headers and partition; the Python side
-//! casts them to the layouts read here (see `Layout`).
+//! casts them to the layouts read here (see `Layout`, in producer/batch.rs).
 
 use std::collections::HashMap;
 use std::ffi::{c_char, c_int, c_void};
@@ -22,7 +22,13 @@ use pyo3::types::PyCapsule;
 use rdkafka_sys as rd;
 
 use crate::arrow_ffi::{ArrowArray, ArrowSchema, Owned};
-use crate::{c_string, cstr, error_name, error_text, KafkaConfig, ERRSTR_SIZE};
+use crate::client::{self, check, error_name, error_text, Callbacks, ERRSTR_SIZE};
+use crate::partition_list::PartitionList;
+use crate::{c_string, cstr};
+
+mod batch;
+
+use batch::{batch_columns, Batch, Headers, Topics};
 
 create_exception!(
     _native,
@@ -171,29 +177,13 @@ struct ProducerHandle {
 }
 
 impl ProducerHandle {
-    fn new(config: KafkaConfig, token_provider: Option<Py<PyAny>>) -> PyResult<Self> {
+    fn new(py: Python<'_>, settings: &[(String, String)], token_provider: Option<Py<PyAny>>) -> PyResult<Self> {
         let shared = Box::new(Shared { token_provider, ..Shared::default() });
-        // SAFETY: the configuration is live; the opaque stays valid as long as the client (see the field).
-        unsafe {
-            crate::token::set_refresh_callback(config.0, &*shared);
-            rd::rd_kafka_conf_set_error_cb(config.0, Some(on_client_error));
-            rd::rd_kafka_conf_set_dr_msg_cb(config.0, Some(on_delivery));
-            rd::rd_kafka_conf_set_log_cb(config.0, Some(on_log));
-            rd::rd_kafka_conf_set_opaque(config.0, &*shared as *const Shared as *mut c_void);
-        }
-        let mut errstr = [0 as c_char; ERRSTR_SIZE];
+        let callbacks = Callbacks { error: on_client_error, delivery: Some(on_delivery), log: Some(on_log) };
         let producer = rd::rd_kafka_type_t::RD_KAFKA_PRODUCER;
-        // SAFETY: the configuration is live and errstr holds ERRSTR_SIZE bytes.
-        let kafka = unsafe { rd::rd_kafka_new(producer, config.0, errstr.as_mut_ptr(), ERRSTR_SIZE) };
-        if kafka.is_null() {
-            return Err(PyValueError::new_err(error_text(&errstr))); // dropping the guard destroys the configuration
-        }
-        // librdkafka took the configuration over and frees it
-        std::mem::forget(config);
-        let handle = ProducerHandle { kafka, shared, topics: HashMap::new() };
-        // SAFETY: the client is live (dropping the handle destroys it).
-        unsafe { crate::token::refresh_in_background(kafka, &*handle.shared) }.map_err(PyValueError::new_err)?;
-        Ok(handle)
+        // SAFETY: the opaque is what the callbacks expect, and stays valid as long as the client (see the field).
+        let kafka = unsafe { client::new_client(py, producer, settings, &callbacks, &*shared)? };
+        Ok(ProducerHandle { kafka, shared, topics: HashMap::new() })
     }
 
     /// The topic handle for `name`, made once per topic: producing by handle spares librdkafka a lookup of the
@@ -315,220 +305,6 @@ fn call_result(error: *mut rd::rd_kafka_error_t) -> PyResult<()> {
 fn error_code_name(err: Err) -> String {
     // SAFETY: rd_kafka_err2name returns a static NUL-terminated string for any code.
     unsafe { cstr(rd::rd_kafka_err2name(err)) }
-}
-
-/// The layouts the Python side casts the sink's columns to: string (utf8) or binary with i32 offsets, int32, and
-/// list<struct<key: string, value: binary>>. large_binary, large_string and string_view columns are cast to these
-/// first: librdkafka takes a record's bytes as one contiguous piece either way, a batch from Spark is far below
-/// 2 GiB, and one layout keeps this reader short and its checks exact.
-enum Layout {
-    Bytes,
-    Int32,
-    Headers,
-}
-
-/// # Safety
-/// `schema` is a live ArrowSchema.
-unsafe fn format_of(schema: *const ArrowSchema) -> String {
-    cstr((*schema).format)
-}
-
-/// # Safety
-/// `schema` is a live ArrowSchema with `n_children` children.
-unsafe fn schema_child(schema: *const ArrowSchema, index: usize) -> *const ArrowSchema {
-    *(*schema).children.add(index)
-}
-
-/// Whether `schema` has `layout`; the reason when it does not.
-///
-/// # Safety
-/// `schema` is a live ArrowSchema.
-unsafe fn check_layout(schema: *const ArrowSchema, layout: &Layout, column: &str) -> Result<(), String> {
-    let format = format_of(schema);
-    let fits = match layout {
-        Layout::Bytes => format == "z" || format == "u",
-        Layout::Int32 => format == "i",
-        Layout::Headers => {
-            format == "+l" && (*schema).n_children == 1 && {
-                let entry = schema_child(schema, 0);
-                format_of(entry) == "+s"
-                    && (*entry).n_children == 2
-                    && cstr((*schema_child(entry, 0)).name) == "key"
-                    && format_of(schema_child(entry, 0)) == "u"
-                    && cstr((*schema_child(entry, 1)).name) == "value"
-                    && matches!(format_of(schema_child(entry, 1)).as_str(), "z" | "u")
-            }
-        }
-    };
-    if fits {
-        Ok(())
-    } else {
-        Err(format!("column {column} has the Arrow format {format:?}, which the native producer does not read"))
-    }
-}
-
-/// One column of the batch: an ArrowArray and the offset its parent adds (a struct's children start at the
-/// struct's offset plus their own).
-#[derive(Clone, Copy)]
-struct Column<'a> {
-    array: &'a ArrowArray,
-    shift: usize,
-}
-
-impl<'a> Column<'a> {
-    fn buffer(&self, index: usize) -> *const c_void {
-        if (index as i64) < self.array.n_buffers {
-            // SAFETY: the array has n_buffers buffer pointers (some null).
-            unsafe { *self.array.buffers.add(index) }
-        } else {
-            ptr::null()
-        }
-    }
-
-    /// The physical index of `row`: the array's offset (a sliced array) and its parent's added.
-    fn at(&self, row: usize) -> usize {
-        self.array.offset as usize + self.shift + row
-    }
-
-    fn is_valid(&self, row: usize) -> bool {
-        let validity = self.buffer(0) as *const u8;
-        if self.array.null_count == 0 || validity.is_null() {
-            return true;
-        }
-        let index = self.at(row);
-        // SAFETY: a validity bitmap has a bit for every physical index of the array.
-        unsafe { (*validity.add(index / 8) >> (index % 8)) & 1 == 1 }
-    }
-
-    /// A binary or string value; None for null. An empty value is an empty slice (never null: librdkafka writes
-    /// a null pointer as a null key or value).
-    fn bytes(&self, row: usize) -> Option<&'a [u8]> {
-        if !self.is_valid(row) {
-            return None;
-        }
-        let offsets = self.buffer(1) as *const i32;
-        let data = self.buffer(2) as *const u8;
-        let index = self.at(row);
-        // SAFETY: a binary array's i32 offsets hold length + offset + 1 entries, each within its data buffer.
-        unsafe {
-            let (start, end) = (*offsets.add(index) as usize, *offsets.add(index + 1) as usize);
-            if end <= start || data.is_null() {
-                Some(&[])
-            } else {
-                Some(std::slice::from_raw_parts(data.add(start), end - start))
-            }
-        }
-    }
-
-    fn int32(&self, row: usize) -> Option<i32> {
-        if !self.is_valid(row) {
-            return None;
-        }
-        // SAFETY: an int32 array's values buffer holds an i32 for every physical index.
-        Some(unsafe { *(self.buffer(1) as *const i32).add(self.at(row)) })
-    }
-
-    /// The entries of a list's row, as indices into its child (which carries its own offset).
-    fn list_range(&self, row: usize) -> Option<std::ops::Range<usize>> {
-        if !self.is_valid(row) {
-            return None;
-        }
-        let offsets = self.buffer(1) as *const i32;
-        let index = self.at(row);
-        // SAFETY: a list array's i32 offsets hold length + offset + 1 entries.
-        unsafe { Some(*offsets.add(index) as usize..*offsets.add(index + 1) as usize) }
-    }
-
-    /// A list's values (their indices are the list's offsets).
-    fn list_values(&self) -> Column<'a> {
-        // SAFETY: a list array has one child.
-        Column { array: unsafe { &**self.array.children }, shift: 0 }
-    }
-
-    /// A struct's field: the struct's offset applies to its fields too.
-    fn field(&self, index: usize) -> Column<'a> {
-        // SAFETY: the struct has this child (the schema said so).
-        let array = unsafe { &**self.array.children.add(index) };
-        Column { array, shift: self.array.offset as usize + self.shift }
-    }
-}
-
-/// Where each row's topic comes from.
-enum Topics<'a> {
-    Fixed(*mut rd::rd_kafka_topic_t, &'a [u8]),
-    Column(Column<'a>),
-}
-
-/// The sink's columns of one batch.
-struct Batch<'a> {
-    rows: usize,
-    topics: Topics<'a>,
-    keys: Option<Column<'a>>,
-    values: Column<'a>,
-    headers: Option<Column<'a>>,
-    partitions: Option<Column<'a>>,
-}
-
-/// An rd_kafka_headers_t of ours until librdkafka takes it with its record.
-struct Headers(*mut rd::rd_kafka_headers_t);
-
-impl Headers {
-    /// The headers of a list row; None for a null or empty list (a record without headers), and the bytes they
-    /// hold.
-    fn of(column: &Column<'_>, row: usize) -> Result<(Option<Headers>, usize), String> {
-        let range = match column.list_range(row) {
-            Some(range) if !range.is_empty() => range,
-            _ => return Ok((None, 0)),
-        };
-        let entries = column.list_values();
-        let (keys, values) = (entries.field(0), entries.field(1));
-        // SAFETY: rd_kafka_headers_new has no preconditions; the guard owns what it returns.
-        let headers = Headers(unsafe { rd::rd_kafka_headers_new(range.len()) });
-        let mut size = 0;
-        for entry in range {
-            let key = match (entries.is_valid(entry), keys.bytes(entry)) {
-                (true, Some(key)) => key,
-                // the Python side refuses these before any row moves; never a header without a key
-                _ => return Err("the headers column holds a header with a null key (or a null header)".to_string()),
-            };
-            let value = values.bytes(entry);
-            let (value_ptr, value_len) = match value {
-                Some(v) => (v.as_ptr() as *const c_void, v.len()),
-                None => (ptr::null(), 0), // a null header value
-            };
-            size += key.len() + value_len;
-            // SAFETY: the headers are live; librdkafka copies `key.len()` bytes of the name (no NUL needed when the
-            // size is given) and the value's bytes.
-            unsafe {
-                rd::rd_kafka_header_add(
-                    headers.0,
-                    key.as_ptr() as *const c_char,
-                    key.len() as isize,
-                    value_ptr,
-                    value_len as isize,
-                );
-            }
-        }
-        Ok((Some(headers), size))
-    }
-
-    fn ptr(headers: &Option<Headers>) -> *mut rd::rd_kafka_headers_t {
-        headers.as_ref().map_or(ptr::null_mut(), |h| h.0)
-    }
-
-    /// librdkafka took the headers with the record it accepted.
-    fn handed_over(headers: Option<Headers>) {
-        if let Some(h) = headers {
-            std::mem::forget(h);
-        }
-    }
-}
-
-impl Drop for Headers {
-    fn drop(&mut self) {
-        // SAFETY: the guard owns the headers (produce did not take them).
-        unsafe { rd::rd_kafka_headers_destroy(self.0) }
-    }
 }
 
 /// A record produce refused at once that fails the write: (row of the task, code, text, fatal, topic, partition,
@@ -664,47 +440,6 @@ fn produce_rows(
     Ok(progress)
 }
 
-/// The batch's columns by name, checked against the layouts read here.
-///
-/// # Safety
-/// `schema` and `array` are a live, matching struct schema and array.
-unsafe fn batch_columns<'a>(
-    handle: &mut ProducerHandle,
-    schema: &ArrowSchema,
-    array: &'a ArrowArray,
-    topic: Option<&'a str>,
-) -> Result<Batch<'a>, String> {
-    if format_of(schema) != "+s" || schema.n_children != array.n_children {
-        return Err("the native producer takes a record batch (an Arrow struct array)".to_string());
-    }
-    let top = Column { array, shift: 0 };
-    let mut found: HashMap<String, usize> = HashMap::new();
-    for index in 0..schema.n_children as usize {
-        found.insert(cstr((*schema_child(schema, index)).name), index);
-    }
-    let column = |name: &str, layout: Layout| -> Result<Option<Column<'a>>, String> {
-        match found.get(name) {
-            None => Ok(None),
-            Some(&index) => {
-                check_layout(schema_child(schema, index), &layout, name)?;
-                Ok(Some(top.field(index)))
-            }
-        }
-    };
-    let topics = match topic {
-        Some(name) => Topics::Fixed(handle.topic(name.as_bytes())?, name.as_bytes()),
-        None => Topics::Column(column("topic", Layout::Bytes)?.ok_or("no topic, and no topic column")?),
-    };
-    Ok(Batch {
-        rows: array.length as usize,
-        topics,
-        keys: column("key", Layout::Bytes)?,
-        values: column("value", Layout::Bytes)?.ok_or("no value column")?,
-        headers: column("headers", Layout::Headers)?,
-        partitions: column("partition", Layout::Int32)?,
-    })
-}
-
 /// A librdkafka producer that writes Arrow record batches, counting delivery reports in Rust.
 #[pyclass]
 pub struct Producer {
@@ -717,8 +452,8 @@ impl Producer {
     /// returns (token, expiry in seconds since the epoch, principal, extensions), for SASL OAUTHBEARER.
     #[new]
     #[pyo3(signature = (config, token_provider=None))]
-    fn new(config: Vec<(String, String)>, token_provider: Option<Py<PyAny>>) -> PyResult<Self> {
-        Ok(Producer { handle: Some(ProducerHandle::new(KafkaConfig::new(&config)?, token_provider)?) })
+    fn new(py: Python<'_>, config: Vec<(String, String)>, token_provider: Option<Py<PyAny>>) -> PyResult<Self> {
+        Ok(Producer { handle: Some(ProducerHandle::new(py, &config, token_provider)?) })
     }
 
     /// Hands rows `start..` of one record batch (the capsules of pyarrow's `__arrow_c_array__()`) to librdkafka:
@@ -771,7 +506,7 @@ impl Producer {
         let handle = self.handle()?;
         let flags = rd::RD_KAFKA_PURGE_F_QUEUE | rd::RD_KAFKA_PURGE_F_INFLIGHT | rd::RD_KAFKA_PURGE_F_NON_BLOCKING;
         // SAFETY: the client is live.
-        crate::check(unsafe { rd::rd_kafka_purge(handle.kafka, flags) }, "purge")
+        check(unsafe { rd::rd_kafka_purge(handle.kafka, flags) }, "purge")
     }
 
     /// Records not yet delivered or failed (and other requests librdkafka still has to serve).
@@ -824,7 +559,7 @@ impl Producer {
         timeout_ms: i32,
     ) -> PyResult<()> {
         let handle = self.handle()?;
-        let list = crate::PartitionList::new(&[(topic, partition, offset)])?;
+        let list = PartitionList::new(&[(topic, partition, offset)])?;
         if let Some(text) = metadata {
             let text = c_string(&text, "the marker's metadata")?;
             // with its NUL, as confluent-kafka commits metadata: readers through confluent-kafka (the Python path's

@@ -14,7 +14,8 @@ use std::ptr;
 use pyo3::prelude::*;
 use rdkafka_sys as rd;
 
-use crate::{cstr, ERRSTR_SIZE};
+use crate::client::ERRSTR_SIZE;
+use crate::cstr;
 
 /// The opaque of a client that may sign in with a token provider.
 pub trait TokenSource {
