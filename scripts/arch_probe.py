@@ -60,7 +60,7 @@ def read(bootstrap: str, topic: str, ends: dict[int, int], read_path: str) -> li
     for partition, end in sorted(ends.items()):
         batches = list(read_ranges((OffsetRange(topic, partition, 0, end),), config, pool))
         rows += pa.Table.from_batches(batches, schema=arrow_schema(True)).to_pylist()
-    pool.close()
+    pool.close_all()
     return plain(rows)
 
 

@@ -113,7 +113,7 @@ def test_closing_the_pool_closes_its_idle_consumers(kafka, topic, read_path):
     assert read(OffsetRange(topic, 0, 0, 4), config, pool).column("offset").to_pylist() == [0, 1, 2, 3]
     idle_consumer, = idle_consumers(pool)
 
-    pool.close()
+    pool.close_all()
 
     assert idle_consumers(pool) == []
     with pytest.raises((RuntimeError, OSError)) as closed:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import logging
 import os
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
@@ -22,7 +21,7 @@ from kafkasource.cluster.sign_in import provider as sign_in
 from kafkasource.errors import KafkaSourceError
 from kafkasource.reading.native import NativeConsumer
 from kafkasource.runtime import native_extension
-from kafkasource.runtime.pooling import IDLE_CLOSE_SECONDS
+from kafkasource.runtime.pooling import ClientPool
 
 log = logging.getLogger(__name__)
 
@@ -74,72 +73,6 @@ class FetchConfig:
         return tuple(sorted((k, str(v)) for k, v in self.consumer_config().items()))
 
 
-class ConsumerPool:
-    """Idle consumers of this worker process, by configuration and kind (native or confluent-kafka)."""
-
-    def __init__(self) -> None:
-        self._idle: dict[tuple, list[tuple[ReadConsumer | NativeConsumer, float]]] = {}
-        self._native_refused: set[tuple] = set()  # configurations the native consumer could not take
-
-    def acquire(self, config: FetchConfig, native_ok: bool = True) -> ReadConsumer | NativeConsumer:
-        """A consumer for `config`: the native one when it is wanted and `native_ok` (its caller reads one
-        range: the native consumer reads no more at once), else confluent-kafka's."""
-        self._close_idle()
-        use_native = (
-            native_ok
-            and config.wants_native()
-            and (config.read_path == "native" or config.pool_key() not in self._native_refused)
-        )
-        idle = self._idle.get(self._key(config, use_native))
-        if idle:
-            return idle.pop()[0]
-        if use_native:
-            try:
-                return NativeConsumer(config.consumer_config())
-            except ValueError as exc:
-                # the extension's librdkafka is an older version than confluent-kafka's: read with
-                # confluent-kafka's, unless the user asked for the native path
-                if config.read_path == "native":
-                    raise KafkaSourceError(
-                        f"readPath is native, but the native consumer refused the configuration: "
-                        f"{exc}. Set readPath to auto or python"
-                    ) from None
-                log.warning("the native consumer refused the configuration (%s); reading with confluent-kafka", exc)
-                self._native_refused.add(config.pool_key())
-        return ReadConsumer(config.consumer_config())
-
-    @staticmethod
-    def _key(config: FetchConfig, native: bool) -> tuple:
-        return (native, *config.pool_key())
-
-    def release(self, config: FetchConfig, consumer: ReadConsumer | NativeConsumer, healthy: bool) -> None:
-        if healthy:
-            try:
-                consumer.unassign()  # an idle consumer must not keep prefetching (and buffering) records
-            except Exception:
-                healthy = False
-        if healthy:
-            key = self._key(config, isinstance(consumer, NativeConsumer))
-            self._idle.setdefault(key, []).append((consumer, time.monotonic()))
-        else:
-            _close_quietly(consumer)
-
-    def close(self) -> None:
-        """Close every idle consumer: for a caller done reading."""
-        for entries in self._idle.values():
-            for consumer, _ in entries:
-                _close_quietly(consumer)
-        self._idle.clear()
-
-    def _close_idle(self) -> None:
-        cutoff = time.monotonic() - IDLE_CLOSE_SECONDS
-        for key, entries in list(self._idle.items()):
-            for consumer, since in entries:
-                if since < cutoff:
-                    _close_quietly(consumer)
-            self._idle[key] = [(c, s) for c, s in entries if s >= cutoff]
-
-
 class ReadConsumer(Consumer):
     """confluent-kafka's consumer, keeping the errors librdkafka reports about the client rather than a partition
     (authentication, the TLS handshake, brokers unreachable): it hands those only to error_cb, which consume()
@@ -184,6 +117,52 @@ def _close_quietly(consumer: Consumer | NativeConsumer) -> None:
         consumer.close()
     except Exception:  # a broken consumer may fail to close; it is dropped either way
         log.debug("closing a pooled consumer failed", exc_info=True)
+
+
+class ConsumerPool(ClientPool[tuple, ReadConsumer | NativeConsumer]):
+    """Idle consumers of this worker process, by configuration and kind (native or confluent-kafka)."""
+
+    def __init__(self) -> None:
+        super().__init__(close=_close_quietly)
+        self._native_refused: set[tuple] = set()  # configurations the native consumer could not take
+
+    def acquire(self, config: FetchConfig, native_ok: bool = True) -> ReadConsumer | NativeConsumer:
+        """A consumer for `config`: the native one when it is wanted and `native_ok` (its caller reads one
+        range: the native consumer reads no more at once), else confluent-kafka's."""
+        use_native = (
+            native_ok
+            and config.wants_native()
+            and (config.read_path == "native" or config.pool_key() not in self._native_refused)
+        )
+        idle = self.take(self._key(config, use_native))
+        if idle is not None:
+            return idle
+        if use_native:
+            try:
+                return NativeConsumer(config.consumer_config())
+            except ValueError as exc:
+                # the extension's librdkafka is an older version than confluent-kafka's: read with
+                # confluent-kafka's, unless the user asked for the native path
+                if config.read_path == "native":
+                    raise KafkaSourceError(
+                        f"readPath is native, but the native consumer refused the configuration: "
+                        f"{exc}. Set readPath to auto or python"
+                    ) from None
+                log.warning("the native consumer refused the configuration (%s); reading with confluent-kafka", exc)
+                self._native_refused.add(config.pool_key())
+        return ReadConsumer(config.consumer_config())
+
+    @staticmethod
+    def _key(config: FetchConfig, native: bool) -> tuple:
+        return (native, *config.pool_key())
+
+    def release(self, config: FetchConfig, consumer: ReadConsumer | NativeConsumer, healthy: bool) -> None:
+        if healthy:
+            try:
+                consumer.unassign()  # an idle consumer must not keep prefetching (and buffering) records
+            except Exception:
+                healthy = False
+        self.give_back(self._key(config, isinstance(consumer, NativeConsumer)), consumer, healthy)
 
 
 POOL = ConsumerPool()

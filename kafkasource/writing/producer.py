@@ -11,7 +11,6 @@ a pool of their own, by transactional.id (writing/transactions.py), since one ma
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -21,7 +20,7 @@ from confluent_kafka import KafkaError, KafkaException, Producer
 
 from kafkasource.cluster.sign_in import provider as sign_in
 from kafkasource.options.sink import SinkOptions
-from kafkasource.runtime.pooling import IDLE_CLOSE_SECONDS
+from kafkasource.runtime.pooling import ClientPool
 from kafkasource.writing.deliveries import Deliveries
 from kafkasource.writing.failures import DeliveryError, delivery_error, where
 from kafkasource.writing.native_producer import NativeProducer, message_batches
@@ -247,21 +246,17 @@ class Pooled:
     producer: SinkProducer
     deliveries: Deliveries
     key: tuple
-    last_used: float = 0.0
 
 
-class ProducerPool:
-    """Idle non-transactional producers of this worker process, by configuration."""
+class ProducerPool(ClientPool[tuple, Pooled]):
+    """Idle non-transactional producers of this worker process, by configuration: one of each."""
 
     def __init__(self) -> None:
-        self._idle: dict[tuple, Pooled] = {}
-        self._lock = threading.Lock()
+        super().__init__(close=lambda pooled: close(pooled.producer), per_key=1)
 
     def acquire(self, options: SinkOptions) -> Pooled:
         key = (options.native(), *sorted((k, str(v)) for k, v in options.producer_config().items()))
-        with self._lock:
-            self._close_idle()
-            pooled = self._idle.pop(key, None)
+        pooled = self.take(key)
         if pooled is None:
             deliveries = Deliveries()
             pooled = Pooled(make_producer(options, deliveries), deliveries, key)
@@ -270,20 +265,7 @@ class ProducerPool:
 
     def release(self, pooled: Pooled, healthy: bool) -> None:
         """Back into the pool after a task that delivered everything; closed after any failure."""
-        if not healthy:
-            close(pooled.producer)
-            return
-        pooled.last_used = time.monotonic()
-        with self._lock:
-            replaced = self._idle.pop(pooled.key, None)
-            self._idle[pooled.key] = pooled
-        if replaced is not None:  # two tasks of one worker at once (never with Spark's one task per worker)
-            close(replaced.producer)
-
-    def _close_idle(self) -> None:
-        now = time.monotonic()
-        for key in [k for k, p in self._idle.items() if now - p.last_used > IDLE_CLOSE_SECONDS]:
-            close(self._idle.pop(key).producer)
+        self.give_back(pooled.key, pooled, healthy)
 
 
 def close(producer: SinkProducer) -> None:

@@ -32,7 +32,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
 from kafkasource.cluster.settings import masked
 from kafkasource.options.sink import SinkOptions
-from kafkasource.runtime.pooling import IDLE_CLOSE_SECONDS
+from kafkasource.runtime.pooling import ClientPool
 from kafkasource.writing.deliveries import Deliveries
 from kafkasource.writing.digest import RecordDigest
 from kafkasource.writing.failures import FENCED, DeliveryError, delivery_error, transaction_timed_out, where
@@ -65,7 +65,8 @@ log = logging.getLogger(__name__)
 
 CALL_MARGIN_S = 30  # a transactional call waits for the brokers this long beyond the delivery timeout
 INIT_SLICE_S = 1.0  # init_transactions() waits this long at a time between serving the error callback
-MAX_IDLE_TRANSACTIONAL = 64  # kept producers per worker: one per partition its tasks wrote, of every sink
+# kept producers per worker: one per partition its tasks wrote, of every sink; the least recently used goes first
+MAX_IDLE_TRANSACTIONAL = 64
 
 
 def transactional_id(prefix: str, partition_id: int) -> str:
@@ -88,12 +89,11 @@ class Transactional:
     consumer: Consumer
     group: str  # the marker's group, which the consumer joins in name only
     key: tuple
-    last_used: float = 0.0
     last_marker: Marker | None = None  # what this producer's group holds: read at init, then what it committed
     closed: bool = False
 
 
-class TransactionalPool:
+class TransactionalPool(ClientPool[tuple, Transactional]):
     """This worker's idle transactional producers, one per configuration and transactional.id.
 
     A producer's init_transactions() and its connections to the brokers and the transaction coordinator cost more
@@ -104,16 +104,13 @@ class TransactionalPool:
     batch's marker, before it takes a record, and starts again with a new producer."""
 
     def __init__(self) -> None:
-        self._idle: dict[tuple, Transactional] = {}
-        self._lock = threading.Lock()
+        super().__init__(close=discard, per_key=1, most_idle=MAX_IDLE_TRANSACTIONAL)
         self.created = 0  # producers this pool made: what reuse saves shows here (the tests read it)
 
     def acquire(self, options: SinkOptions, tid: str, group: str) -> tuple[Transactional, bool]:
         """A kept producer for `tid` (True) or a new one, not yet initialised (False)."""
         key = (tid, group, tuple(sorted((k, str(v)) for k, v in options.producer_config().items())))
-        with self._lock:
-            self._close_idle()
-            kept = self._idle.pop(key, None)
+        kept = self.take(key)
         if kept is not None:
             kept.deliveries.reset()
             return kept, True
@@ -125,28 +122,7 @@ class TransactionalPool:
 
     def release(self, kept: Transactional, healthy: bool) -> None:
         """Back into the pool after a task whose transaction ended (committed, or none begun); closed otherwise."""
-        if not healthy:
-            discard(kept)
-            return
-        kept.last_used = time.monotonic()
-        with self._lock:
-            replaced = self._idle.pop(kept.key, None)
-            self._idle[kept.key] = kept
-            while len(self._idle) > MAX_IDLE_TRANSACTIONAL:  # the least recently used goes first
-                discard(self._idle.pop(next(iter(self._idle))))
-        if replaced is not None:  # two tasks of one partition in one worker at once: keep the newer
-            discard(replaced)
-
-    def _close_idle(self) -> None:
-        now = time.monotonic()
-        for key in [k for k, t in self._idle.items() if now - t.last_used > IDLE_CLOSE_SECONDS]:
-            discard(self._idle.pop(key))
-
-    def close_all(self) -> None:
-        with self._lock:
-            idle, self._idle = list(self._idle.values()), {}
-        for kept in idle:
-            discard(kept)
+        self.give_back(kept.key, kept, healthy)
 
 
 def discard(kept: Transactional) -> None:
