@@ -53,9 +53,16 @@ MARKER_PARTITION = 0  # every topic has one
 EARLIER_KEPT = 15
 
 
+def partition_name(prefix: str, partition_id: int) -> str:
+    """`<prefix>-<partition>`: the name of what the task of Spark partition `partition_id` holds under
+    transactionalIdPrefix `prefix`, its transactional.id (writing/transactions.py) and its marker's group, so that one
+    PREFIXED ACL on the prefix covers each kind (writing/failures.py tells which to grant)."""
+    return f"{prefix}-{partition_id}"
+
+
 def marker_group(prefix: str, partition_id: int) -> str:
     """The group whose committed offset marks what Spark partition `partition_id` of the sink has written."""
-    return f"{prefix}-{partition_id}"
+    return partition_name(prefix, partition_id)
 
 
 @dataclass(frozen=True)

@@ -47,6 +47,7 @@ from kafkasource.writing.markers import (
     marker_group,
     marker_metadata,
     marker_topic,
+    partition_name,
     read_marker,
     send_marker,
 )
@@ -70,7 +71,8 @@ MAX_IDLE_TRANSACTIONAL = 64
 
 
 def transactional_id(prefix: str, partition_id: int) -> str:
-    return f"{prefix}-{partition_id}"
+    """The transactional.id of the task of Spark partition `partition_id`: every attempt of that task takes it."""
+    return partition_name(prefix, partition_id)
 
 
 @dataclass(frozen=True)
