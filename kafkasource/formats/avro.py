@@ -36,8 +36,8 @@ from kafkasource.formats import avro_resolution, avro_schema
 from kafkasource.formats.avro_schema import AvroJson, AvroSchema, Node, SchemaError, Unresolvable
 from kafkasource.formats.registry import RegistrySchema
 from kafkasource.formats.wire_format import Unusable, as_binary, decode_each, guid_reasons, unresolvable_reason
-from kafkasource.reading.native_arrow import decoded_array
 from kafkasource.runtime import native_extension
+from kafkasource.runtime.native_arrow import decoded_array
 
 if TYPE_CHECKING:
     from kafkasource import _native

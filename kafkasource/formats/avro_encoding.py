@@ -24,8 +24,8 @@ import pyarrow as pa
 from kafkasource.formats import avro_schema
 from kafkasource.formats.avro_schema import NO_DEFAULT, Node
 from kafkasource.formats.registry import RegistrySchema
-from kafkasource.reading.native_arrow import binary_array
 from kafkasource.runtime import native_extension
+from kafkasource.runtime.native_arrow import binary_array
 from kafkasource.runtime.native_results import EncodedColumn
 
 if TYPE_CHECKING:

@@ -15,8 +15,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit, urlunsplit
 
-from kafkasource.cluster.settings import masked
 from kafkasource.errors import KafkaSourceError, OptionError
+from kafkasource.runtime.secrets import masked
 
 PREFIX = "schema.registry."
 # what the client takes as numbers; options arrive as text

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from confluent_kafka import KafkaError
 
-from kafkasource.cluster.settings import masked
 from kafkasource.errors import DeliveryError
+from kafkasource.runtime.secrets import masked
 from kafkasource.writing.options import SinkOptions
 from kafkasource.writing.replicas import Shortfall
 

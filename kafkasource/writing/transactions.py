@@ -30,8 +30,8 @@ from dataclasses import dataclass
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
-from kafkasource.cluster.settings import masked
 from kafkasource.runtime.pooling import IDLE_CLOSE_SECONDS
+from kafkasource.runtime.secrets import masked
 from kafkasource.writing.deliveries import Deliveries
 from kafkasource.writing.digest import RecordDigest
 from kafkasource.writing.failures import FENCED, DeliveryError, delivery_error, transaction_timed_out, where
