@@ -6,40 +6,31 @@ version, the latest by default, or an id), or registered when the subject has no
 true, and the column's Spark type is checked against it (kafkasource.formats.encoders): a ColumnError names every
 field that does not fit before any data moves.
 
-On the executors, an Arrow step before the producer: each record batch comes out with its key/value column
-replaced by a binary column of payloads (a zero byte, the schema id in 4 bytes, for Protobuf the message indexes,
-then the record), so whichever producer writes the batch sees binary columns only. An Avro column is encoded in
-one call by the native encoder where the extension has it and it covers the schema and the column
-(kafkasource.formats.avro_encoding: the same bytes and reasons as Python's), else row by row in Python. A row
-that does not fit the schema fails the task, naming the column, the row and why, before any record of its batch
-is handed on; with deadLetterTopic such rows go there instead, in the same batch (so through the same producer,
-and under exactly-once in the same transaction): their formatted columns as JSON text, headers saying which
-column and why.
+On the executors, an Arrow step before the producer (kafkasource.writing.encoded): each record batch's key/value
+column is replaced by a binary column of payloads (a zero byte, the schema id in 4 bytes, for Protobuf the message
+indexes, then the record), so whichever producer writes the batch sees binary columns only. An Avro column is
+encoded in one call by the native encoder where the extension has it and it covers the schema and the column
+(kafkasource.formats.avro_encoding: the same bytes and reasons as Python's), else row by row in Python. Each row
+that does not fit the schema is named with its column and why, for the sink to fail the task or dead-letter the
+row.
 """
 
 from __future__ import annotations
 
-import base64
-import datetime
-import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from decimal import Decimal
 
 import pyarrow as pa
 
-from kafkasource.errors import ColumnError, EncodeError, OptionError
+from kafkasource.errors import ColumnError, OptionError
 from kafkasource.formats import decoding
 from kafkasource.formats.decoding import COLUMNS, SCHEMA_FORMS, SCHEMA_TYPES, Format, read_format, read_schema_choice
 from kafkasource.formats.registry import RegistrySchema, registry_config, sink_schema
 from kafkasource.options.values import check_topic_name, option_text, read_bool
-from kafkasource.records.schema import HEADERS_ARROW_TYPE
 
 # the sink's options for registry formats (the reader's, but for what to do with a record that does not decode);
 # schema.registry.* besides
 OPTIONS = tuple(o for o in decoding.OPTIONS if o != "onDecodeError") + ("auto.register.schemas", "deadLetterTopic")
-# the headers of a dead-lettered record: kafkasource.error as the ingest job's dead-letter records carry it
-ERROR, COLUMN, TOPIC = "kafkasource.error", "kafkasource.column", "kafkasource.topic"
 
 
 @dataclass(frozen=True)
@@ -180,39 +171,21 @@ def encoder(column: str, fmt: Format, schema: RegistrySchema, message: str | Non
     return found
 
 
-def encode_batches(
-    batches: Iterator[pa.RecordBatch],
-    encoding: Encoding | None,
-    topic: str | None,
-    partition: int,
-    native: bool = True,
-) -> Iterator[pa.RecordBatch]:
-    """A task's batches with key/value encoded (unchanged when `encoding` is None); `topic` is the topic option,
-    `partition` the Spark partition, for messages; `native` as for encode_batch."""
-    if encoding is None:
-        yield from batches
-        return
-    seen = 0
-    for batch in batches:
-        yield encode_batch(batch, encoding, topic, partition, seen, native)
-        seen += batch.num_rows
+# the rows of a batch that do not fit, by row: (column, reason) for each of its columns that does not
+BadRows = dict[int, list[tuple[str, str]]]
 
 
-def encode_batch(
-    batch: pa.RecordBatch,
-    encoding: Encoding,
-    topic: str | None,
-    partition: int = 0,
-    first_row: int = 0,
-    native: bool = True,
-) -> pa.RecordBatch:
-    """The batch with its formatted columns encoded. `native`: Avro columns go through the native encoder where
-    the extension has one and it covers the schema and column (kafkasource.formats.avro_encoding), else through
-    the Python encoder; False: the Python encoder for every column."""
+def encode_columns(
+    batch: pa.RecordBatch, encoding: Encoding, native: bool = True
+) -> tuple[dict[str, pa.Array], BadRows]:
+    """The batch's columns by name, its formatted ones encoded (a row that does not fit holds null there), and the
+    rows that do not fit. `native`: Avro columns go through the native encoder where the extension has one and it
+    covers the schema and column (kafkasource.formats.avro_encoding), else through the Python encoder; False: the
+    Python encoder for every column."""
     from kafkasource.formats.encoders import RowError
 
     arrays = {name: batch.column(name) for name in batch.schema.names}
-    bad: dict[int, list[tuple[str, str]]] = {}  # row -> (column, reason)
+    bad: BadRows = {}
     for column in encoding.columns:
         chosen = encoder(column.column, column.format, column.schema, column.message)
         array = batch.column(column.column)
@@ -233,17 +206,7 @@ def encode_batch(
                 bad.setdefault(row, []).append((column.column, str(exc)))
                 payloads.append(None)
         arrays[column.column] = pa.array(payloads, pa.binary())
-    if bad and encoding.dead_letter_topic is None:
-        row, [(column_name, reason), *_] = next(iter(bad.items()))
-        more = f" ({len(bad) - 1} more rows of this batch do not fit)" if len(bad) > 1 else ""
-        raise EncodeError(
-            f"cannot write row {first_row + row} of Spark partition {partition}: the {column_name} column does "
-            f"not fit its writer schema: {reason}{more}. No record of its batch was written; fix the row, or set "
-            "deadLetterTopic to write such rows there"
-        )
-    if encoding.dead_letter_topic is not None:
-        _dead_letters(batch, arrays, bad, encoding, topic)
-    return pa.RecordBatch.from_arrays(list(arrays.values()), names=list(arrays))
+    return arrays, bad
 
 
 _NATIVE: dict[tuple, object] = {}  # per process: each writer schema's native plan made once (None: no extension)
@@ -274,65 +237,3 @@ def _python_reason(chosen, value) -> str:
     except RowError as exc:
         return str(exc)
     raise RuntimeError("the native Avro encoder refused a row the Python encoder writes")  # never: both check alike
-
-
-def _dead_letters(batch, arrays: dict, bad: dict, encoding: Encoding, topic: str | None) -> None:
-    """Rows that do not fit go to the dead-letter topic: the topic column names it, their formatted columns hold
-    JSON text, their headers gain the column and the reason, their partition is the partitioner's choice."""
-    rows = batch.num_rows
-    if not bad:  # one layout for every batch: a topic and a headers column
-        if topic is not None or "topic" not in arrays:
-            arrays["topic"] = pa.array([topic] * rows, pa.string())
-        if "headers" not in arrays:
-            arrays["headers"] = pa.nulls(rows, HEADERS_ARROW_TYPE)
-        return
-    topics = [topic] * rows if topic is not None else batch.column("topic").to_pylist()
-    headers = batch.column("headers").to_pylist() if "headers" in batch.schema.names else [None] * rows
-    for row, reasons in bad.items():
-        added = [
-            pair
-            for column, reason in reasons
-            for pair in ({"key": COLUMN, "value": column.encode()}, {"key": ERROR, "value": reason.encode()})
-        ]
-        headers[row] = [*(headers[row] or []), *added, {"key": TOPIC, "value": str(topics[row]).encode()}]
-        topics[row] = encoding.dead_letter_topic
-    for column in encoding.formatted:
-        payloads = arrays[column].to_pylist()
-        values = batch.column(column)
-        for row in bad:
-            value = values[row].as_py()
-            payloads[row] = None if value is None else json_text(value).encode()
-        arrays[column] = pa.array(payloads, pa.binary())
-    if "partition" in arrays:
-        partitions = arrays["partition"].to_pylist()
-        for row in bad:
-            partitions[row] = None
-        arrays["partition"] = pa.array(partitions, pa.int32())
-    arrays["topic"] = pa.array(topics, pa.string())
-    arrays["headers"] = pa.array(headers, HEADERS_ARROW_TYPE)
-
-
-# ---- the JSON text of a dead-lettered value, as to_json writes it ------------------------------------------
-
-
-def json_text(value) -> str:
-    """`value` (pyarrow's to_pylist form of a struct, array or scalar) as JSON text, close to Spark's to_json:
-    null struct fields left out, maps as objects, binary as base64, dates and timestamps in ISO 8601, decimals
-    as (double) numbers."""
-    return json.dumps(_jsonable(value), separators=(",", ":"), ensure_ascii=False)
-
-
-def _jsonable(value):
-    if isinstance(value, dict):
-        return {k: _jsonable(v) for k, v in value.items() if v is not None}
-    if isinstance(value, list):
-        if value and all(isinstance(v, tuple) and len(v) == 2 for v in value):  # a map, as pyarrow gives it
-            return {str(k): _jsonable(v) for k, v in value}
-        return [_jsonable(v) for v in value]
-    if isinstance(value, bytes):
-        return base64.b64encode(value).decode()
-    if isinstance(value, datetime.date | datetime.time):
-        return value.isoformat()
-    if isinstance(value, Decimal):
-        return float(value)
-    return value

@@ -1,3 +1,4 @@
 """The sink: `df.write` and `df.writeStream` `.format("kafkasource")`. Its options, the columns it reads (the
-built-in Kafka sink's rules), the producers that write each Spark task's rows, the delivery errors they tell, and
-exactly-once by Kafka transactions with a replay marker per task."""
+built-in Kafka sink's rules), the registry formats' encoding step, the producers that write each Spark task's rows,
+the delivery errors they tell, exactly-once by Kafka transactions with a replay marker per task, and dead letters
+(the sink's, and the ingest job's)."""
