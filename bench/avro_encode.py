@@ -18,7 +18,7 @@ from decimal import Decimal
 
 import pyarrow as pa
 
-from kafkasource.formats import avro_encoding
+from kafkasource.formats.avro import native_encode as avro_encoding
 from kafkasource.formats.encoding import ColumnEncoding, Encoding
 from kafkasource.formats.registry import RegistrySchema
 from kafkasource.writing.encoded import encode_batch

@@ -46,7 +46,7 @@ ROOMS = {
     "FetchConfig": ("kafkasource.reading.consumers", "kafkasource.fetch"),
     "OffsetRange": ("kafkasource.planning.ranges", "kafkasource.ranges"),
     "read_ranges": ("kafkasource.reading.task_reader", "kafkasource.task_reader"),
-    "AvroDecoder": ("kafkasource.formats.avro", "kafkasource.avro_decode"),
+    "AvroDecoder": ("kafkasource.formats.avro.decode", "kafkasource.avro_decode"),
     "RegistrySchema": ("kafkasource.formats.registry", "kafkasource.schema_registry"),
 }
 

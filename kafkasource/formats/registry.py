@@ -117,6 +117,16 @@ class RegistrySchema:
     references: tuple[tuple[str, str], ...] = ()
 
 
+@dataclass(frozen=True)
+class SchemaChoice:
+    """Which schema of the registry a column's options name: an id alone, or a subject's version (None: the
+    latest); the subject may be None beside an id."""
+
+    subject: str | None
+    version: int | None
+    schema_id: int | None
+
+
 class MissingReference(Exception):
     """A schema references a subject version the registry does not have (deleted since)."""
 

@@ -43,7 +43,7 @@ def encode_batch(
     native: bool = True,
 ) -> pa.RecordBatch:
     """The batch with its formatted columns encoded. `native`: Avro columns go through the native encoder where
-    the extension has one and it covers the schema and column (kafkasource.formats.avro_encoding), else through
+    the extension has one and it covers the schema and column (kafkasource.formats.avro.native_encode), else through
     the Python encoder; False: the Python encoder for every column."""
     arrays, bad = encode_columns(batch, encoding, native)
     if bad and encoding.dead_letter_topic is None:

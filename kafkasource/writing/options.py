@@ -17,7 +17,7 @@ from typing import Literal, get_args
 from kafkasource.cluster import settings as kafka_settings
 from kafkasource.cluster.sign_in import provider as sign_in
 from kafkasource.errors import OptionError
-from kafkasource.formats.encoding import OPTIONS as REGISTRY_OPTIONS  # registry formats: read by formats/encoding.py
+from kafkasource.options.formats import SINK_FORMAT_OPTIONS as REGISTRY_OPTIONS  # registry formats: read there
 from kafkasource.options.values import check_topic_name, option_text, read_bootstrap_servers, read_choice, shown_value
 from kafkasource.runtime import native_extension
 

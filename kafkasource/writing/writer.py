@@ -18,7 +18,8 @@ from collections.abc import Iterator, Mapping
 from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 
 from kafkasource.errors import ContinuousTriggerError, OptionError
-from kafkasource.formats.encoding import Encoding, parse_encoding
+from kafkasource.formats.encoding import Encoding
+from kafkasource.options.formats import parse_encoding
 from kafkasource.runtime.spark_api import DataSourceStreamArrowWriter  # pyspark 4.0 has none: a stand-in
 from kafkasource.writing.options import SinkOptions, parse_sink_options
 from kafkasource.writing.rows import Columns, check_columns
