@@ -121,7 +121,7 @@ class Encoder:
     """Encodes one column's Python values (pyarrow's to_pylist) into the wire format of one writer schema."""
 
     def __init__(self, fmt: Format, schema: RegistrySchema, message: str | None, column: str):
-        self.format, self.column = fmt, column
+        self.column = column
         code = FORMATS[fmt].code
         self.shape = code.shape(schema, message)
         self.write: Callable[[object], bytes] = code.writer(schema, self.shape, column)
@@ -129,7 +129,7 @@ class Encoder:
     def encode(self, value) -> bytes:
         """The payload of one non-null value; RowError where it does not fit the schema."""
         try:
-            return self.write(convert(value, self.shape, self.column, self.format))
+            return self.write(convert(value, self.shape, self.column))
         except RowError:
             raise
         except (ValueError, TypeError, OverflowError) as exc:  # fastavro's and protobuf's own refusals

@@ -20,11 +20,12 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal, localcontext
-from typing import Any
+from typing import Any, Literal
 
 import pyarrow as pa
 
 MAX_DEPTH = 64
+NullAs = Literal["null", "omitted", "refused"]  # what a null in a field is written as (ShapeField)
 INTEGER_DIGITS = {"tinyint": 3, "smallint": 5, "int": 10, "bigint": 19}
 
 
@@ -56,15 +57,20 @@ class Shape:
     size: int | None = None  # Avro fixed
     precision: int = 0  # decimal
     scale: int = 0
-    message: Any = None  # Protobuf: the message class of a struct; "timestamp" for google.protobuf.Timestamp
+    message: Any = None  # Protobuf: the message class a struct is built as; "timestamp" for google.protobuf.Timestamp
 
 
 @dataclass(eq=False)
 class ShapeField:
+    """A field of a struct; each format says what a null in it is written as: a null (Avro's union with null, a
+    JSON Schema type that takes null), left out of the record (a Protobuf field with presence left unset, a JSON
+    property the schema does not require, as to_json leaves out nulls), or refused."""
+
     name: str
     shape: Shape
     nullable: bool  # a null can be written
     optional: bool  # the column may lack it (the schema's default, or a null, or protobuf's default is written)
+    null_as: NullAs
 
 
 def scalar_shape(arrow: pa.DataType) -> Shape:
@@ -173,7 +179,7 @@ def _scalar_value(value, shape: Shape, path: str):
     return value
 
 
-def convert(value, shape: Shape, path: str, fmt: str):
+def convert(value, shape: Shape, path: str):
     """`value` (not None) as the format's library takes it; RowError naming the path where it does not fit."""
     kind = shape.kind
     if kind == "struct":
@@ -181,24 +187,19 @@ def convert(value, shape: Shape, path: str, fmt: str):
         for f in shape.fields:
             sub = value.get(f.name)
             if sub is None:
-                if f.name not in value:  # the column lacks the field (the driver checked it may)
-                    if fmt == "avro" and f.nullable and not f.optional:
-                        out[f.name] = None
-                    continue  # else the schema's default: Avro's, protobuf's, or left out of the JSON
-                if f.nullable:
-                    if fmt != "protobuf":
-                        out[f.name] = None
-                    continue  # protobuf: a field with presence left unset
-                if fmt == "json" and f.optional:
-                    continue  # a property the schema does not require: left out, as to_json leaves out nulls
-                raise RowError(f"{path}.{f.name}", "null for a non-nullable field")
-            out[f.name] = convert(sub, f.shape, f"{path}.{f.name}", fmt)
-        return shape.message(**out) if fmt == "protobuf" else out
+                if f.name not in value or f.null_as == "omitted":
+                    continue  # lacking (the driver checked it may): the schema's default, or left out of the JSON
+                if f.null_as == "refused":
+                    raise RowError(f"{path}.{f.name}", "null for a non-nullable field")
+                out[f.name] = None
+                continue
+            out[f.name] = convert(sub, f.shape, f"{path}.{f.name}")
+        return out if shape.message is None else shape.message(**out)
     if kind == "list":
-        return [_item(item, shape, f"{path}[{i}]", fmt) for i, item in enumerate(value)]
+        return [_item(item, shape, f"{path}[{i}]") for i, item in enumerate(value)]
     if kind == "map":
         key = shape.key or Shape("string")
-        return {_scalar_value(k, key, f"{path}[{k!r}]"): _item(v, shape, f"{path}[{k!r}]", fmt) for k, v in value}
+        return {_scalar_value(k, key, f"{path}[{k!r}]"): _item(v, shape, f"{path}[{k!r}]") for k, v in value}
     if kind == "json":
         try:
             return json.loads(value)
@@ -207,12 +208,12 @@ def convert(value, shape: Shape, path: str, fmt: str):
     return _scalar_value(value, shape, path)
 
 
-def _item(value, shape: Shape, path: str, fmt: str):
+def _item(value, shape: Shape, path: str):
     if value is None:
         if not shape.item_nullable:
             raise RowError(path, "null where the schema takes none")
         return None
-    return convert(value, shape.item, path, fmt)  # type: ignore[arg-type]
+    return convert(value, shape.item, path)  # type: ignore[arg-type]
 
 
 def first_problems(problems: Sequence[str], limit: int = 5) -> str:

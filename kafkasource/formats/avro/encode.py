@@ -36,7 +36,8 @@ def _avro(node, path: str) -> tuple[Shape, bool]:
         fields = []
         for f in node.fields:
             shape, nullable = _avro(f.type, f"{path}.{f.name}")
-            fields.append(ShapeField(f.name, shape, nullable, nullable or f.default is not avro_schema.NO_DEFAULT))
+            optional = nullable or f.default is not avro_schema.NO_DEFAULT
+            fields.append(ShapeField(f.name, shape, nullable, optional, "null" if nullable else "refused"))
         return Shape("struct", fields=fields), False
     if node.kind in ("array", "map"):
         item, nullable = _avro(node.inner, f"{path}[]")

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from kafkasource.formats.each_record import Unusable
 from kafkasource.formats.json_schema.schema import SCALARS, follow, one_type, reader_resolver, writer_validator
 from kafkasource.formats.registry import RegistrySchema
-from kafkasource.formats.shapes import MAX_DEPTH, RowError, SchemaUnfit, Shape, ShapeField, scalar_shape
+from kafkasource.formats.shapes import MAX_DEPTH, NullAs, RowError, SchemaUnfit, Shape, ShapeField, scalar_shape
 from kafkasource.formats.wire_format import JSON_WIRE
 
 
@@ -48,7 +48,9 @@ def _json(node: object, resolver, depth: int) -> tuple[Shape, bool]:
             fields = []
             for name, sub in properties.items():
                 shape, sub_nullable = _json(sub, resolver, depth + 1)
-                fields.append(ShapeField(name, shape, sub_nullable, name not in required))
+                optional = name not in required
+                null_as: NullAs = "null" if sub_nullable else "omitted" if optional else "refused"
+                fields.append(ShapeField(name, shape, sub_nullable, optional, null_as))
             return Shape("struct", fields=fields), nullable
         extra = node.get("additionalProperties")
         item, item_nullable = _json(extra, resolver, depth + 1) if isinstance(extra, dict) else (Shape("string"), False)

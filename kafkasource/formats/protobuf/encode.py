@@ -40,7 +40,7 @@ def _message_shape(descriptor) -> Shape:
         else:
             shape = _proto_single(f)
         presence = not f.is_repeated and f.has_presence
-        fields.append(ShapeField(f.name, shape, presence, True))
+        fields.append(ShapeField(f.name, shape, presence, True, "omitted" if presence else "refused"))
     return Shape("struct", fields=fields, message=message_factory.GetMessageClass(descriptor))
 
 
