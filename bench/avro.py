@@ -34,7 +34,7 @@ from typing import NamedTuple
 import pyarrow as pa
 import pyarrow.compute  # noqa: F401  (pa.compute)
 
-from kafkasource.formats import avro as avro_decode
+from kafkasource.formats.avro import decode as avro_decode
 from kafkasource.formats.registry import RegistrySchema
 
 STATUS = {"type": "enum", "name": "Status", "symbols": ["NEW", "PAID", "SHIPPED", "CANCELLED"]}

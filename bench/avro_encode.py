@@ -1,4 +1,4 @@
-"""The sink's Avro encoding, native against Python: µs per row of kafkasource.formats.encoding.encode_batch over
+"""The sink's Avro encoding, native against Python: µs per row of kafkasource.writing.encoded.encode_batch over
 100,000 rows in batches of 10,000 (Spark's spark.sql.execution.arrow.maxRecordsPerBatch), for a flat record of 5
 fields (long, string, double, boolean, timestamp) and a rich one (nested and nullable records, an array of
 records, a map, decimals as bytes and fixed, timestamps, a date, an enum, bytes, fixed). No Spark, no broker:
@@ -18,9 +18,10 @@ from decimal import Decimal
 
 import pyarrow as pa
 
-from kafkasource.formats import avro_encoding
-from kafkasource.formats.encoding import ColumnEncoding, Encoding, encode_batch
+from kafkasource.formats.avro import native_encode as avro_encoding
+from kafkasource.formats.encoding import ColumnEncoding, Encoding
 from kafkasource.formats.registry import RegistrySchema
+from kafkasource.writing.encoded import encode_batch
 
 BATCH_ROWS = 10_000
 UTC = datetime.UTC

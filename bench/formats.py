@@ -43,7 +43,8 @@ def json_order(count: int):
 def decoders(count: int) -> dict:
     """name -> (decode, payloads, writer schemas)."""
     from bench import avro as avro_bench
-    from kafkasource.formats import avro, json_schema
+    from kafkasource.formats.avro import decode as avro
+    from kafkasource.formats.json_schema import decode as json_schema
     from kafkasource.formats.registry import RegistrySchema
 
     schema, payloads = json_order(count)

@@ -85,7 +85,7 @@ def avro_frames(count: int) -> list[bytes]:
 def decode(native: bool) -> dict:
     import pyarrow as pa
 
-    from kafkasource.formats.avro import AvroDecoder
+    from kafkasource.formats.avro.decode import AvroDecoder
     from kafkasource.formats.registry import RegistrySchema
 
     text = json.dumps(AVRO_SCHEMA)

@@ -5,8 +5,8 @@ layout rules it checks (tests/test_layout.py runs the checks).
     python3 -m scripts.import_graph --check  # exit 1 naming what breaks a rule, and a stale docs page
 
 The rules: no import circle between modules (an import inside a function counts too: it is a circle put off
-until the call); every module in a folder whose name says what it holds, the Spark-facing faces alone at the
-top; no module over MAX_LINES lines.
+until the call); no arrow between rooms that REFUSED_ARROWS refuses; every module in a folder whose name says what
+it holds, the Spark-facing faces alone at the top; no module over MAX_LINES lines.
 """
 
 from __future__ import annotations
@@ -23,6 +23,11 @@ MAX_LINES = 450
 EXTENSION = "kafkasource._native"
 # what may stand at the top of the package: what Spark and users call, the version, the error family
 FACES = {"__init__", "_version", "source", "stream", "batch", "options", "errors", "registration"}
+# arrows between rooms that would run against the layering: formats/ turns payloads into typed columns and back for
+# the options, the readers and the sink, which import it; it takes nothing from them (only errors, records, runtime)
+REFUSED_ARROWS = {
+    ("formats", room) for room in ("cluster", "commit", "jobs", "metrics", "options", "planning", "reading", "writing")
+}
 
 
 def module_name(path: Path) -> str:
@@ -100,7 +105,19 @@ def room_of(name: str) -> str:
 def problems() -> list[str]:
     """What breaks a rule in the package as it is."""
     sizes = {path: len(path.read_text(encoding="utf-8").splitlines()) for path in modules().values()}
-    return [f"import circle: {' -> '.join(group)}" for group in circles(graph())] + problems_of(sizes)
+    edges = graph()
+    found = [f"import circle: {' -> '.join(group)}" for group in circles(edges)]
+    return found + refused_arrows(edges) + problems_of(sizes)
+
+
+def refused_arrows(edges: dict[str, set[str]]) -> list[str]:
+    """Each import that draws an arrow REFUSED_ARROWS refuses."""
+    return [
+        f"{source} imports {target}: {room_of(source)}/ must not import {room_of(target)}/"
+        for source, targets in sorted(edges.items())
+        for target in sorted(targets)
+        if (room_of(source), room_of(target)) in REFUSED_ARROWS
+    ]
 
 
 def problems_of(sizes: dict[Path, int]) -> list[str]:
@@ -127,7 +144,8 @@ def page() -> str:
                 rooms[pair] = rooms.get(pair, 0) + 1
     lines = ["# Import graph", "",
              "Written by `python3 -m scripts.import_graph` from the code; `tests/test_layout.py` fails when it is "
-             "stale, when modules import each other in a circle, when a module outside the faces stands at the "
+             "stale, when modules import each other in a circle, when a room imports one it must not (formats/ imports "
+             "none of the rooms that use it), when a module outside the faces stands at the "
              f"top of the package, or when one grows over {MAX_LINES} lines.", "",
              "## Between rooms", "", "An arrow from a room to another: some module of the first imports some module "
              "of the second (the number: how many such imports).", "", "```mermaid", "graph LR"]

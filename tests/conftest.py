@@ -152,7 +152,7 @@ def write_path(request) -> str:
 
 @pytest.fixture(params=native_coverage.AVRO_READ_PATHS)
 def decoder(request) -> str:
-    """The Avro decoder a test of kafkasource.formats.avro runs on: "python", and "native" where it is built."""
+    """The Avro decoder a test of kafkasource.formats.avro.decode runs on: "python", and "native" where it is built."""
     return request.param
 
 

@@ -1,4 +1,4 @@
-"""Avro decoding into Arrow (kafkasource.formats.avro): the Spark types, schema resolution between writer and
+"""Avro decoding into Arrow (kafkasource.formats.avro.decode): the Spark types, schema resolution between writer and
 reader versions, every reason a record fails, for both decoders, checked against fastavro's own reading."""
 
 from __future__ import annotations
@@ -15,9 +15,10 @@ import pyarrow as pa
 import pytest
 
 from kafkasource.errors import OptionError
-from kafkasource.formats.avro import AvroDecoder, arrow_type
-from kafkasource.formats.avro_schema import SchemaError
-from kafkasource.formats.decoding import ColumnFormat, _python_avro_reader
+from kafkasource.formats.avro.decode import AvroDecoder, arrow_type
+from kafkasource.formats.avro.schema import SchemaError
+from kafkasource.formats.decoding import ColumnFormat
+from kafkasource.formats.decoding import check_reader as _python_avro_reader
 from kafkasource.formats.registry import RegistrySchema
 from kafkasource.formats.wire_format import schema_ids
 from kafkasource.runtime import native_extension

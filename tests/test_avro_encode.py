@@ -15,9 +15,10 @@ import pyarrow as pa
 import pytest
 
 from kafkasource.errors import EncodeError
-from kafkasource.formats import avro_encoding
-from kafkasource.formats.encoding import ColumnEncoding, Encoding, encode_batch
+from kafkasource.formats.avro import native_encode as avro_encoding
+from kafkasource.formats.encoding import ColumnEncoding, Encoding
 from kafkasource.formats.registry import RegistrySchema
+from kafkasource.writing.encoded import encode_batch
 
 pytestmark = pytest.mark.skipif(not avro_encoding.available(), reason="kafkasource._native is not built here")
 

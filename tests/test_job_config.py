@@ -219,7 +219,7 @@ def test_metrics_table_is_off_by_default_and_checked(tmp_path):
 def test_a_token_provider_in_source_signs_in_the_source_the_route_sink_and_the_dead_letter_producer(tmp_path):
     """oauthProvider and its arguments in [source] reach every client a job makes: the source's, the route job's
     sink (its options) and the dead-letter producer (its librdkafka configuration, with the provider as oauth_cb)."""
-    from kafkasource.jobs.dead_letter import producer_config
+    from kafkasource.writing.dead_letters import producer_config
 
     signed = ROUTE.replace('subscribe = "orders"\n', 'subscribe = "orders"\noauthProvider = "aws_msk_iam"\n'
                                                      '"oauthProvider.region" = "eu-west-1"\n')

@@ -78,6 +78,13 @@ def test_the_rules_find_what_breaks_them():
                      "kafkasource/x/y.py has 451 lines, over 450"]
 
 
+def test_a_refused_arrow_between_rooms_is_named():
+    """formats/ is used by the options, the readers and the sink: an import of any of them from it is named."""
+    edges = {"kafkasource.formats.decoding": {"kafkasource.options.values", "kafkasource.records.schema"}}
+    assert import_graph.refused_arrows(edges) == [
+        "kafkasource.formats.decoding imports kafkasource.options.values: formats/ must not import options/"]
+
+
 def test_an_import_for_annotations_only_counts_as_an_import(tmp_path, monkeypatch):
     """A module that imports another only under `if TYPE_CHECKING:` needs it all the same: the edge is drawn, and
     a circle through it is found."""

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from kafkasource.cluster.settings import UNSUPPORTED_KAFKA_SETTINGS, is_secret, redact
+from kafkasource.cluster.settings import UNSUPPORTED_KAFKA_SETTINGS
 from kafkasource.errors import OptionError
 from kafkasource.options import SourceOptions, parse_options
 from kafkasource.planning.offsets import Committed, Earliest, Latest, OutsideLog, SpecificOffsets, Timestamps
 from kafkasource.planning.subscription import Assign, Subscribe, SubscribePattern
+from kafkasource.runtime.secrets import is_secret, redact
 
 BASE = {"kafka.bootstrap.servers": "broker:9092", "subscribe": "orders"}
 

@@ -23,10 +23,11 @@ from google.protobuf import descriptor_pb2, descriptor_pool, message_factory, ti
 from google.protobuf.descriptor import FieldDescriptor as F
 
 from kafkasource.errors import OptionError
-from kafkasource.formats.avro import AvroDecoder
-from kafkasource.formats.json_schema import JsonSchemaDecoder
-from kafkasource.formats.json_schema import arrow_type as json_arrow_type
-from kafkasource.formats.protobuf import ProtobufDecoder, arrow_type, parse_file
+from kafkasource.formats.avro.decode import AvroDecoder
+from kafkasource.formats.json_schema.decode import JsonSchemaDecoder
+from kafkasource.formats.json_schema.schema import arrow_type as json_arrow_type
+from kafkasource.formats.protobuf.decode import ProtobufDecoder
+from kafkasource.formats.protobuf.schema import arrow_type, parse_file
 from kafkasource.formats.registry import RegistrySchema, UnknownSchemaId, WriterSchemas, registry_config
 from kafkasource.options import parse_options
 from tests.query_helpers import base_options, batch

@@ -13,9 +13,9 @@ import pytest
 from google.protobuf import descriptor_pb2
 from google.protobuf.descriptor import FieldDescriptor as F
 
-from kafkasource.formats.avro import AvroDecoder
-from kafkasource.formats.json_schema import JsonSchemaDecoder
-from kafkasource.formats.protobuf import ProtobufDecoder
+from kafkasource.formats.avro.decode import AvroDecoder
+from kafkasource.formats.json_schema.decode import JsonSchemaDecoder
+from kafkasource.formats.protobuf.decode import ProtobufDecoder
 from kafkasource.formats.registry import RegistrySchema
 from kafkasource.formats.wire_format import NO_PREFIX, describe_prefix, schema_id_of, schema_ids
 

@@ -15,8 +15,8 @@ from collections.abc import Mapping
 
 from confluent_kafka import KafkaError
 
-from kafkasource.cluster.settings import masked
 from kafkasource.errors import AccessError
+from kafkasource.runtime.secrets import masked
 
 REFUSED = {KafkaError._AUTHENTICATION, KafkaError._SSL}
 TLS_ALERT = re.compile(r"SSL alert number (\d+)")  # how OpenSSL words an alert the peer sent

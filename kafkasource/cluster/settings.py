@@ -1,4 +1,4 @@
-"""The kafka.* options: librdkafka's settings, which ones kafkasource refuses, and which hold secrets.
+"""The kafka.* options: librdkafka's settings, and which ones kafkasource refuses.
 
 Every kafka.* option but kafka.bootstrap.servers goes to librdkafka with the prefix stripped. Settings the
 source sets itself, and the Java client's settings librdkafka does not know, are refused with what to write
@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from kafkasource.cluster.known_settings import SETTINGS
 from kafkasource.cluster.sign_in import librdkafka as sign_in_settings
 from kafkasource.errors import OptionError
+from kafkasource.runtime.secrets import is_secret, masked
 
 # Kafka settings we manage ourselves, or Java-client settings librdkafka does not know, with what to do instead.
 UNSUPPORTED_KAFKA_SETTINGS = {
@@ -49,32 +50,11 @@ MANAGED_KAFKA_SETTINGS = {
     "bootstrap.servers",
 }
 
-# names holding secrets: librdkafka's, and the schema registry client's (basic.auth.user.info is user:password)
-SECRET_MARKERS = ("password", "passphrase", "secret", "jaas", "key.pem", "token", "user.info")
-
-
-def is_secret(name: str) -> bool:
-    return any(marker in name.lower() for marker in SECRET_MARKERS)
-
-
-def masked(text: str, config: Mapping[str, object], also: tuple[str, ...] | list[str] = ()) -> str:
-    """`text` with the value of every secret setting (and `also`) hidden, longest first: librdkafka's messages
-    quote values, and others' answers it passes on (an identity provider's) may quote them too."""
-    hidden = [str(v) for n, v in config.items() if v and is_secret(n)] + [v for v in also if v]
-    for value in sorted(hidden, key=len, reverse=True):
-        text = text.replace(value, "*****")
-    return text
-
 
 def one_line(text: str) -> str:
     """librdkafka's complaint as one line: it quotes a refused value as given, line breaks included (a value
     of "0\\n"), and ends some complaints with a line break; shown escaped, a refusal never breaks in two."""
     return text.strip().replace("\r", "\\r").replace("\n", "\\n")
-
-
-def redact(config: Mapping[str, object]) -> dict[str, object]:
-    """The config with secret values hidden, for messages and logs."""
-    return {k: ("*****" if is_secret(k) else v) for k, v in config.items()}
 
 
 def kafka_config(options: Mapping[str, str]) -> dict[str, str]:

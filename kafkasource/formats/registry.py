@@ -15,8 +15,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit, urlunsplit
 
-from kafkasource.cluster.settings import masked
 from kafkasource.errors import KafkaSourceError, OptionError
+from kafkasource.runtime.secrets import masked
 
 PREFIX = "schema.registry."
 # what the client takes as numbers; options arrive as text
@@ -115,6 +115,16 @@ class RegistrySchema:
     schema_type: str
     text: str
     references: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True)
+class SchemaChoice:
+    """Which schema of the registry a column's options name: an id alone, or a subject's version (None: the
+    latest); the subject may be None beside an id."""
+
+    subject: str | None
+    version: int | None
+    schema_id: int | None
 
 
 class MissingReference(Exception):

@@ -2,7 +2,7 @@
 
 A record whose value cannot be decoded is kept, never dropped: its decoded columns are null and
 `_corrupt` holds its value's bytes exactly (null on every record that decoded), unless the job sends such
-records to a dead-letter topic (jobs/dead_letter.py). Avro values are decoded by the source itself; their
+records to a dead-letter topic (writing/dead_letters.py). Avro values are decoded by the source itself; their
 record's fields become columns as a JSON value's do.
 """
 

@@ -10,10 +10,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from kafkasource.cluster.client import KafkaClient
-from kafkasource.cluster.settings import redact
 from kafkasource.commit.metadata import CommitAuthor, parse
 from kafkasource.options import SourceOptions
 from kafkasource.planning.partitions import TopicPartition
+from kafkasource.runtime.secrets import redact
 
 
 @dataclass(frozen=True)

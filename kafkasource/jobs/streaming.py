@@ -13,10 +13,10 @@ from kafkasource.cluster.sign_in import provider as sign_in
 from kafkasource.jobs import available_now
 from kafkasource.jobs.cli import one_line
 from kafkasource.jobs.config import ConfigError, JobConfig, Trigger
-from kafkasource.jobs.dead_letter import producer_config, route_dead_letters
 from kafkasource.jobs.decode import decode, schema_fields
 from kafkasource.jobs.running import BatchLog, StopRequest, run_query
 from kafkasource.options import SourceOptions
+from kafkasource.writing.dead_letters import producer_config, route_dead_letters
 
 log = logging.getLogger("kafkasource.jobs")
 

@@ -13,9 +13,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from kafkasource.errors import OptionError
-from kafkasource.jobs.dead_letter import producer_options
 from kafkasource.jobs.tables import ConfigError, Section
 from kafkasource.options.sink import parse_sink_options
+from kafkasource.writing.dead_letters import producer_options
 
 # each [sink] key as the sink's option it becomes
 SINK_OPTION_NAMES = {

@@ -17,7 +17,8 @@ from kafkasource.cluster import settings as kafka_settings
 from kafkasource.cluster.known_settings import PRODUCER_ONLY
 from kafkasource.cluster.sign_in import provider as sign_in
 from kafkasource.errors import OptionError
-from kafkasource.formats import encoding
+from kafkasource.formats.encoding import Encoding
+from kafkasource.options.formats import SINK_FORMAT_OPTIONS, parse_encoding
 from kafkasource.options.names import check_names
 from kafkasource.options.values import (
     PathChoice,
@@ -28,6 +29,7 @@ from kafkasource.options.values import (
     read_path_choice,
 )
 from kafkasource.runtime import native_extension
+from kafkasource.runtime.secrets import masked
 
 DeliveryGuarantee = Literal["at-least-once", "exactly-once", "none"]
 SINK_OPTIONS = ("topic", "deliveryGuarantee", "transactionalIdPrefix", "markerTopic", "writePath", sign_in.OPTION)
@@ -76,7 +78,7 @@ class SinkOptions:
     token_provider: sign_in.TokenProvider | None = None  # oauthProvider: what signs the producers in
     # valueFormat/keyFormat other than binary: the writer schemas and registry settings (None: both binary, or the
     # options parsed without the DataFrame's schema)
-    encoding: encoding.Encoding | None = field(default=None, repr=False)
+    encoding: Encoding | None = field(default=None, repr=False)
 
     def native(self) -> bool:
         """Whether the tasks write with the native producer: writePath=native (refused on the driver where the
@@ -151,7 +153,7 @@ def parse_sink_options(raw_options: Mapping[str, str], streaming: bool, schema=N
     if schema is None:
         return parsed
     # last: the only check that asks a server (the registry, for the writer schemas)
-    return replace(parsed, encoding=encoding.parse_encoding(options, schema, topic))
+    return replace(parsed, encoding=parse_encoding(options, schema, topic))
 
 
 def _check_names(options: Mapping[str, str]) -> None:
@@ -162,7 +164,7 @@ def _check_names(options: Mapping[str, str]) -> None:
     )
     spark_added = {name.lower() for name in SPARK_WRITE_OPTIONS}
     check_names(
-        options, SINK_OPTIONS + encoding.OPTIONS, listing, accepted=spark_added, whose=" for the kafkasource sink"
+        options, SINK_OPTIONS + SINK_FORMAT_OPTIONS, listing, accepted=spark_added, whose=" for the kafkasource sink"
     )
 
 
@@ -222,5 +224,5 @@ def _check_producer_accepts(options: SinkOptions) -> None:
         message = str(exc.args[0].str() if exc.args and hasattr(exc.args[0], "str") else exc)
         raise OptionError(
             f"librdkafka refused the sink's producer settings (deliveryGuarantee={options.guarantee}): "
-            f"{kafka_settings.one_line(kafka_settings.masked(message, config))}. Change the kafka.* option it names"
+            f"{kafka_settings.one_line(masked(message, config))}. Change the kafka.* option it names"
         ) from None

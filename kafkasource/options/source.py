@@ -16,7 +16,8 @@ from typing import Any, Literal, get_args
 from kafkasource.cluster import settings as kafka_settings
 from kafkasource.cluster.sign_in import provider as sign_in
 from kafkasource.errors import OptionError
-from kafkasource.formats import decoding
+from kafkasource.formats.decoding import Decoding
+from kafkasource.options.formats import SOURCE_FORMAT_OPTIONS, parse_decoding
 from kafkasource.options.names import check_names
 from kafkasource.options.values import (
     MAX_LONG,
@@ -81,7 +82,7 @@ SOURCE_OPTIONS = (
     "readPath",
     "metadataRefreshIntervalMs",
     sign_in.OPTION,
-    *decoding.OPTIONS,
+    *SOURCE_FORMAT_OPTIONS,
 )
 # options of Spark's built-in source that mean nothing here: accepted, so a format("kafka") reader switches unchanged
 IGNORED_BUILTIN_OPTIONS = {
@@ -120,7 +121,7 @@ class SourceOptions:
     # librdkafka settings (prefix stripped), secrets included: never print this field
     kafka_config: dict[str, str] = field(repr=False)
     # valueFormat/keyFormat other than binary: the reader schemas and registry settings (None: both binary)
-    decoding: decoding.Decoding | None = field(default=None, repr=False)
+    decoding: Decoding | None = field(default=None, repr=False)
     token_provider: sign_in.TokenProvider | None = None  # oauthProvider: what signs the clients in
 
     def client_config(self, **overrides: Any) -> dict[str, Any]:
@@ -402,7 +403,7 @@ def parse_options(raw_options: Mapping[str, str], streaming: bool | None = None)
         token_provider=sign_in.read_token_provider(options, bootstrap),
         # last: the only check that asks a server (the registry, for the reader schemas)
         # the decoding options with a value, as option_text reads them
-        decoding=decoding.parse_decoding(
+        decoding=parse_decoding(
             {n: v for n in options if (v := option_text(options, n)) is not None}, subscription, read_path
         ),
     )

@@ -1,10 +1,6 @@
-"""Arrow arrays over the buffers kafkasource._native hands over, wrapped without copying: the one place that knows
-how the extension lays them out. The consumer's take() (TakenRows: BinaryBuffers for keys and values,
-HeaderBuffers, fixed-width Buffers), encode_avro's payloads (BinaryBuffers) and the Avro decoder's columns
-((length, validity, buffers, children), nested as the Arrow type is) all become pyarrow arrays here.
-
-A Buffer reads through the buffer protocol, so pa.py_buffer wraps the memory Rust allocated; the array keeps the
-Buffer, and with it that memory, alive.
+"""The native consumer's take() as a record batch in Spark's Kafka schema, over the buffers kafkasource._native hands
+over (TakenRows: BinaryBuffers for keys and values, HeaderBuffers, fixed-width Buffers), wrapped without copying as
+kafkasource.runtime.native_arrow wraps every buffer of the extension.
 """
 
 from __future__ import annotations
@@ -15,15 +11,10 @@ import pyarrow as pa
 
 from kafkasource.reading.arrow import repeated_int32, repeated_string
 from kafkasource.records.schema import HEADERS_ARROW_TYPE, TIMESTAMP_ARROW_TYPE, arrow_schema
+from kafkasource.runtime.native_arrow import binary_array
 
 if TYPE_CHECKING:
     from kafkasource import _native
-
-
-def binary_array(length: int, buffers: _native.BinaryBuffers) -> pa.Array:
-    """A binary column of `length` rows: validity bits, i32 offsets, bytes."""
-    buf = pa.py_buffer
-    return pa.Array.from_buffers(pa.binary(), length, [buf(buffers.validity), buf(buffers.offsets), buf(buffers.data)])
 
 
 def taken_batch(taken: _native.TakenRows, topic: str, partition: int, include_headers: bool) -> pa.RecordBatch:
@@ -59,26 +50,4 @@ def _headers_array(rows: int, headers: _native.HeaderBuffers) -> pa.Array:
     )
     return pa.Array.from_buffers(
         HEADERS_ARROW_TYPE, rows, [buf(headers.validity), buf(headers.offsets)], children=[entry]
-    )
-
-
-def decoded_array(arrow_type: pa.DataType, column: _native.DecodedColumn) -> pa.Array:
-    """An array of `arrow_type` over a column the native Avro decoder built: (length, validity, buffers, children),
-    the children nested as the type's are (a struct's fields, a list's items, a map's key-value entries)."""
-    length, validity, buffers, children = column
-    if pa.types.is_null(arrow_type):
-        return pa.nulls(length)
-    if pa.types.is_struct(arrow_type):
-        child_types = [f.type for f in arrow_type]
-    elif pa.types.is_map(arrow_type):
-        child_types = [pa.struct([arrow_type.key_field, arrow_type.item_field])]
-    elif pa.types.is_list(arrow_type):
-        child_types = [arrow_type.value_type]
-    else:
-        child_types = []
-    return pa.Array.from_buffers(
-        arrow_type,
-        length,
-        [pa.py_buffer(validity), *map(pa.py_buffer, buffers)],
-        children=[decoded_array(t, c) for t, c in zip(child_types, children, strict=True)],
     )

@@ -1,8 +1,8 @@
 """The compiled extension (kafkasource._native, Rust over librdkafka), loaded once per process, and the one way the
 package reaches it: the native consumer (reading/native.py), producer (writing/native_producer.py) and Avro
-decoder and encoder (formats/avro.py, formats/avro_encoding.py) all ask `extension()`, check a feature with `has`,
-and give librdkafka properties as `librdkafka_property` spells them. Its signatures are in kafkasource/_native.pyi;
-runtime/native_results.py names the tuples it returns.
+decoder and encoder (formats/avro/decode.py, formats/avro/native_encode.py) all ask `extension()`, check a
+feature with `has`, and give librdkafka properties as `librdkafka_property` spells them. Its signatures are in
+kafkasource/_native.pyi; runtime/native_results.py names the tuples it returns.
 
 setup.py builds it when a Rust toolchain is present; without it the pure-Python paths serve. An extension that
 is there but fails to load (a library it links missing on this node, a glibc too old, built for another Python)

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from confluent_kafka import KafkaError
 
-from kafkasource.cluster.settings import masked
 from kafkasource.errors import DeliveryError
 from kafkasource.options.sink import SinkOptions
+from kafkasource.runtime.secrets import masked
 from kafkasource.writing.replicas import Shortfall
 
 TOO_LARGE = {KafkaError.MSG_SIZE_TOO_LARGE}

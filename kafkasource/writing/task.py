@@ -18,8 +18,9 @@ from pathlib import Path
 from pyspark.sql.datasource import WriterCommitMessage
 
 from kafkasource.errors import KafkaSourceError
-from kafkasource.formats.encoding import Encoding, encode_batches
+from kafkasource.formats.encoding import Encoding
 from kafkasource.options.sink import SinkOptions
+from kafkasource.writing.encoded import encode_batches
 from kafkasource.writing.markers import MarkedBatch
 from kafkasource.writing.producer import write_plain
 from kafkasource.writing.rows import ArrowRecords, Columns
@@ -143,7 +144,7 @@ def _test_fault_after_write(task: TaskInfo) -> None:
 
 def encoded_columns(columns: Columns, encoding: Encoding | None) -> Columns:
     """The columns of the encoded batches: with a dead-letter topic each batch names every row's topic and carries
-    headers (kafkasource.formats.encoding)."""
+    headers (kafkasource.writing.dead_letters)."""
     if encoding is None or encoding.dead_letter_topic is None:
         return columns
     return Columns(topic=None, key=columns.key, headers=True, partition=columns.partition)

@@ -30,9 +30,9 @@ from dataclasses import dataclass
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
-from kafkasource.cluster.settings import masked
 from kafkasource.options.sink import SinkOptions
 from kafkasource.runtime.pooling import ClientPool
+from kafkasource.runtime.secrets import masked
 from kafkasource.writing.deliveries import Deliveries
 from kafkasource.writing.digest import RecordDigest
 from kafkasource.writing.failures import FENCED, DeliveryError, delivery_error, transaction_timed_out, where

@@ -7,7 +7,7 @@
 //! the loaded test machine, past the evaluation's limit, so its speed was not measured.
 //!
 //! Only the hot loop lives here. Parsing schemas, mapping them to Arrow types and resolving each writer schema
-//! into the reader schema happen once per schema in Python (kafkasource/formats/avro_schema.py), which hands over
+//! into the reader schema happen once per schema in Python (kafkasource/formats/avro/schema.py), which hands over
 //! a plan: for every value, how to read the writer's encoding and which reader column it lands in (defaults come
 //! encoded in Avro binary, read like data). The decoder follows the plan; a record it cannot follow is rolled
 //! back and becomes a null with its reason.
@@ -214,7 +214,7 @@ enum To {
     F64,
 }
 
-/// How to read one writer value into the reader's column (kafkasource/formats/avro_schema.py describes each step).
+/// How to read one writer value into the reader's column (kafkasource/formats/avro/schema.py describes each step).
 enum Plan {
     Null,
     Bool,
@@ -632,7 +632,7 @@ fn bytes_of(buffer: &PyBuffer<i8>) -> PyResult<&[u8]> {
 
 #[pymethods]
 impl AvroDecoder {
-    /// `column`: the reader's Arrow type as column builders (kafkasource.formats.avro._column_spec).
+    /// `column`: the reader's Arrow type as column builders (kafkasource.formats.avro.decode._column_spec).
     #[new]
     fn new(column: &Bound<'_, PyAny>) -> PyResult<Self> {
         Ok(AvroDecoder { empty: Column::from_spec(column)?, writers: HashMap::new() })

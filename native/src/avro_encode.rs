@@ -2,12 +2,12 @@
 //! Interface, written as schema-registry framed Avro records into an Arrow binary column, with no Python object
 //! per row.
 //!
-//! As for decoding (avro.rs), schemas are parsed in Python (kafkasource/formats/avro_schema.py), which hands over
-//! a plan per writer schema, built once per process (kafkasource/formats/avro_encoding.py). Each call binds the
+//! As for decoding (avro.rs), schemas are parsed in Python (kafkasource/formats/avro/schema.py), which hands over
+//! a plan per writer schema, built once per process (kafkasource/formats/avro/native_encode.py). Each call binds the
 //! plan to the column's Arrow type; a pairing this encoder does not cover (a union of several types, a field the
 //! column lacks that has a default, an Arrow type it does not read) raises NotImplementedError and Python encodes
 //! the column itself, so a column is never encoded wrongly. The bytes are fastavro's (the Python encoder's) for
-//! the same rows, and a row that does not fit the schema is a null payload beside the reason encoders.py words
+//! the same rows, and a row that does not fit the schema is a null payload beside the reason formats/shapes.py words
 //! for it; where that wording needs Python's repr of a non-ASCII string, the reason is left to Python (None).
 
 use std::collections::{HashMap, HashSet};
@@ -199,7 +199,7 @@ fn ints<'a>(node: &Node<'a>, widest: usize) -> Bind<Ints<'a>> {
     Ok(Ints { raw: node.buffer(1, node.extent() * width)?, width })
 }
 
-// ---- the plan Python hands over: the writer schema's types, as avro_encoding.plan describes them ----
+// ---- the plan Python hands over: the writer schema's types, as native_encode.plan describes them ----
 
 enum Plan {
     Boolean,
@@ -451,7 +451,7 @@ enum Seg<'a> {
 }
 
 enum Fail<'a> {
-    Row(Vec<Seg<'a>>, Option<String>), // the path and the reason, as encoders.py words them
+    Row(Vec<Seg<'a>>, Option<String>), // the path and the reason, as formats/shapes.py words them
     Unsupported(String),
 }
 
@@ -626,7 +626,7 @@ fn has_duplicates<'a>(keys: impl ExactSizeIterator<Item = &'a [u8]>) -> bool {
 }
 
 /// `unscaled` at `from` digits after the point, as the unscaled value at `to` digits, if it fits decimal(precision,
-/// to) exactly (encoders.py quantizes, then counts the digits before the point).
+/// to) exactly (formats/shapes.py quantizes, then counts the digits before the point).
 fn rescale(unscaled: i128, from: u32, to: u32, precision: u32) -> Option<i128> {
     let value = if to >= from {
         unscaled.checked_mul(10i128.checked_pow(to - from)?)?
@@ -699,7 +699,7 @@ fn path_text(column: &str, path: &[Seg<'_>]) -> Option<String> {
     Some(text)
 }
 
-/// A writer schema's encoding plan, built once per process and schema (kafkasource.formats.avro_encoding.plan).
+/// A writer schema's encoding plan, built once per process and schema (kafkasource.formats.avro.native_encode.plan).
 #[pyclass(frozen)]
 pub struct AvroEncodePlan {
     plan: Plan,

@@ -20,9 +20,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from kafkasource.cluster.settings import masked, one_line
+from kafkasource.cluster.settings import one_line
 from kafkasource.cluster.sign_in import custom
 from kafkasource.errors import OptionError, SignInError
+from kafkasource.runtime.secrets import masked
 
 log = logging.getLogger(__name__)
 

@@ -1,8 +1,8 @@
 """Avro records in the schema-registry wire format to an Arrow column of the reader schema's type.
 
 A payload is a magic byte 0, the writer schema's id (4 bytes, big-endian) and the record in Avro binary. Each
-record is decoded with its own writer schema and resolved into the one reader schema (kafkasource.formats.avro_schema
-says by which rules, and which Arrow type each Avro type becomes; avro_resolution holds the plans). A record that
+record is decoded with its own writer schema and resolved into the one reader schema (kafkasource.formats.avro.schema
+says by which rules, and which Arrow type each Avro type becomes; avro/resolution.py holds the plans). A record that
 cannot be decoded is a null value with the reason beside it; nothing is dropped.
 
 Two decoders give the same values and reasons: the native one (kafkasource._native, Rust) appends straight
@@ -13,7 +13,7 @@ float and double) beside a third type, fastavro does not say which of the two br
 as, so the Python decoder fills the first of them; and a date or timestamp outside Python's years 1 to 9999 is
 a malformed record to the Python decoder (fastavro makes Python dates of them), a value to the native one.
 A reader default fills a field the writer lacks with the same value on both: each reads the Avro binary that
-avro_resolution writes of it (fastavro on its own would hand over the default's JSON as it stands).
+avro/resolution.py writes of it (fastavro on its own would hand over the default's JSON as it stands).
 
 The Python decoder reads with fastavro's parsed form of the schemas, and fastavro refuses a few schemas our
 parser reads (a named type defined twice, an enum symbol that is not a name, a decimal wider than its fixed): such
@@ -32,12 +32,14 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
-from kafkasource.formats import avro_resolution, avro_schema
-from kafkasource.formats.avro_schema import AvroJson, AvroSchema, Node, SchemaError, Unresolvable
+from kafkasource.formats.avro import resolution as avro_resolution
+from kafkasource.formats.avro import schema as avro_schema
+from kafkasource.formats.avro.schema import AvroJson, AvroSchema, Node, SchemaError, Unresolvable
+from kafkasource.formats.each_record import Unusable, decode_each
 from kafkasource.formats.registry import RegistrySchema
-from kafkasource.formats.wire_format import Unusable, as_binary, decode_each, guid_reasons, unresolvable_reason
-from kafkasource.reading.native_arrow import decoded_array
+from kafkasource.formats.wire_format import as_binary, guid_reasons, unresolvable_reason
 from kafkasource.runtime import native_extension
+from kafkasource.runtime.native_arrow import decoded_array
 
 if TYPE_CHECKING:
     from kafkasource import _native
@@ -89,6 +91,21 @@ class AvroDecoder:
             return writer, avro_resolution.resolve(writer.node, self.reader.node)
         except Unresolvable as e:
             return writer, unresolvable_reason(schema_id, str(e))
+
+
+def python_reader_refusal(reader: RegistrySchema, native: bool) -> str | None:
+    """Why the decoder a query runs cannot read this reader schema, or None: the native one reads every schema our
+    parser reads, the Python one refuses a few more (fastavro refuses them)."""
+    if native:
+        return None
+    try:
+        AvroDecoder(reader.text, native=False, references=reader.references)
+    except SchemaError as exc:
+        return (
+            f"the Python Avro decoder: {exc}; the native Avro decoder reads it (readPath auto or native, "
+            "kafkasource._native built)"
+        )
+    return None
 
 
 class NativeDecoder:
@@ -153,7 +170,7 @@ class PythonDecoder:
             return
         try:
             self.writers[schema_id] = writer.fastavro[0]
-        except SchemaError as e:  # a schema fastavro finds fault with where avro_schema found none
+        except SchemaError as e:  # a schema fastavro finds fault with where avro/schema.py found none
             self.writers[schema_id] = Unusable(unresolvable_reason(schema_id, f"it is not a valid Avro schema: {e}"))
 
     def decode(self, payloads: pa.Array) -> tuple[pa.Array, pa.StringArray]:
@@ -171,7 +188,7 @@ class PythonDecoder:
 
 def python_reader(reader: AvroSchema) -> AvroJson:
     """fastavro's parsed form of the reader schema, each field default in it replaced by what fastavro reads of
-    the Avro binary avro_resolution writes of it: the value the native decoder reads of the same bytes, where
+    the Avro binary avro/resolution.py writes of it: the value the native decoder reads of the same bytes, where
     fastavro would hand over the default's JSON as it stands (bytes and fixed as text, a union's for whichever
     branch, a record without its fields' own defaults). A default that does not fit its field is taken out, so a
     record that would need it fails, as on the native decoder. SchemaError says why fastavro cannot read the

@@ -2,9 +2,9 @@
 (AvroSchema): its JSON becomes a tree of Nodes, which the Arrow types, the resolution and the Python decoder's
 conversions walk, and, when first asked for, fastavro's parsed form of the same JSON, which the Python decoder
 reads with. The resolution of a writer schema into a reader schema (Avro's schema resolution rules), as a plan
-the native decoder executes, is avro_resolution.py's, by the rules below.
+the native decoder executes, is avro/resolution.py's, by the rules below.
 
-Both decoders (kafkasource.formats.avro) take their verdict on whether a writer schema resolves from `resolve`,
+Both decoders (kafkasource.formats.avro.decode) take their verdict on whether a writer schema resolves from `resolve`,
 so a schema refused is refused with the same reason whichever decodes.
 
 Types map as Spark's SchemaConverters maps them: record -> struct, array -> list, map -> map<string, ..>,
@@ -113,7 +113,7 @@ class AvroSchema:
         it references, and marked as parsed (its write hint): fastavro's reader would parse an unmarked schema
         again, without them. Defaults are not checked here (fastavro refuses a schema over any default that does
         not fit its field): a reader's are checked where a writer lacks the field, as for the native decoder
-        (avro_resolution), and a writer's are never read. SchemaError says why fastavro cannot read the schema
+        (avro/resolution.py), and a writer's are never read. SchemaError says why fastavro cannot read the schema
         (a named type defined twice, an enum symbol that is not a name, a decimal wider than its fixed), where
         our parser could."""
         import fastavro

@@ -1,8 +1,8 @@
 """The native Avro encoder (kafkasource._native's encode_avro, Rust): a whole Arrow column of a batch encoded in one
-call, where the Python encoder (kafkasource.formats.encoders) converts and encodes row by row with fastavro.
+call, where the Python encoder (kafkasource.formats.avro.encode) converts and encodes row by row with fastavro.
 
 Both give the same bytes for the same rows and the same reasons for the rows that do not fit. The writer schema
-is parsed here (avro_schema, as for decoding) into a plan, made once per process and schema: per place of the
+is parsed here (avro/schema.py, as for decoding) into a plan, made once per process and schema: per place of the
 schema, what to write, as nested tuples the extension reads:
 
     ("boolean",) ("int",) ("long",) ("float",) ("double",) ("string",) ("bytes",) ("fixed", size)
@@ -21,11 +21,11 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
-from kafkasource.formats import avro_schema
-from kafkasource.formats.avro_schema import NO_DEFAULT, Node
+from kafkasource.formats.avro import schema as avro_schema
+from kafkasource.formats.avro.schema import NO_DEFAULT, Node
 from kafkasource.formats.registry import RegistrySchema
-from kafkasource.reading.native_arrow import binary_array
 from kafkasource.runtime import native_extension
+from kafkasource.runtime.native_arrow import binary_array
 from kafkasource.runtime.native_results import EncodedColumn
 
 if TYPE_CHECKING:
@@ -35,6 +35,11 @@ if TYPE_CHECKING:
 def available() -> bool:
     """The native encoder: part of the extension, absent from one built without it."""
     return native_extension.has("avro_encoder")
+
+
+def native_encoder(schema: RegistrySchema, column: str) -> NativeAvroEncoder | None:
+    """The native encoder of a column's writer schema; None where the extension has none."""
+    return NativeAvroEncoder(schema, column) if available() else None
 
 
 def plan(node: Node, records: tuple = ()) -> tuple:

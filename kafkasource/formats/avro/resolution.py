@@ -1,4 +1,4 @@
-"""The resolution of a writer's Avro schema into the reader's (Avro's schema resolution rules, as avro_schema.py's
+"""The resolution of a writer's Avro schema into the reader's (Avro's schema resolution rules, as avro/schema.py's
 docstring lists them) as a plan the native decoder executes; both decoders take their verdict on whether a
 writer schema resolves from `resolve`, so a schema refused is refused with the same reason whichever decodes.
 
@@ -15,7 +15,7 @@ import json
 import math
 import weakref
 
-from kafkasource.formats.avro_schema import NO_DEFAULT, PRIMITIVES, AvroJson, Field, Node, Unresolvable, union_shape
+from kafkasource.formats.avro.schema import NO_DEFAULT, PRIMITIVES, AvroJson, Field, Node, Unresolvable, union_shape
 
 # ---- resolution: a plan for the native decoder ----
 # A plan is nested tuples, read by native/src/avro.rs. Each step reads the writer's encoding of one value and
