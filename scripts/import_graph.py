@@ -5,8 +5,10 @@ layout rules it checks (tests/test_layout.py runs the checks).
     python3 -m scripts.import_graph --check  # exit 1 naming what breaks a rule, and a stale docs page
 
 The rules: no import circle between modules (an import inside a function counts too: it is a circle put off
-until the call); no arrow between rooms that REFUSED_ARROWS refuses; every module in a folder whose name says what
-it holds, the Spark-facing faces alone at the top; no module over MAX_LINES lines.
+until the call), nor between rooms (the folders: one room's module importing another's, and some module of that
+one importing back, however far apart the modules are, means the two rooms are one part split in two); no arrow
+between rooms that REFUSED_ARROWS refuses; every module in a folder whose name says what it holds, the
+Spark-facing faces alone at the top; no module over MAX_LINES lines.
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ FACES = {"__init__", "_version", "source", "stream", "batch", "options", "errors
 REFUSED_ARROWS = {
     ("formats", room) for room in ("cluster", "commit", "jobs", "metrics", "options", "planning", "reading", "writing")
 }
+# faces every room may import, as they import nothing of ours: rooms of their own in the graph between rooms
+LEAVES = {"errors", "_version"}
 
 
 def module_name(path: Path) -> str:
@@ -99,14 +103,30 @@ def circles(edges: dict[str, set[str]]) -> list[list[str]]:
 
 def room_of(name: str) -> str:
     parts = name.split(".")
-    return parts[1] if len(parts) > 2 or (len(parts) == 2 and (PACKAGE / parts[1]).is_dir()) else "(faces)"
+    in_folder = len(parts) > 2 or (len(parts) == 2 and (PACKAGE / parts[1]).is_dir())
+    return parts[1] if in_folder or parts[-1] in LEAVES else "(faces)"
+
+
+def room_edges(edges: dict[str, set[str]]) -> dict[tuple[str, str], int]:
+    """(room, room) -> how many imports run from a module of the first to a module of the second."""
+    rooms: dict[tuple[str, str], int] = {}
+    for source, targets in edges.items():
+        for target in targets:
+            pair = (room_of(source), room_of(target))
+            if pair[0] != pair[1]:
+                rooms[pair] = rooms.get(pair, 0) + 1
+    return rooms
 
 
 def problems() -> list[str]:
     """What breaks a rule in the package as it is."""
     sizes = {path: len(path.read_text(encoding="utf-8").splitlines()) for path in modules().values()}
     edges = graph()
+    between_rooms: dict[str, set[str]] = {}
+    for source, target in room_edges(edges):
+        between_rooms.setdefault(source, set()).add(target)
     found = [f"import circle: {' -> '.join(group)}" for group in circles(edges)]
+    found += [f"import circle between rooms: {', '.join(group)}" for group in circles(between_rooms)]
     return found + refused_arrows(edges) + problems_of(sizes)
 
 
@@ -136,16 +156,11 @@ def page() -> str:
     """The graph between rooms (an arrow: some module of one imports some module of the other), then each
     module's imports."""
     edges = graph()
-    rooms: dict[tuple[str, str], int] = {}
-    for source, targets in edges.items():
-        for target in targets:
-            pair = (room_of(source), room_of(target))
-            if pair[0] != pair[1]:
-                rooms[pair] = rooms.get(pair, 0) + 1
+    rooms = room_edges(edges)
     lines = ["# Import graph", "",
              "Written by `python3 -m scripts.import_graph` from the code; `tests/test_layout.py` fails when it is "
-             "stale, when modules import each other in a circle, when a room imports one it must not (formats/ imports "
-             "none of the rooms that use it), when a module outside the faces stands at the "
+             "stale, when modules or rooms import each other in a circle, when a room imports one it must not "
+             "(formats/ imports none of the rooms that use it), when a module outside the faces stands at the "
              f"top of the package, or when one grows over {MAX_LINES} lines.", "",
              "## Between rooms", "", "An arrow from a room to another: some module of the first imports some module "
              "of the second (the number: how many such imports).", "", "```mermaid", "graph LR"]

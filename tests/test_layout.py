@@ -85,6 +85,21 @@ def test_a_refused_arrow_between_rooms_is_named():
         "kafkasource.formats.decoding imports kafkasource.options.values: formats/ must not import options/"]
 
 
+def test_rooms_importing_each_other_through_any_modules_are_a_circle():
+    """Two rooms whose modules import each other's, even through different modules, form a circle between rooms;
+    the leaves (errors) are rooms of their own that every room may import."""
+    edges = {"kafkasource.options.source": {"kafkasource.formats.decoding", "kafkasource.errors"},
+             "kafkasource.formats.encoding": {"kafkasource.options.values", "kafkasource.errors"},
+             "kafkasource.stream": {"kafkasource.options.source"}}
+    rooms = import_graph.room_edges(edges)
+    assert rooms == {("options", "formats"): 1, ("options", "errors"): 1, ("formats", "options"): 1,
+                     ("formats", "errors"): 1, ("(faces)", "options"): 1}
+    between: dict[str, set[str]] = {}
+    for source, target in rooms:
+        between.setdefault(source, set()).add(target)
+    assert import_graph.circles(between) == [["formats", "options"]]
+
+
 def test_an_import_for_annotations_only_counts_as_an_import(tmp_path, monkeypatch):
     """A module that imports another only under `if TYPE_CHECKING:` needs it all the same: the edge is drawn, and
     a circle through it is found."""
