@@ -11,8 +11,10 @@ outage: it is an answer about that record (UnknownSchemaId).
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from kafkasource.errors import KafkaSourceError, OptionError
@@ -173,6 +175,32 @@ def _is_not_found(exc: Exception) -> bool:
     return getattr(exc, "http_status_code", None) == 404
 
 
+@contextmanager
+def _asking(config: Mapping[str, object], column: str, role: str, which: str, not_found: str) -> Iterator[Any]:
+    """A registry client for the questions about `column`'s `role` ("reader", "writer") schema, `which` as its
+    options name it, closed after; the registry's answers turned into our errors: a schema it does not have is the
+    options' mistake (`not_found` says what to do), one it cannot give is an outage."""
+    client = new_client(config)
+    try:
+        yield client
+    except MissingReference as exc:
+        raise OptionError(f"the {column} column's {role} schema cannot be read: {exc}") from None
+    except KafkaSourceError:
+        raise
+    except Exception as exc:
+        if _is_not_found(exc):
+            raise OptionError(
+                f"the schema registry at {url_without_credentials(str(config['url']))} has no {which} for the "
+                f"{column} column ({hide(str(exc), config)}){not_found}, or name another with {column}Subject, "
+                f"{column}SchemaVersion or {column}SchemaId"
+            ) from None
+        raise _failure(config, f"give the {column} column's {role} schema", exc) from None
+    finally:
+        close = getattr(client, "close", None)
+        if close is not None:
+            close()
+
+
 def reader_schema(
     config: Mapping[str, object],
     column: str,
@@ -183,8 +211,8 @@ def reader_schema(
 ) -> RegistrySchema:
     """The schema a query reads `column` as: by id, or a subject's version (the latest when None); `form` is the
     registry's `format` parameter (Protobuf's "serialized")."""
-    client = new_client(config)
-    try:
+    which = _which(schema_id, subject, version)
+    with _asking(config, column, "reader", which, "; register the schema") as client:
         if schema_id is not None:
             return _registry_schema(client, schema_id, client.get_schema(schema_id, fmt=form), form)
         registered = (
@@ -193,21 +221,6 @@ def reader_schema(
             else client.get_version(subject, version, fmt=form)
         )
         return _registry_schema(client, registered.schema_id, registered.schema, form)
-    except MissingReference as exc:
-        raise OptionError(f"the {column} column's reader schema cannot be read: {exc}") from None
-    except Exception as exc:
-        if _is_not_found(exc):
-            which = _which(schema_id, subject, version)
-            raise OptionError(
-                f"the schema registry at {url_without_credentials(str(config['url']))} has no "
-                f"{which} for the {column} column ({hide(str(exc), config)}); register the schema, or "
-                f"name another with {column}Subject, {column}SchemaVersion or {column}SchemaId"
-            ) from None
-        raise _failure(config, f"give the {column} column's reader schema", exc) from None
-    finally:
-        close = getattr(client, "close", None)
-        if close is not None:
-            close()
 
 
 def _which(schema_id: int | None, subject: str | None, version: int | None) -> str:
@@ -230,8 +243,14 @@ def sink_schema(
     """The schema the sink writes `column` with: by id, or a subject's version (the latest when None). A subject
     with no schema gets the one `derive()` gives registered under it, when `derive` is given (auto.register.schemas),
     else an OptionError says to register one or set auto.register.schemas."""
-    client = new_client(config)
-    try:
+    which = _which(schema_id, subject, version)
+    register = (
+        ": register the schema to write with under it, or set auto.register.schemas=true to register one derived "
+        "from the column's type"
+        if schema_id is None and version is None
+        else ": register it"
+    )
+    with _asking(config, column, "writer", which, register) as client:
         if schema_id is not None:
             return _registry_schema(client, schema_id, client.get_schema(schema_id, fmt=form), form)
         try:
@@ -249,29 +268,6 @@ def sink_schema(
             new_id = client.register_schema(subject, Schema(text, schema_type))
             return RegistrySchema(new_id, schema_type, text)
         return _registry_schema(client, registered.schema_id, registered.schema, form)
-    except MissingReference as exc:
-        raise OptionError(f"the {column} column's writer schema cannot be read: {exc}") from None
-    except KafkaSourceError:
-        raise
-    except Exception as exc:
-        if _is_not_found(exc):
-            which = _which(schema_id, subject, version)
-            register = (
-                "register the schema to write with under it, or set auto.register.schemas=true to register one "
-                "derived from the column's type"
-                if schema_id is None and version is None
-                else "register it"
-            )
-            raise OptionError(
-                f"the schema registry at {url_without_credentials(str(config['url']))} has no {which} for the "
-                f"{column} column ({hide(str(exc), config)}): {register}, or name another with {column}Subject, "
-                f"{column}SchemaVersion or {column}SchemaId"
-            ) from None
-        raise _failure(config, f"give the {column} column's writer schema", exc) from None
-    finally:
-        close = getattr(client, "close", None)
-        if close is not None:
-            close()
 
 
 @dataclass
