@@ -81,12 +81,22 @@ class KafkaHarness:
     def create_topic(self, name: str, partitions: int = 3, config: dict[str, str] | None = None) -> str:
         futures = self.admin.create_topics([NewTopic(name, partitions, 1, config=config or {})])
         futures[name].result(30)
-        # wait until metadata shows every partition with a leader, so producing never races creation
-        for _ in range(100):
+        # wait until metadata shows every partition with a leader, so producing never races creation; a busy
+        # broker answers at once that the leaders are not elected yet, so the wait is for a time, not a count
+        deadline = time.monotonic() + 60
+        while True:
             topic = self.admin.list_topics(name, timeout=10).topics.get(name)
-            if topic and topic.error is None and len(topic.partitions) == partitions:
+            if (
+                topic
+                and topic.error is None
+                and len(topic.partitions) == partitions
+                and all(p.error is None and p.leader >= 0 for p in topic.partitions.values())
+            ):
                 return name
-        raise AssertionError(f"topic {name} did not appear in metadata")
+            if time.monotonic() > deadline:
+                raise AssertionError(f"topic {name} did not appear in metadata with a leader for each partition "
+                                     f"within 60 s: {topic.error if topic else 'not listed'}")
+            time.sleep(0.1)
 
     def add_partitions(self, name: str, total: int) -> None:
         self.admin.create_partitions([NewPartitions(name, total)])[name].result(30)
