@@ -74,7 +74,7 @@ class StreamPlan:
         self.topic_ids: dict[str, str] = {}
         # topics whose id in topic_ids came from the checkpoint and was never compared with the cluster's: the next
         # plan compares them, whether or not the metadata is due (prepareForTriggerAvailableNow has just asked it)
-        self.unchecked_ids: set[str] = set()
+        self._unchecked_ids: set[str] = set()
         self._reported_in_replay: set[str] = set()  # recreated topics a replayed batch already reported (partitions)
         self._superseded: Positions = {}  # positions in logs since replaced: never to be committed
         self._last_batch_at = clock()
@@ -87,7 +87,7 @@ class StreamPlan:
         for topic, topic_id in ids.items():
             if topic not in self.topic_ids:
                 self.topic_ids[topic] = topic_id
-                self.unchecked_ids.add(topic)
+                self._unchecked_ids.add(topic)
 
     def next_end(self, start: Positions, limit: Limit | None) -> Positions:
         """Where the next batch ends: from the query's place in each partition that exists now, up to its log
@@ -110,7 +110,7 @@ class StreamPlan:
         current = self.current_partitions(refresh)
         self._report_vanished(start, current, seen_before)
         base = self._join_new_partitions(start, current)
-        if refresh or self.unchecked_ids:
+        if refresh or self._unchecked_ids:
             base = self._restart_recreated_topics(base, start, current, seen_before)
         latest = self._look_up_log_ends(current)
         base = self._restart_where_log_went_back(base, latest, seen_before)
@@ -166,7 +166,7 @@ class StreamPlan:
         ids = self._client().topic_ids(sorted({t for t, _ in current}))
         # compared once: an id the brokers did not give now (no DESCRIBE permission, ...) waits for the next refresh
         # rather than costing a request at every trigger
-        self.unchecked_ids.clear()
+        self._unchecked_ids.clear()
         reported, self._reported_in_replay = self._reported_in_replay, set()
         recreated = {t: (self.topic_ids[t], i) for t, i in ids.items() if self.topic_ids.get(t, i) != i}
         self.topic_ids.update(ids)
@@ -196,7 +196,7 @@ class StreamPlan:
         ids = self._client().topic_ids(sorted(planned_under))
         recreated = {t: (old, ids[t]) for t, old in planned_under.items() if ids.get(t, old) != old}
         self.topic_ids.update(planned_under)  # the ids the query's place is in, until a plan moves it to a new log
-        self.unchecked_ids.update(recreated)  # compared again at the next plan, whether or not the metadata is due
+        self._unchecked_ids.update(recreated)  # compared again at the next plan, whether or not the metadata is due
         skipped = {}
         for topic, (old, new) in sorted(recreated.items()):
             parts = sorted(tp for tp in end if tp[0] == topic)
