@@ -23,6 +23,7 @@ from kafkasource.options.values import (
     MAX_LONG,
     MAX_PARTITION,
     MAX_TIMEOUT_MS,
+    PathChoice,
     _json_object,
     _positive_int,
     _positive_int_or,
@@ -52,7 +53,6 @@ from kafkasource.planning.offsets import (
 from kafkasource.planning.partitions import TopicPartition, partition_name
 from kafkasource.planning.subscription import Assign, Subscribe, SubscribePattern, Subscription
 from kafkasource.reading.consumers import FetchConfig
-from kafkasource.reading.settings import ReadPath
 
 log = logging.getLogger(__name__)
 
@@ -114,7 +114,7 @@ class SourceOptions:
     min_partitions: int | None
     pack_records_per_task: int | None
     include_headers: bool
-    read_path: ReadPath
+    read_path: PathChoice
     poll_timeout_ms: int
     read_committed: bool
     metadata_refresh_interval_ms: int  # streams: how often the topics, their partitions and ids are asked again

@@ -1,9 +1,4 @@
-"""Settings of the executors' read, shared by both read paths and by the options."""
-
-from typing import Literal, get_args
-
-ReadPath = Literal["auto", "native", "python"]  # readPath: auto is native where the extension is built, else python
-READ_PATHS: tuple[ReadPath, ...] = get_args(ReadPath)
+"""Settings of the executors' read, shared by both read paths."""
 
 # An Arrow batch handed to Spark ends at BATCH_ROWS records or at BATCH_BYTES of keys, values and headers (the
 # Python path counts values), checked after each consumed chunk: fewer batches cost Spark less to take, and
