@@ -79,10 +79,18 @@ class RecordDigest:
         return found
 
     def _numbers(self, name: str, column) -> None:
+        """The column's numbers as 8-byte little-endian integers, read from Arrow's own buffer: numpy is not a
+        dependency of the package, and `to_numpy()` fails without it. Arrow keeps numbers in the machine's byte
+        order, little-endian on every platform the package is built for (x86_64, aarch64)."""
         import pyarrow as pa
 
         filled = column.fill_null(-1) if column.null_count else column
-        self._stream(name).update(filled.cast(pa.int64()).to_numpy().astype("<i8", copy=False))
+        numbers = filled.cast(pa.int64())
+        stream = self._stream(name)  # an empty column's stream is part of the digest too
+        _validity, data = numbers.buffers()
+        if data is not None:
+            width = 8
+            stream.update(memoryview(data)[numbers.offset * width : (numbers.offset + len(numbers)) * width])
 
     def _binary(self, name: str, column) -> None:
         import pyarrow as pa
