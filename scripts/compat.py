@@ -1,8 +1,11 @@
 """The compatibility run of scripts/test.sh: a small selection of the tests, again, on the newest patch of each older
-pyspark the package supports, each in a virtualenv of its own (pyspark 4.0 under Python 3.12, as Databricks 17.3
-LTS ships it; 4.1 under this Python). The virtualenvs are kept in the git-ignored .cache/compat/ (a stamp file says
-what each holds), so only the first run downloads; the tests import this checkout (PYTHONPATH), the native
-extension included (one abi3 build serves 3.11 and 3.12). The summary names each pyspark and Python and the time.
+pyspark the package supports, each in a virtualenv of its own with the test helpers' packages and Spark Connect's
+client (pyspark 4.0 under Python 3.12, as Databricks 17.3 LTS ships it; 4.1 under this Python). On 4.1 the
+selection below; on 4.0 Spark Connect only, since the plain-install run (scripts/plain_install.py) runs the rest of
+it there, in a virtualenv without the Connect client's pandas. The virtualenvs are kept in the git-ignored
+.cache/compat/ (a stamp file says what each holds), so only the first run downloads; the tests import this checkout
+(PYTHONPATH), the native extension included (one abi3 build serves 3.11 and 3.12). The summary names each pyspark
+and Python and the time.
 
     python3 -m scripts.compat            # both
     python3 -m scripts.compat 4.1        # one
@@ -29,6 +32,11 @@ TARGETS = {"4.0": ("4.0.5", "3.12"), "4.1": ("4.1.4", None)}  # None: the Python
 PACKAGES = ["confluent-kafka[schemaregistry,avro,json,protobuf]", "pyarrow>=15", "pandas>=2,<3", "pytest>=8",
             "pytest-rerunfailures>=14"]
 
+# Spark Connect: a batch read, and a stream with bounded batches and group commits
+CONNECT = [
+    "tests/test_connect.py::test_format_resolves_without_register_and_batch_read_returns_exact_rows",
+    "tests/test_connect.py::test_a_processing_time_stream_reads_bounded_batches_and_commits_its_group_on_every_version",
+]
 # Batch read on both read paths (the native one included), a rate-limited stream with group commits, AvailableNow
 # twice, register (tests/test_compat.py), a registry format, batch writes on both write paths, exactly-once batch and
 # stream writes, and Spark Connect
@@ -38,8 +46,9 @@ SELECTION = [
     "tests/test_registry_avro.py::test_key_and_value_with_schemas_of_their_own_in_a_stream",
     "tests/test_sink.py::test_a_batch_write_lands_every_record_exactly_where_the_columns_say",
     "tests/test_sink_exactly_once.py::test_an_exactly_once_batch_write_writes_every_sample_row_and_marks_its_task",
-    "tests/test_connect.py::test_format_resolves_without_register_and_batch_read_returns_exact_rows",
+    *CONNECT,
 ]
+SELECTIONS = {"4.0": CONNECT, "4.1": SELECTION}
 
 
 def find_python(version: str | None) -> str:
@@ -93,7 +102,7 @@ def run(minor: str, extra: list[str]) -> tuple[str, str, float, int]:
                                  capture_output=True, text=True, check=True, env=env).stdout.split()
     print(f"\n== compatibility run: pyspark {python_seen[0]}, Python {python_seen[1]} "
           f"(virtualenv ready in {prepared:.0f} s) ==", flush=True)
-    code = subprocess.run([str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider", *SELECTION, *extra],
+    code = subprocess.run([str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider", *SELECTIONS[minor], *extra],
                           cwd=REPO, env=env).returncode
     return python_seen[0], python_seen[1], time.monotonic() - started, code
 

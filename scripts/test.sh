@@ -20,14 +20,19 @@ if ! docs=$(NO_MKDOCS_2_WARNING=1 python3 -m mkdocs build --strict --site-dir .c
 fi
 (cd native && { rustup -q component add clippy rustfmt || true; } && cargo fmt --check && PYO3_PYTHON="${PYO3_PYTHON:-$(python3 -c 'import sys; print(sys.executable)')}" cargo clippy -q --release --all-targets -- -D warnings)  # PYO3_PYTHON as setuptools-rust sets it: clippy reuses the build above in native/target
 # the lint of all the repository's Python (the package, tests, bench, scripts, dev, jobs, examples, setup.py), the
-# package's format and types (configured in pyproject.toml). After the suite, the compatibility run on pyspark 4.0 and 4.1
-# (scripts/compat.py).
+# package's format and types (configured in pyproject.toml). After the suite, the compatibility and plain-install runs.
 python3 -m ruff check --quiet . && python3 -m ruff format --check --quiet kafkasource && python3 -m mypy
+# every import the package makes is of a distribution its requirements bring, by extra (seconds; the plain-install
+# run below proves it in virtualenvs without the test extra)
+python3 -m scripts.check_imports
 status=0
 python3 -m pytest "$@" || status=$?
-# the compatibility run (scripts/compat.py): a small selection again on the newest pyspark 4.0 and 4.1, each in a
-# virtualenv of its own kept in .cache/compat; with the whole suite (no arguments), or KAFKASOURCE_COMPAT=1
+# the compatibility run (scripts/compat.py): a small selection again on the newest pyspark 4.1, in a virtualenv of
+# its own kept in .cache/compat; the plain-install run (scripts/plain_install.py): the package's wheel in virtualenvs
+# holding only pyspark 4.0 (Python 3.12) or 4.3 (Python 3.13) and the test runner, kept in .cache/plain; both with
+# the whole suite (no arguments), or KAFKASOURCE_COMPAT=1
 if { [ $# -eq 0 ] && [ "${KAFKASOURCE_COMPAT:-}" != 0 ]; } || [ "${KAFKASOURCE_COMPAT:-}" = 1 ]; then
     python3 -m scripts.compat || status=$?
+    python3 -m scripts.plain_install || status=$?
 fi
 exit $status

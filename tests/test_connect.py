@@ -154,6 +154,32 @@ def test_stream_commits_bounds_batches_and_reports_lag(connect, kafka, kafka_bro
     assert described_group(kafka_broker, group) == [(0, 10, 10, 0), (1, 10, 10, 0), (2, 10, 10, 0)]
 
 
+def test_a_processing_time_stream_reads_bounded_batches_and_commits_its_group_on_every_version(
+        connect, kafka, kafka_broker, tmp_path):
+    """What a Connect stream does on every pyspark from 4.0 on (the one above needs 4.2's AvailableNow and lag): batches
+    of at most maxOffsetsPerTrigger, every record once, and the group committed to the end once Spark recorded the
+    last batch complete (at the next trigger)."""
+    topic = kafka.create_topic(kafka.unique_name("connect-trickle"), partitions=2)
+    kafka.produce_values(topic, 30, partitions=2)
+    group = kafka.unique_name("connect-trickle-group")
+    table = f"trickled_{uuid.uuid4().hex[:8]}"
+    query = (stream(connect, {"kafka.bootstrap.servers": kafka.bootstrap_servers, "kafka.group.id": group,
+                              "kafka.auto.offset.reset": "earliest", "subscribe": topic, "maxOffsetsPerTrigger": 12})
+             .writeStream.format("memory").queryName(table)
+             .option("checkpointLocation", str(tmp_path / "ck")).trigger(processingTime="0 seconds").start())
+    try:
+        await_condition("every record in the table", lambda: connect.table(table).count() == 30, query,
+                        timeout=QUERY_TIMEOUT_S)
+        await_condition("the group's commit of the last batch",
+                        lambda: kafka.committed(group, topic, 2) == {0: 15, 1: 15}, query, timeout=QUERY_TIMEOUT_S)
+    finally:
+        query.stop()
+
+    rows = connect.table(table).select("partition", "offset").collect()
+    assert sorted((r.partition, r.offset) for r in rows) == [(p, o) for p in range(2) for o in range(15)]
+    assert [n for n in (input_rows(p) for p in query.recentProgress) if n] == [12, 12, 6]
+
+
 def test_option_error_reaches_the_client_with_our_message(connect, kafka, topic, tmp_path):
     options = {"kafka.bootstrap.servers": kafka.bootstrap_servers, "subscribe": topic, "startingOffsets": "bogus",
                "kafka.sasl.password": SECRET}

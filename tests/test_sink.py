@@ -68,15 +68,18 @@ def test_string_keys_and_values_are_written_as_their_utf8_bytes(spark, kafka, wr
     assert read_topic(kafka, topic, 1) == [(0, 0, b"k", "ünïcode ✓".encode(), ()), (0, 1, None, b"", ())]
 
 
-def test_a_stream_copies_a_topic_record_for_record(spark, kafka, tmp_path):
+def test_a_stream_copies_a_topic_record_for_record(spark, kafka, tmp_path, write_path):
     source = kafka.create_topic(kafka.unique_name("copy-in"), PARTITIONS)
     sink = kafka.create_topic(kafka.unique_name("copy-out"), PARTITIONS)
     produced = kafka.produce(source, [Record(i % PARTITIONS, None if i % 5 == 0 else f"k{i}".encode(), f"v{i}".encode(),
                                              (("n", f"{i}".encode()),) if i % 2 else ()) for i in range(60)])
     df = stream(spark, base(kafka, subscribe=source, startingOffsets="earliest", includeHeaders="true"))
 
+    # a named query: Spark hands the sink its queryName among the options, which format("kafka") takes too
     query = (df.selectExpr("key", "value", "headers", "partition").writeStream.format("kafkasource")
+             .queryName(f"copy_{write_path}")
              .option("kafka.bootstrap.servers", kafka.bootstrap_servers).option("topic", sink)
+             .option("writePath", write_path)
              .option("checkpointLocation", str(tmp_path / "ck")).trigger(availableNow=True).start())
     finish_available_now(query)
 
