@@ -81,10 +81,12 @@ def test_batching_compression_and_in_flight_stay_librdkafkas_defaults_under_ever
     assert sorted(measured & set(parse(**{"kafka.compression.type": "lz4"}).producer_config())) == ["compression.type"]
 
 
-def test_option_names_are_case_insensitive_and_spark_s_checkpoint_location_is_accepted():
+def test_option_names_are_case_insensitive_and_spark_s_checkpoint_location_and_query_name_are_accepted():
     options = parse_sink_options({"KAFKA.BOOTSTRAP.SERVERS": "b:1", "Topic": "t", "DELIVERYGUARANTEE": "NONE",
-                                  "checkpointLocation": "/tmp/x"}, streaming=True)
+                                  "checkpointLocation": "/tmp/x", "queryname": "orders-copy"}, streaming=True)
     assert (options.bootstrap_servers, options.topic, options.guarantee) == ("b:1", "t", "none")
+    with pytest.raises(OptionError, match="unknown option 'querynam' for the kafkasource sink: its options are topic"):
+        parse_sink_options({"kafka.bootstrap.servers": "b:1", "topic": "t", "querynam": "x"}, streaming=True)
 
 
 def test_exactly_once_takes_its_prefix_and_keeps_markers_on_the_topic():

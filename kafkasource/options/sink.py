@@ -34,7 +34,9 @@ from kafkasource.runtime.secrets import masked
 DeliveryGuarantee = Literal["at-least-once", "exactly-once", "none"]
 SINK_OPTIONS = ("topic", "deliveryGuarantee", "transactionalIdPrefix", "markerTopic", "writePath", sign_in.OPTION)
 # options Spark itself puts into a stream writer's map: accepted, they mean nothing to the sink
-SPARK_WRITE_OPTIONS = ("checkpointLocation",)
+# what Spark adds to a stream writer's options by itself: the query's checkpointLocation and, where the query has one,
+# its queryName (format("kafka") takes both too)
+SPARK_WRITE_OPTIONS = ("checkpointLocation", "queryName")
 # kafka.* settings the sink sets itself or that only mean something to Spark's Java producer, with what to do
 REFUSED_PRODUCER_SETTINGS = {
     "key.serializer": "keys are written as the bytes of the key column (a string as its UTF-8 bytes); serialize "
