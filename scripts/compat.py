@@ -1,15 +1,13 @@
-"""The compatibility run of scripts/test.sh: a small selection of the tests, again, on the newest patch of each older
-pyspark the package supports, each in a virtualenv of its own with the test helpers' packages and Spark Connect's
-client (pyspark 4.0 under Python 3.12, as Databricks 17.3 LTS ships it; 4.1 under this Python). On 4.1 the
-selection below; on 4.0 Spark Connect only, since the plain-install run (scripts/plain_install.py) runs the rest of
-it there, in a virtualenv without the Connect client's pandas. The virtualenvs are kept in the git-ignored
-.cache/compat/ (a stamp file says what each holds), so only the first run downloads; the tests import this checkout
-(PYTHONPATH), the native extension included (one abi3 build serves 3.11 and 3.12). The summary names each pyspark
-and Python and the time.
+"""The compatibility run of scripts/test.sh: a small selection of the tests, again, on the newest pyspark 4.1, in a
+virtualenv of its own with the test helpers' packages and Spark Connect's client. pyspark 4.0 runs the same
+selection but Spark Connect in the plain-install run (scripts/plain_install.py), in a virtualenv without the test
+helpers' packages (the Connect client needs pandas); 4.0 and 4.1 share what differs from 4.2 on (no admission
+control for Python readers). The virtualenv is kept in the git-ignored .cache/compat/ (a stamp file says what it
+holds), so only the first run downloads; the tests import this checkout (PYTHONPATH), the native extension
+included. The summary names the pyspark and Python and the time.
 
-    python3 -m scripts.compat            # both
-    python3 -m scripts.compat 4.1        # one
-    KAFKASOURCE_COMPAT_VENVS=/elsewhere python3 -m scripts.compat   # the virtualenvs kept elsewhere
+    python3 -m scripts.compat
+    KAFKASOURCE_COMPAT_VENVS=/elsewhere python3 -m scripts.compat   # the virtualenv kept elsewhere
 """
 
 from __future__ import annotations
@@ -25,8 +23,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 VENVS = Path(os.environ.get("KAFKASOURCE_COMPAT_VENVS", REPO / ".cache" / "compat"))
 
-# (pyspark, Python): the newest patch of each minor release older than constraints.txt's
-TARGETS = {"4.0": ("4.0.5", "3.12"), "4.1": ("4.1.4", None)}  # None: the Python running this script
+# (pyspark, Python): the newest patch of the minor release; None: the Python running this script
+TARGETS = {"4.1": ("4.1.4", None)}
 
 # What the selection needs besides pyspark; versions from constraints.txt where it pins them
 PACKAGES = ["confluent-kafka[schemaregistry,avro,json,protobuf]", "pyarrow>=15", "pandas>=2,<3", "pytest>=8",
@@ -48,7 +46,6 @@ SELECTION = [
     "tests/test_sink_exactly_once.py::test_an_exactly_once_batch_write_writes_every_sample_row_and_marks_its_task",
     *CONNECT,
 ]
-SELECTIONS = {"4.0": CONNECT, "4.1": SELECTION}
 
 
 def find_python(version: str | None) -> str:
@@ -102,7 +99,7 @@ def run(minor: str, extra: list[str]) -> tuple[str, str, float, int]:
                                  capture_output=True, text=True, check=True, env=env).stdout.split()
     print(f"\n== compatibility run: pyspark {python_seen[0]}, Python {python_seen[1]} "
           f"(virtualenv ready in {prepared:.0f} s) ==", flush=True)
-    code = subprocess.run([str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider", *SELECTIONS[minor], *extra],
+    code = subprocess.run([str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider", *SELECTION, *extra],
                           cwd=REPO, env=env).returncode
     return python_seen[0], python_seen[1], time.monotonic() - started, code
 
