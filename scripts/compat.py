@@ -12,15 +12,14 @@ included. The summary names the pyspark and Python and the time.
 
 from __future__ import annotations
 
-import glob
 import os
-import shutil
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+from scripts.virtualenvs import REPO, find_python, virtualenv
+
 VENVS = Path(os.environ.get("KAFKASOURCE_COMPAT_VENVS", REPO / ".cache" / "compat"))
 
 # (pyspark, Python): the newest patch of the minor release; None: the Python running this script
@@ -48,50 +47,11 @@ SELECTION = [
 ]
 
 
-def find_python(version: str | None) -> str:
-    """An interpreter of `version` (PATH, then pyenv's versions), or this one for None."""
-    if version is None:
-        return sys.executable
-    root = os.environ.get("PYENV_ROOT", os.path.expanduser("~/.pyenv"))
-    # pyenv's own builds first: its shim on PATH answers "command not found" unless that version is selected
-    candidates = sorted(glob.glob(os.path.join(root, "versions", f"{version}.*", "bin", f"python{version}")))
-    candidates += [found] if (found := shutil.which(f"python{version}")) else []
-    working = [c for c in candidates if subprocess.run([c, "--version"], capture_output=True).returncode == 0]
-    found = working[0] if working else None
-    if found is None:
-        sys.exit(f"scripts/compat.py: no Python {version} (neither python{version} on PATH nor in pyenv's versions); "
-                 f"install one (pyenv install {version}) for the pyspark compatibility run")
-    return found
-
-
-def constraints(path: Path) -> Path:
-    """constraints.txt without its pyspark pin (each virtualenv has its own pyspark)."""
-    lines = (REPO / "constraints.txt").read_text().splitlines()
-    path.write_text("\n".join(line for line in lines if not line.startswith("pyspark")) + "\n")
-    return path
-
-
-def virtualenv(pyspark: str, python: str) -> Path:
-    """The virtualenv for `pyspark` under `python`, created or refreshed when its stamp differs."""
-    home = VENVS / f"pyspark-{pyspark}"
-    stamp = f"{pyspark} {python} {sorted(PACKAGES)} {(REPO / 'constraints.txt').read_text()}"
-    venv_python = home / "bin" / "python"
-    if (home / "stamp").exists() and (home / "stamp").read_text() == stamp and venv_python.exists():
-        return venv_python
-    shutil.rmtree(home, ignore_errors=True)
-    VENVS.mkdir(parents=True, exist_ok=True)
-    subprocess.run([python, "-m", "venv", str(home)], check=True)
-    pins = constraints(VENVS / "constraints.txt")
-    subprocess.run([str(venv_python), "-m", "pip", "install", "-q", "--disable-pip-version-check", "-c", str(pins),
-                    f"pyspark[connect]=={pyspark}", *PACKAGES], check=True)
-    (home / "stamp").write_text(stamp)
-    return venv_python
-
-
 def run(minor: str, extra: list[str]) -> tuple[str, str, float, int]:
     pyspark, python_version = TARGETS[minor]
     started = time.monotonic()
-    python = virtualenv(pyspark, find_python(python_version))
+    python = virtualenv(VENVS / f"pyspark-{pyspark}", find_python(python_version),
+                        [f"pyspark[connect]=={pyspark}", *PACKAGES])
     prepared = time.monotonic() - started
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in [str(REPO), os.environ.get("PYTHONPATH")] if p)}
     python_seen = subprocess.run([str(python), "-c", "import platform, pyspark; "

@@ -25,7 +25,7 @@ import sys
 import time
 from pathlib import Path
 
-from scripts.compat import REPO, constraints, find_python
+from scripts.virtualenvs import REPO, constraints, find_python, virtualenv
 
 HOME = Path(os.environ.get("KAFKASOURCE_PLAIN_VENVS", REPO / ".cache" / "plain"))
 
@@ -79,21 +79,6 @@ def installed(python: Path) -> dict[str, str]:
     return {entry["name"].lower().replace("_", "-"): entry["version"] for entry in json.loads(listed)}
 
 
-def virtualenv(pyspark: str, python: str) -> Path:
-    """A virtualenv holding pyspark and the test runner only, created or refreshed when its stamp differs."""
-    home = HOME / f"pyspark-{pyspark}"
-    stamp = f"{pyspark} {python} {TEST_RUNNER} {(REPO / 'constraints.txt').read_text()}"
-    venv_python = home / "bin" / "python"
-    if (home / "stamp").exists() and (home / "stamp").read_text() == stamp and venv_python.exists():
-        return venv_python
-    shutil.rmtree(home, ignore_errors=True)
-    HOME.mkdir(parents=True, exist_ok=True)
-    subprocess.run([python, "-m", "venv", str(home)], check=True)
-    pip(venv_python, "install", "-c", str(constraints(HOME / "constraints.txt")), f"pyspark=={pyspark}", *TEST_RUNNER)
-    (home / "stamp").write_text(stamp)
-    return venv_python
-
-
 def user_folder() -> Path:
     """A folder holding the tests and their helpers (links to this checkout's) but not the package, to run pytest
     in: pytest puts it on sys.path, where the checkout would put its own kafkasource before the installed one."""
@@ -114,8 +99,8 @@ def pytest(python: Path, folder: Path, selection: list[str], extra: list[str]) -
 def run(minor: str, wheel: Path, folder: Path, extra: list[str]) -> tuple[str, str, float, int]:
     pyspark, python_version = TARGETS[minor]
     started = time.monotonic()
-    python = virtualenv(pyspark, find_python(python_version))
-    pins = str(HOME / "constraints.txt")
+    python = virtualenv(HOME / f"pyspark-{pyspark}", find_python(python_version), [f"pyspark=={pyspark}", *TEST_RUNNER])
+    pins = str(constraints(HOME / "constraints.txt"))
     if "kafkasource" in installed(python):
         pip(python, "uninstall", "-y", "kafkasource")
     pip(python, "install", "-c", pins, str(wheel))
