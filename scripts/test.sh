@@ -28,9 +28,9 @@ python3 -m scripts.check_imports
 status=0
 python3 -m pytest "$@" || status=$?
 # the compatibility run (scripts/compat.py): a small selection again on the newest pyspark 4.1, Spark Connect
-# included, in a virtualenv of its own kept in .cache/compat; the plain-install run (scripts/plain_install.py): the package's wheel in virtualenvs
-# holding only pyspark 4.0 (Python 3.12) or 4.3 (Python 3.13) and the test runner, kept in .cache/plain; both with
-# the whole suite (no arguments), or KAFKASOURCE_COMPAT=1
+# included, in a virtualenv of its own kept in .cache/compat; the plain-install run (scripts/plain_install.py): the
+# package's wheel in virtualenvs holding only pyspark 4.0 (Python 3.12) or 4.3 (Python 3.13) and the test runner,
+# kept in .cache/plain; both with the whole suite (no arguments), or KAFKASOURCE_COMPAT=1
 if { [ $# -eq 0 ] && [ "${KAFKASOURCE_COMPAT:-}" != 0 ]; } || [ "${KAFKASOURCE_COMPAT:-}" = 1 ]; then
     python3 -m scripts.compat || status=$?
     python3 -m scripts.plain_install || status=$?

@@ -155,7 +155,7 @@ def test_stream_commits_bounds_batches_and_reports_lag(connect, kafka, kafka_bro
 
 
 def test_a_processing_time_stream_reads_bounded_batches_and_commits_its_group_on_every_version(
-        connect, kafka, kafka_broker, tmp_path):
+        connect, kafka, tmp_path):
     """What a Connect stream does on every pyspark from 4.0 on (the one above needs 4.2's AvailableNow and lag): batches
     of at most maxOffsetsPerTrigger, every record once, and the group committed to the end once Spark recorded the
     last batch complete (at the next trigger)."""

@@ -33,9 +33,8 @@ from kafkasource.runtime.secrets import masked
 
 DeliveryGuarantee = Literal["at-least-once", "exactly-once", "none"]
 SINK_OPTIONS = ("topic", "deliveryGuarantee", "transactionalIdPrefix", "markerTopic", "writePath", sign_in.OPTION)
-# options Spark itself puts into a stream writer's map: accepted, they mean nothing to the sink
-# what Spark adds to a stream writer's options by itself: the query's checkpointLocation and, where the query has one,
-# its queryName (format("kafka") takes both too)
+# options Spark itself puts into a stream writer's map (the query's checkpointLocation and, where the query has one,
+# its queryName): accepted, as format("kafka") accepts them; they mean nothing to the sink
 SPARK_WRITE_OPTIONS = ("checkpointLocation", "queryName")
 # kafka.* settings the sink sets itself or that only mean something to Spark's Java producer, with what to do
 REFUSED_PRODUCER_SETTINGS = {
