@@ -36,7 +36,7 @@ from kafkasource.formats.decoding import decode_batches
 from kafkasource.options import SourceOptions
 from kafkasource.planning.offsets import Cluster, to_json_dict, topic_ids_of
 from kafkasource.planning.partitions import Positions, TopicPartition
-from kafkasource.planning.ranges import batch_ranges
+from kafkasource.planning.ranges import batch_ranges, stream_packing
 from kafkasource.planning.stream_plan import Limit, StreamPlan
 from kafkasource.reading.input_partition import KafkaInputPartition, input_partitions
 from kafkasource.reading.task_reader import read_ranges
@@ -161,11 +161,9 @@ class KafkaStreamReader(DataSourceStreamReader, spark_api.SupportsTriggerAvailab
         if any(self.plan.topic_ids.get(topic) != topic_id for topic, topic_id in planned_under.items()):
             start_positions = self.plan.check_replayed_batch(planned_under, start_positions, end_positions)
         start_positions = self.plan.batch_starts(start_positions, end_positions)
-        return input_partitions(
-            batch_ranges(start_positions, end_positions),
-            self.options.min_partitions,
-            self.options.pack_records_per_task,
-        )
+        ranges = batch_ranges(start_positions, end_positions)
+        packing = stream_packing(ranges, self.options.pack_records_per_task, self.options.read_path)
+        return input_partitions(ranges, self.options.min_partitions, packing)
 
     def read(self, partition: InputPartition):
         assert isinstance(partition, KafkaInputPartition)  # a micro-batch that plans no task runs none

@@ -473,10 +473,13 @@ def test_a_trigger_builds_the_offsets_json_once_and_parses_what_spark_hands_back
     assert committer.commits == [{("t", 0): 10, ("t", 1): 10}] * 2 + [{("t", 0): 11, ("t", 1): 10}]
 
 
-@pytest.mark.parametrize("pack, tasks", [(None, 20), ("1000", 1)], ids=["a-task-per-range", "packRecordsPerTask"])
-def test_a_trigger_with_records_in_20_of_10000_partitions_makes_tasks_only_for_those(pack, tasks):
+@pytest.mark.parametrize("options, tasks", [({}, 1), ({"packRecordsPerTask": "2"}, 20), ({"readPath": "python"}, 1),
+                                            ({"readPath": "native"}, 20)],
+                         ids=["packed-by-default", "packRecordsPerTask-below-the-ranges", "python", "native"])
+def test_a_trigger_with_records_in_20_of_10000_partitions_makes_tasks_only_for_those(options, tasks):
+    """20 ranges of 3 records: packed into one task unless packRecordsPerTask is below them or readPath=native asks
+    for the native consumer, which reads one range a task."""
     client = FakeClient({"t": [(0, 100)] * 10_000})
-    options = {"packRecordsPerTask": pack} if pack else {}
     stream, _ = reader(client, startingOffsets="latest", **options)
     start = stream.initialOffset()
     moving = list(range(0, 10_000, 500))  # 20 partitions, 3 records each
@@ -487,6 +490,27 @@ def test_a_trigger_with_records_in_20_of_10000_partitions_makes_tasks_only_for_t
     assert len(planned) == tasks
     assert sorted((r.partition, r.start, r.until) for task in planned for r in task.ranges) == [
         (p, 100, 103) for p in moving]
+
+
+@pytest.mark.parametrize("moving, tasks", [(7, [1] * 7), (8, [8])])
+def test_a_stream_packs_its_thin_ranges_from_eight_of_them_on(moving, tasks):
+    """Seven ranges of 3 records keep a task each (the native consumer reads them where built); eight share one."""
+    client = FakeClient({"t": [(0, 100)] * 20})
+    stream, _ = reader(client, startingOffsets="latest")
+    start = stream.initialOffset()
+    client.logs = {"t": [(0, 103 if p < moving else 100) for p in range(20)]}
+    planned = stream.partitions(start, stream.latestOffset(start, ReadAllAvailable()))
+    assert [len(task.ranges) for task in planned] == tasks
+
+
+def test_ranges_of_a_thousand_records_or_more_keep_a_task_each_beside_the_packed_ones():
+    client = FakeClient({"t": [(0, 100)] * 10})
+    stream, _ = reader(client, startingOffsets="latest")
+    start = stream.initialOffset()
+    client.logs = {"t": [(0, 1100 if p < 2 else 105) for p in range(10)]}
+    planned = stream.partitions(start, stream.latestOffset(start, ReadAllAvailable()))
+    assert sorted(tuple((r.partition, r.size) for r in task.ranges) for task in planned) == [
+        ((0, 1000),), ((1, 1000),), tuple((p, 5) for p in range(2, 10))]
 
 
 def ranges_of(stream, start, end) -> list[tuple[int, int]]:

@@ -70,6 +70,24 @@ def pack_ranges(ranges: list[OffsetRange], records_per_task: int | None) -> list
     return tasks
 
 
+# A stream's batch packs its thin ranges by itself (packRecordsPerTask not given) once it has this many ranges under
+# this many records: a task costs Spark tens of milliseconds and, with a Python sink, two Python workers, so a wide
+# topic at a trickle planned a task per partition that moved and its triggers grew to seconds; packed, a trigger
+# costs what one partition's does. Fewer thin ranges keep a task each, read by the native consumer where built.
+STREAM_PACK_RECORDS = 1000
+STREAM_PACK_MIN_RANGES = 8
+
+
+def stream_packing(ranges: list[OffsetRange], requested: int | None, read_path: str) -> int | None:
+    """The packRecordsPerTask a stream's batch of `ranges` is planned with: the user's where given; none where
+    readPath=native asks for the native consumer, which reads one range a task; else STREAM_PACK_RECORDS once
+    STREAM_PACK_MIN_RANGES ranges are thinner than that."""
+    if requested is not None or read_path == "native":
+        return requested
+    thin = sum(1 for r in ranges if r.size < STREAM_PACK_RECORDS)
+    return STREAM_PACK_RECORDS if thin >= STREAM_PACK_MIN_RANGES else None
+
+
 def rate_limit(
     start: Mapping[TopicPartition, int], latest: Mapping[TopicPartition, int], max_records: int
 ) -> Positions:
