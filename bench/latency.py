@@ -15,7 +15,7 @@ check on, off, and off with real-time mode's default of async progress tracking 
 Prints three tables (latency; per trigger, from the queries' progress; the real-time check) and writes them to
 `--results` with the date and the machine.
 
-    python3 -m bench.latency [--seconds 25] [--rate 10] [--partitions 1,100] [--only name,name]
+    python3 -m bench.latency [--seconds 25] [--rate 10] [--partitions 1,100] [--only name,name] [--rounds 1]
                              [--results bench/LATENCY.md]
 """
 
@@ -385,6 +385,36 @@ def breakdown_table(measured: list[tuple[str, str, Outcome]]) -> list[str]:
     return lines
 
 
+def pooled(rounds: list[Outcome]) -> Outcome:
+    """A row's rounds as one outcome: records, latencies and progress together, each round's p50 and p99 noted."""
+    if len(rounds) == 1:
+        return rounds[0]
+    figures = [f"{percentile(o.latencies_ms, 0.5):,.0f}/{percentile(o.latencies_ms, 0.99):,.0f}"
+               if o.latencies_ms else "–" for o in rounds]
+    errors = [o.error for o in rounds if o.error]
+    return Outcome(sent=sum(o.sent for o in rounds), latencies_ms=[ms for o in rounds for ms in o.latencies_ms],
+                   progress=[p for o in rounds for p in o.progress], error=errors[0] if errors else None,
+                   note="p50/p99 ms by round: " + ", ".join(figures))
+
+
+def slowest_table(measured: list[tuple[str, str, Outcome]]) -> list[str]:
+    """Per row, the 95th percentile and the slowest of its triggers' triggerExecution, and where the slowest
+    one's time went: what makes a row's tail."""
+    lines = ["| row | partitions | triggers with rows | p95 triggerExecution ms | slowest ms | the slowest, by stage "
+             "(ms) |", "|" + " --- |" * 6]
+    for name, parts, outcome in measured:
+        timed = [p for p in outcome.progress if "triggerExecution" in p["durationMs"]]
+        if not timed:
+            continue
+        slowest = max(timed, key=lambda p: p["durationMs"]["triggerExecution"])
+        stages = ", ".join(f"{k} {slowest['durationMs'][k]:,}" for k in DURATION_ORDER[:-1]
+                           if slowest["durationMs"].get(k))
+        executions = [p["durationMs"]["triggerExecution"] for p in timed]
+        lines.append(f"| {name} | {parts} | {len(timed)} | {percentile(executions, 0.95):,.0f} | "
+                     f"{max(executions):,} | {stages} |")
+    return lines
+
+
 def check_outcome(outcome: Outcome) -> str:
     if outcome.error:
         return condensed(outcome.error).replace("|", "\\|")
@@ -418,6 +448,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--rate", type=float, default=10, help="records a second")
     parser.add_argument("--partitions", default="1,100", help="partition counts of the topics, comma-separated")
     parser.add_argument("--only", help="rows to run, comma-separated (default: all): " + ", ".join(NAMES))
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="runs of every row, the rows interleaved round after round; a row's figures pool its "
+                             "rounds, its note gives each round's p50 and p99")
     parser.add_argument("--results", default=str(Path(__file__).parent / "LATENCY.md"), help="Markdown to write")
     args = parser.parse_args(argv)
     args.rows = [n for n in NAMES if n in args.only.split(",")] if args.only else list(NAMES)
@@ -428,8 +461,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         args.partition_counts = [int(p) for p in args.partitions.split(",")]
     except ValueError:
         parser.error(f"--partitions takes whole numbers, comma-separated, not {args.partitions!r}")
-    if args.seconds <= 0 or args.rate <= 0 or min(args.partition_counts) < 1:
-        parser.error("--seconds and --rate must be above 0, each partition count at least 1")
+    if args.seconds <= 0 or args.rate <= 0 or min(args.partition_counts) < 1 or args.rounds < 1:
+        parser.error("--seconds and --rate must be above 0, each partition count and --rounds at least 1")
     return args
 
 
@@ -471,28 +504,34 @@ def main(argv: list[str] | None = None) -> int:
             warm_up(spark, admin, bootstrap, args.rate)
             python_used = time.monotonic()
             print("\n".join(latency_lines), flush=True)
-            for i, partitions in enumerate(args.partition_counts):
-                for name in args.rows:
-                    if name == CHECK:
-                        check_lines += realtime_check(spark, admin, bootstrap, partitions, args.rate, args.seconds)
-                        continue
-                    route = LATENCY_ROWS[name]
-                    if route is None and i:  # the floor has no topics: once, whatever the partition counts
-                        continue
-                    uses_python = route is None or route.uses_python
-                    if uses_python and time.monotonic() - python_used > PYTHON_IDLE_S:
-                        warm_up(spark, admin, bootstrap, args.rate)
-                    if route is None:
-                        outcome, parts = run_floor(spark, args.rate, args.seconds), "–"
-                    else:
-                        outcome = run_route(spark, admin, bootstrap, route, name, partitions, args.rate,
-                                            args.seconds)
-                        parts = f"{partitions:,}"
-                    if uses_python:
-                        python_used = time.monotonic()
-                    measured.append((name, parts, outcome))
-                    latency_lines.append(latency_line(name, parts, outcome))
-                    print(latency_lines[-1], flush=True)
+            rounds: dict[tuple[str, str], list[Outcome]] = {}
+            for round_number in range(args.rounds):
+                for i, partitions in enumerate(args.partition_counts):
+                    for name in args.rows:
+                        if name == CHECK:
+                            if round_number == 0:
+                                check_lines += realtime_check(spark, admin, bootstrap, partitions, args.rate,
+                                                              args.seconds)
+                            continue
+                        route = LATENCY_ROWS[name]
+                        if route is None and i:  # the floor has no topics: once, whatever the partition counts
+                            continue
+                        uses_python = route is None or route.uses_python
+                        if uses_python and time.monotonic() - python_used > PYTHON_IDLE_S:
+                            warm_up(spark, admin, bootstrap, args.rate)
+                        if route is None:
+                            outcome, parts = run_floor(spark, args.rate, args.seconds), "–"
+                        else:
+                            outcome = run_route(spark, admin, bootstrap, route, name, partitions, args.rate,
+                                                args.seconds)
+                            parts = f"{partitions:,}"
+                        if uses_python:
+                            python_used = time.monotonic()
+                        rounds.setdefault((name, parts), []).append(outcome)
+                        print(latency_line(name, parts, outcome), flush=True)
+            for (name, parts), outcomes in rounds.items():
+                measured.append((name, parts, pooled(outcomes)))
+                latency_lines.append(latency_line(name, parts, measured[-1][2]))
         finally:
             spark.stop()
     finally:
@@ -503,7 +542,8 @@ def main(argv: list[str] | None = None) -> int:
                 f"{load:.1f} at the start), Spark local[2], one local broker (Apache Kafka "
                 f"{local_broker.KAFKA_VERSION}). {args.rate:g} records a second for {args.seconds:g} s per row, "
                 "round-robin over the partitions; trigger processingTime=0 (real-time rows: realTime="
-                f"{REALTIME_TRIGGER!r}); latency = a consumer's arrival time minus the value's send time, over "
+                f"{REALTIME_TRIGGER!r}); {args.rounds} round(s), the rows interleaved; latency = a consumer's "
+                "arrival time minus the value's send time, over "
                 f"the records that arrived within {DRAIN_S} s of the last send (floor: a Python clock source "
                 f"into a Python sink, no Kafka). An untimed {WARM_UP_SECONDS}-s `ours` query first, and again "
                 f"before a row using Python after {PYTHON_IDLE_S} s without (Spark ends Python workers idle for "
@@ -515,7 +555,11 @@ def main(argv: list[str] | None = None) -> int:
                      "between batch starts from the progress `timestamp` of consecutive batches. Under the "
                      f"real-time trigger a trigger is a long-running batch of {REALTIME_TRIGGER}, which reads and "
                      "writes records as they come.",
-                     "\n".join(breakdown_table(measured))]
+                     "\n".join(breakdown_table(measured)),
+                     "## Slowest triggers",
+                     "What makes a row's tail: the 95th percentile and the slowest of its triggers that read rows, "
+                     "and the slowest one's time by stage (its durationMs, stages of 0 ms left out).",
+                     "\n".join(slowest_table(measured))]
     if CHECK in args.rows:
         sections += ["## Real-time mode and kafkasource",
                      f"Each attempt under `trigger(realTime={REALTIME_TRIGGER!r})`, `outputMode(\"update\")`, "
