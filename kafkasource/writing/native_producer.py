@@ -74,6 +74,11 @@ class NativeProducer:
     def close(self) -> None:
         self.native.close()
 
+    def learn_brokers(self, timeout: float) -> bool:
+        """A metadata request for the brokers alone, answered within `timeout` (True) or not; see
+        transactions._learn_brokers."""
+        return self.native.learn_brokers(_ms(timeout))
+
     def init_transactions(self, timeout: float) -> None:
         self._call(self.native.init_transactions, _ms(timeout))
 

@@ -51,7 +51,7 @@ from kafkasource.writing.markers import (
     read_marker,
     send_marker,
 )
-from kafkasource.writing.native_producer import MESSAGE_COLUMNS, message_batches
+from kafkasource.writing.native_producer import MESSAGE_COLUMNS, NativeProducer, message_batches
 from kafkasource.writing.producer import (
     SinkProducer,
     close,
@@ -66,6 +66,7 @@ log = logging.getLogger(__name__)
 
 CALL_MARGIN_S = 30  # a transactional call waits for the brokers this long beyond the delivery timeout
 INIT_SLICE_S = 1.0  # init_transactions() waits this long at a time between serving the error callback
+LEARN_BROKERS_S = 1.0  # a new transactional producer's first metadata request waits this long at most
 # kept producers per worker: one per partition its tasks wrote, of every sink; the least recently used goes first
 MAX_IDLE_TRANSACTIONAL = 64
 
@@ -347,6 +348,7 @@ def _init_transactions(kept: Transactional, options: SinkOptions, timeout: float
     out. librdkafka resumes the same initialisation when the call is repeated after a timeout."""
     producer, deliveries = kept.producer, kept.deliveries
     deadline = time.monotonic() + timeout
+    _learn_brokers(producer)
     while True:
         try:
             producer.init_transactions(max(min(INIT_SLICE_S, deadline - time.monotonic()), 0.1))
@@ -358,6 +360,21 @@ def _init_transactions(kept: Transactional, options: SinkOptions, timeout: float
                 raise refused from None
             if not exc.args[0].retriable() or time.monotonic() >= deadline:
                 raise
+
+
+def _learn_brokers(producer: SinkProducer) -> None:
+    """Let a new producer learn the brokers before init_transactions(). librdkafka sends its first FindCoordinator
+    on the bootstrap connection, which it drops as soon as the first metadata names the brokers; when that answer
+    comes in between, the request is lost and the coordinator is asked again only by a 500 ms timer. A new producer
+    was ready in about 70 ms, or in 550 ms one time in four; after one metadata request first, always in about 70
+    ms (bench/TRANSACTIONS.md). Not answered in time, init_transactions() goes on and reports what is wrong."""
+    try:
+        if isinstance(producer, NativeProducer):
+            producer.learn_brokers(LEARN_BROKERS_S)
+        else:
+            producer.list_topics(timeout=LEARN_BROKERS_S)
+    except KafkaException:
+        pass
 
 
 def _transaction_error(

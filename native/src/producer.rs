@@ -531,6 +531,24 @@ impl Producer {
         Ok(std::mem::take(&mut *lock(&self.handle()?.shared.client_errors)))
     }
 
+    /// One metadata request for the brokers alone, waited for up to `timeout_ms`; whether it was answered. See
+    /// NativeProducer.learn_brokers for why a transactional producer asks it first.
+    fn learn_brokers(&self, py: Python<'_>, timeout_ms: i32) -> PyResult<bool> {
+        let handle = self.handle()?;
+        let answered = py.allow_threads(|| {
+            let mut metadata: *const rd::rd_kafka_metadata = std::ptr::null();
+            // SAFETY: the client is live; all_topics 0 and no topic ask for the brokers (and known topics) alone,
+            // and the metadata librdkafka hands back is freed here.
+            let err =
+                unsafe { rd::rd_kafka_metadata(handle.kafka, 0, std::ptr::null_mut(), &mut metadata, timeout_ms) };
+            if !metadata.is_null() {
+                unsafe { rd::rd_kafka_metadata_destroy(metadata) };
+            }
+            err == rd::rd_kafka_resp_err_t::RD_KAFKA_RESP_ERR_NO_ERROR
+        });
+        Ok(answered)
+    }
+
     fn init_transactions(&self, py: Python<'_>, timeout_ms: i32) -> PyResult<()> {
         let handle = self.handle()?;
         // SAFETY: the client is live; the call returns an error we own, or null.
