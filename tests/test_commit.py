@@ -48,11 +48,14 @@ def test_available_now_commits_final_batch_lag_zero(spark, kafka, kafka_broker, 
     assert described_group(kafka_broker, group) == [(0, 30, 30, 0), (1, 30, 30, 0), (2, 30, 30, 0)]
 
 
+RUNS = 6  # AvailableNow runs, each of a fresh group whose coordinator the committer has yet to find
+
+
 @pytest.mark.parametrize("mode", ["async", "sync"])
 def test_final_commit_of_available_now_lands_before_await_termination_returns(spark, kafka, topic, tmp_path, mode):
     kafka.produce_values(topic, 9, partitions=3)
     committed_after_each_run = []
-    for run in range(10):
+    for run in range(RUNS):
         group = kafka.unique_name(f"final-{mode}-{run}")  # a fresh group: its coordinator is not known yet
         query = (source(spark, kafka, topic, group, commitMode=mode).writeStream.format("noop")
                  .option("checkpointLocation", str(tmp_path / f"ck{run}")).trigger(availableNow=True).start())
@@ -60,7 +63,7 @@ def test_final_commit_of_available_now_lands_before_await_termination_returns(sp
         assert not query.isActive and query.exception() is None
         committed_after_each_run.append(kafka.committed(group, topic, 3))  # read at once, no waiting
 
-    assert committed_after_each_run == [{0: 3, 1: 3, 2: 3}] * 10
+    assert committed_after_each_run == [{0: 3, 1: 3, 2: 3}] * RUNS
 
 
 def test_query_stop_keeps_every_signalled_commit_and_nothing_beyond_the_last_batch(spark, kafka, topic, tmp_path):

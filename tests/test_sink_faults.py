@@ -31,7 +31,7 @@ log = logging.getLogger(__name__)
 
 PARTITIONS = 3  # of the source and of each target; a record is copied to its source partition's number
 RATE = 20  # records per second the producer writes to the source while the query runs and is killed
-KILLS = 3
+KILLS = 2  # each a run of the query with a Spark of its own: the test command's time is bounded
 MAX_KILLS = 5  # kills go on past KILLS until one lands in the window (a race a kill can lose)
 RUN_TIMEOUT_S = 240  # a run's Spark start, on a busy machine, until its first batch shows records in a target
 DRAIN_TIMEOUT_S = 240
