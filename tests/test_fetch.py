@@ -188,6 +188,7 @@ def test_executor_defaults_favour_bounded_reads_and_user_settings_win():
     defaults = FetchConfig({"bootstrap.servers": "127.0.0.1:9"}, False, True, 1000).consumer_config()
     assert (defaults["fetch.queue.backoff.ms"], defaults["fetch.wait.max.ms"]) == (10, 10)
     assert defaults["reconnect.backoff.max.ms"] == 1000
+    assert defaults["fetch.error.backoff.ms"] == 20
     chosen = FetchConfig({"bootstrap.servers": "127.0.0.1:9", "fetch.wait.max.ms": "250"}, False, True, 1000)
     assert chosen.consumer_config()["fetch.wait.max.ms"] == "250"
 

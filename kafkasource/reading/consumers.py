@@ -33,6 +33,10 @@ FETCH_DEFAULTS = {
     "fetch.wait.max.ms": 10,  # the records exist: the broker's long poll would only delay the first fetch
     # a pooled consumer must not still be backing off from an outage (up to 10 s) when its next task starts
     "reconnect.backoff.max.ms": 1000,
+    # a fetch error (a leader that moved, metadata not yet caught up with a topic) must not hold a task's range for
+    # librdkafka's 500 ms: a query's first triggers, reading with consumers pooled by an earlier query, took a
+    # second each (bench/LATENCY.md)
+    "fetch.error.backoff.ms": 20,
 }
 
 
