@@ -365,9 +365,8 @@ def _init_transactions(kept: Transactional, options: SinkOptions, timeout: float
 def _learn_brokers(producer: SinkProducer) -> None:
     """Let a new producer learn the brokers before init_transactions(). librdkafka sends its first FindCoordinator
     on the bootstrap connection, which it drops as soon as the first metadata names the brokers; when that answer
-    comes in between, the request is lost and the coordinator is asked again only by a 500 ms timer. A new producer
-    was ready in about 70 ms, or in 550 ms one time in four; after one metadata request first, always in about 70
-    ms (bench/TRANSACTIONS.md). Not answered in time, init_transactions() goes on and reports what is wrong."""
+    comes in between, the request is lost and the coordinator is asked again only by a 500 ms timer
+    (bench/TRANSACTIONS.md). Not answered in time, init_transactions() goes on and reports what is wrong."""
     try:
         if isinstance(producer, NativeProducer):
             producer.learn_brokers(LEARN_BROKERS_S)
