@@ -12,8 +12,8 @@ sink (bench/latency_floor.py), the latency the micro-batch engine adds by itself
 not a latency row: what Spark's real-time mode says to kafkasource's source and sink, with its allow-list
 check on, off, and off with real-time mode's default of async progress tracking off too.
 
-Prints three tables (latency; per trigger, from the queries' progress; the real-time check) and writes them to
-`--results` with the date and the machine.
+Prints four tables (latency; per trigger, from the queries' progress; each row's slowest triggers; the
+real-time check) and writes them to `--results` with the date and the machine.
 
     python3 -m bench.latency [--seconds 25] [--rate 10] [--partitions 1,100] [--only name,name] [--rounds 1]
                              [--results bench/LATENCY.md]
@@ -63,6 +63,7 @@ ASYNC_PROGRESS_CONF = "spark.sql.streaming.realTimeMode.asyncProgressTrackingByD
 CHECK_SETTINGS = {"on": {ALLOWLIST_CONF: "true"},
                   "off": {ALLOWLIST_CONF: "false"},
                   "off, async progress tracking off": {ALLOWLIST_CONF: "false", ASYNC_PROGRESS_CONF: "false"}}
+ROUND_BATCH_IDS = 10**9  # a pooled round's batch ids are shifted by this much times its number
 DURATION_ORDER = ("latestOffset", "queryPlanning", "getBatch", "addBatch", "walCommit", "commitOffsets",
                   "triggerExecution")
 
@@ -392,8 +393,10 @@ def pooled(rounds: list[Outcome]) -> Outcome:
     figures = [f"{percentile(o.latencies_ms, 0.5):,.0f}/{percentile(o.latencies_ms, 0.99):,.0f}"
                if o.latencies_ms else "–" for o in rounds]
     errors = [o.error for o in rounds if o.error]
+    # each round's batch ids apart, so that the time between batch starts never spans two rounds' queries
+    progress = [{**p, "batchId": p["batchId"] + n * ROUND_BATCH_IDS} for n, o in enumerate(rounds) for p in o.progress]
     return Outcome(sent=sum(o.sent for o in rounds), latencies_ms=[ms for o in rounds for ms in o.latencies_ms],
-                   progress=[p for o in rounds for p in o.progress], error=errors[0] if errors else None,
+                   progress=progress, error=errors[0] if errors else None,
                    note="p50/p99 ms by round: " + ", ".join(figures))
 
 

@@ -531,8 +531,8 @@ impl Producer {
         Ok(std::mem::take(&mut *lock(&self.handle()?.shared.client_errors)))
     }
 
-    /// One metadata request for the brokers alone, waited for up to `timeout_ms`; whether it was answered. See
-    /// NativeProducer.learn_brokers for why a transactional producer asks it first.
+    /// One metadata request for the brokers alone, waited for up to `timeout_ms`; whether it was answered. Why a
+    /// new transactional producer asks it first: `_learn_brokers` in kafkasource/writing/transactions.py.
     fn learn_brokers(&self, py: Python<'_>, timeout_ms: i32) -> PyResult<bool> {
         let handle = self.handle()?;
         let answered = py.allow_threads(|| {
