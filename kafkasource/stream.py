@@ -162,7 +162,9 @@ class KafkaStreamReader(DataSourceStreamReader, spark_api.SupportsTriggerAvailab
             start_positions = self.plan.check_replayed_batch(planned_under, start_positions, end_positions)
         start_positions = self.plan.batch_starts(start_positions, end_positions)
         ranges = batch_ranges(start_positions, end_positions)
-        packing = stream_packing(ranges, self.options.pack_records_per_task, self.options.read_path)
+        packing = stream_packing(
+            ranges, self.options.pack_records_per_task, self.options.read_path, self.options.min_partitions
+        )
         return input_partitions(ranges, self.options.min_partitions, packing)
 
     def read(self, partition: InputPartition):

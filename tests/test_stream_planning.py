@@ -474,11 +474,12 @@ def test_a_trigger_builds_the_offsets_json_once_and_parses_what_spark_hands_back
 
 
 @pytest.mark.parametrize("options, tasks", [({}, 1), ({"packRecordsPerTask": "2"}, 20), ({"readPath": "python"}, 1),
-                                            ({"readPath": "native"}, 20)],
-                         ids=["packed-by-default", "packRecordsPerTask-below-the-ranges", "python", "native"])
+                                            ({"readPath": "native"}, 20), ({"minPartitions": "20"}, 20)],
+                         ids=["packed-by-default", "packRecordsPerTask-below-the-ranges", "python", "native",
+                              "minPartitions"])
 def test_a_trigger_with_records_in_20_of_10000_partitions_makes_tasks_only_for_those(options, tasks):
-    """20 ranges of 3 records: packed into one task unless packRecordsPerTask is below them or readPath=native asks
-    for the native consumer, which reads one range a task."""
+    """20 ranges of 3 records: packed into one task unless packRecordsPerTask is below them, readPath=native asks
+    for the native consumer, which reads one range a task, or minPartitions for at least 20 tasks."""
     client = FakeClient({"t": [(0, 100)] * 10_000})
     stream, _ = reader(client, startingOffsets="latest", **options)
     start = stream.initialOffset()

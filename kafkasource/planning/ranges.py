@@ -78,11 +78,13 @@ STREAM_PACK_RECORDS = 1000
 STREAM_PACK_MIN_RANGES = 8
 
 
-def stream_packing(ranges: list[OffsetRange], requested: int | None, read_path: str) -> int | None:
+def stream_packing(
+    ranges: list[OffsetRange], requested: int | None, read_path: str, min_partitions: int | None
+) -> int | None:
     """The packRecordsPerTask a stream's batch of `ranges` is planned with: the user's where given; none where
-    readPath=native asks for the native consumer, which reads one range a task; else STREAM_PACK_RECORDS once
-    STREAM_PACK_MIN_RANGES ranges are thinner than that."""
-    if requested is not None or read_path == "native":
+    readPath=native asks for the native consumer, which reads one range a task, or minPartitions asks for at least
+    that many tasks; else STREAM_PACK_RECORDS once STREAM_PACK_MIN_RANGES ranges are thinner than that."""
+    if requested is not None or read_path == "native" or min_partitions:
         return requested
     thin = sum(1 for r in ranges if r.size < STREAM_PACK_RECORDS)
     return STREAM_PACK_RECORDS if thin >= STREAM_PACK_MIN_RANGES else None
