@@ -473,6 +473,16 @@ def test_a_trigger_builds_the_offsets_json_once_and_parses_what_spark_hands_back
     assert committer.commits == [{("t", 0): 10, ("t", 1): 10}] * 2 + [{("t", 0): 11, ("t", 1): 10}]
 
 
+def tasks_after(partitions: int, ends: dict[int, int], **options) -> list:
+    """The tasks a stream over topic t (`partitions` logs of 0..100, started at the latest offsets) plans for the
+    trigger after the logs of the partitions in `ends` grew to those ends."""
+    client = FakeClient({"t": [(0, 100)] * partitions})
+    stream, _ = reader(client, startingOffsets="latest", **options)
+    start = stream.initialOffset()
+    client.logs = {"t": [(0, ends.get(p, 100)) for p in range(partitions)]}
+    return stream.partitions(start, stream.latestOffset(start, ReadAllAvailable()))
+
+
 @pytest.mark.parametrize("options, tasks", [({}, 1), ({"packRecordsPerTask": "2"}, 20), ({"readPath": "python"}, 1),
                                             ({"readPath": "native"}, 20), ({"minPartitions": "20"}, 20)],
                          ids=["packed-by-default", "packRecordsPerTask-below-the-ranges", "python", "native",
@@ -480,14 +490,8 @@ def test_a_trigger_builds_the_offsets_json_once_and_parses_what_spark_hands_back
 def test_a_trigger_with_records_in_20_of_10000_partitions_makes_tasks_only_for_those(options, tasks):
     """20 ranges of 3 records: packed into one task unless packRecordsPerTask is below them, readPath=native asks
     for the native consumer, which reads one range a task, or minPartitions for at least 20 tasks."""
-    client = FakeClient({"t": [(0, 100)] * 10_000})
-    stream, _ = reader(client, startingOffsets="latest", **options)
-    start = stream.initialOffset()
     moving = list(range(0, 10_000, 500))  # 20 partitions, 3 records each
-    client.logs = {"t": [(0, 103 if p in moving else 100) for p in range(10_000)]}
-
-    end = stream.latestOffset(start, ReadAllAvailable())
-    planned = stream.partitions(start, end)
+    planned = tasks_after(10_000, {p: 103 for p in moving}, **options)
     assert len(planned) == tasks
     assert sorted((r.partition, r.start, r.until) for task in planned for r in task.ranges) == [
         (p, 100, 103) for p in moving]
@@ -496,20 +500,12 @@ def test_a_trigger_with_records_in_20_of_10000_partitions_makes_tasks_only_for_t
 @pytest.mark.parametrize("moving, tasks", [(7, [1] * 7), (8, [8])])
 def test_a_stream_packs_its_thin_ranges_from_eight_of_them_on(moving, tasks):
     """Seven ranges of 3 records keep a task each (the native consumer reads them where built); eight share one."""
-    client = FakeClient({"t": [(0, 100)] * 20})
-    stream, _ = reader(client, startingOffsets="latest")
-    start = stream.initialOffset()
-    client.logs = {"t": [(0, 103 if p < moving else 100) for p in range(20)]}
-    planned = stream.partitions(start, stream.latestOffset(start, ReadAllAvailable()))
+    planned = tasks_after(20, {p: 103 for p in range(moving)})
     assert [len(task.ranges) for task in planned] == tasks
 
 
 def test_ranges_of_a_thousand_records_or_more_keep_a_task_each_beside_the_packed_ones():
-    client = FakeClient({"t": [(0, 100)] * 10})
-    stream, _ = reader(client, startingOffsets="latest")
-    start = stream.initialOffset()
-    client.logs = {"t": [(0, 1100 if p < 2 else 105) for p in range(10)]}
-    planned = stream.partitions(start, stream.latestOffset(start, ReadAllAvailable()))
+    planned = tasks_after(10, {p: 1100 if p < 2 else 105 for p in range(10)})
     assert sorted(tuple((r.partition, r.size) for r in task.ranges) for task in planned) == [
         ((0, 1000),), ((1, 1000),), tuple((p, 5) for p in range(2, 10))]
 
