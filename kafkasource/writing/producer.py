@@ -187,8 +187,9 @@ def serve(
 
 def fatal_cause(producer: SinkProducer, error: KafkaError) -> KafkaError:
     """What a transactional producer's fatal error was. confluent-kafka raises the error itself (a fenced
-    producer's _FENCED) once, from the next call into the producer; after that, produce() only says _FATAL
-    ("Local: Fatal error"), while a transactional call such as abort_transaction() raises the error again."""
+    producer's _FENCED) once, from the call that serves its event; produce() only says _FATAL ("Local: Fatal
+    error"), before that event as after it, while a transactional call such as abort_transaction() raises the
+    error itself every time."""
     try:
         producer.abort_transaction(0.1)  # a producer in a fatal state fails it at once; nothing is written
     except KafkaException as exc:
