@@ -109,47 +109,12 @@ def cluster(tmp_path_factory, bare):
                 os.killpg(process.pid, signal.SIGKILL)
 
 
-def test_ingest_on_two_workers_writes_every_record_once(cluster, bare, kafka, tmp_path, capsys):
-    master_url, logs = cluster
-    package = build_zip(tmp_path / "kafkasource.zip")  # the --py-files zip `python3 -m scripts.package` builds
-    topic = kafka.create_topic(kafka.unique_name("cluster"), partitions=4)
-    group = kafka.unique_name("cluster-group")
-    kafka.produce_values(topic, 400, partitions=4)
-    config = write_config(tmp_path / "ingest.toml", kafka.bootstrap_servers, topic, group, tmp_path,
-                          extra_source="maxOffsetsPerTrigger = 150")
-    apps_before = set(logs.glob("worker-*/app-*/*"))
-
-    started = time.monotonic()
-    # from tmp_path: a Python process puts its working directory on sys.path, and the checkout's holds kafkasource
-    result = subprocess.run(submit_command(
-        "ingest", "--config", str(config), master=master_url,
-        extra=("--py-files", str(package), "--conf", "spark.executor.memory=512m", "--conf", "spark.executor.cores=1",
-               *EXECUTOR_LOG_LEVEL)),
-        cwd=tmp_path, capture_output=True, text=True, timeout=600, env=submit_env(bare))
-    took = time.monotonic() - started
-
-    assert result.returncode == 0, (result.stdout[-2000:], result.stderr[-4000:])
-    assert result.stdout.splitlines()[-1] == (
-        f"ingest: 400 rows in 3 batches from subscribe={topic} into {tmp_path / 'out'}")
-    assert sorted(durable_positions(tmp_path / "out")) == [(p, o) for p in range(4) for o in range(100)]
-    assert kafka.committed(group, topic, 4) == {p: 100 for p in range(4)}
-    # each worker ran an executor of the job (its folder under the worker's work dir)
-    executors = sorted(set(logs.glob("worker-*/app-*/*")) - apps_before)
-    assert sorted({executor.parts[-3] for executor in executors}) == ["worker-0", "worker-1"], executors
-    # and each executor that read loaded kafkasource from the zip shipped into its folder
-    readers = {executor: lines for executor, lines in loaded_from(executors).items() if lines}
-    assert readers, {executor: (executor / "stderr").read_text()[-2000:] for executor in executors}
-    assert {executor: set(lines) for executor, lines in readers.items()} == {
-        executor: {f"{executor}/kafkasource.zip/kafkasource"} for executor in readers}
-    with capsys.disabled():
-        print(f"\n[cluster] ingest on a standalone master + 2 workers: 400 records, exactly once, in {took:.0f} s")
-
-
 def test_the_sink_writes_from_executors_that_have_kafkasource_only_from_py_files(cluster, bare, kafka, tmp_path,
                                                                                  capsys):
-    """A batch write submitted in client mode, the package shipped with --py-files: the driver and the executors run
-    the bare Python, so each task's writer unpickles and writes only through the shipped zip, and every row lands
-    in order where its partition column says."""
+    """A batch write submitted in client mode to a master with two workers, the package shipped with --py-files:
+    each worker runs an executor, the driver and the executors run the bare Python, so each task's writer
+    unpickles and writes only through the shipped zip, and every row lands in order where its partition column
+    says. (The ingest job's reads from a shipped zip are the cluster deploy mode test's.)"""
     from tests import sink_cluster_job as job
     from tests.sink_helpers import read_topic
 
@@ -173,8 +138,10 @@ def test_the_sink_writes_from_executors_that_have_kafkasource_only_from_py_files
     assert result.stdout.splitlines()[-1] == (f"sink: 40 rows written to {topic} with kafkasource from "
                                               f"{tmp_path / 'kafkasource.zip' / 'kafkasource' / '__init__.py'}")
     assert read_topic(kafka, topic, job.PARTITIONS) == job.expected_records()
-    # the tasks' own lines, from the executors' Python workers: one per Spark partition, each with its 10 rows
+    # each worker ran an executor of the job (its folder under the worker's work dir)
     executors = sorted(set(logs.glob("worker-*/app-*/*")) - apps_before)
+    assert sorted({executor.parts[-3] for executor in executors}) == ["worker-0", "worker-1"], executors
+    # the tasks' own lines, from the executors' Python workers: one per Spark partition, each with its 10 rows
     written = sorted(line.split("]: ", 1)[1] for executor in executors
                      for line in (executor / "stderr").read_text().splitlines()
                      if " DEBUG kafkasource.writing.task [pid " in line)

@@ -100,12 +100,6 @@ def test_route_writes_the_selected_records_once_commits_the_group_and_counts_its
     assert sorted((p, k, v) for p, _, k, v, _ in written) == sorted(expected)
     assert kafka.committed(group, source, 2) == {0: 18, 1: 17}
 
-    third = run_job("route", "--config", str(config))
-
-    assert third.returncode == 0, third.stdout[-3000:] + third.stderr[-3000:]
-    assert third.stdout.splitlines()[-1] == f"route: 0 rows: nothing new on subscribe={source} since the last run"
-    assert len(read_topic(kafka, target, 2, read_committed=True)) == 24
-
 
 def test_a_new_checkpoint_after_a_batch_the_group_never_committed_is_warned_of(kafka, tmp_path):
     """The route job killed after its first batch completed, before the next trigger committed it to the group (a
