@@ -76,6 +76,9 @@ class Route:
     realtime: bool = False
     exactly_once: bool = False
     commit_mode: str | None = None  # with a group id of its own (kafkasource source only)
+    # a kafka.client.id of its own (kafkasource source only): its executors' consumers are new, not pooled by an
+    # earlier row's query, as a query's are when it runs alone in its session
+    own_consumers: bool = False
 
     @property
     def uses_python(self) -> bool:
@@ -88,6 +91,7 @@ LATENCY_ROWS: dict[str, Route | None] = {
     "builtin": Route("kafka", "kafka"),
     "builtin-realtime": Route("kafka", "kafka", realtime=True),
     "ours": Route("kafkasource", "kafkasource"),
+    "ours-own-consumers": Route("kafkasource", "kafkasource", own_consumers=True),
     "ours-source": Route("kafkasource", "kafka"),
     "ours-sink": Route("kafka", "kafkasource"),
     "ours-exactly-once": Route("kafkasource", "kafkasource", exactly_once=True),
@@ -240,6 +244,8 @@ def start_route_query(spark, route: Route, bootstrap: str, source_topic: str, si
                       tag: str):
     reader = (spark.readStream.format(route.source).option("kafka.bootstrap.servers", bootstrap)
               .option("subscribe", source_topic).option("startingOffsets", "latest"))
+    if route.own_consumers:
+        reader = reader.option("kafka.client.id", f"latency-{tag}")
     if route.commit_mode:
         reader = reader.option("kafka.group.id", f"latency-{tag}").option("commitMode", route.commit_mode)
     writer = (reader.load().selectExpr("value").writeStream.format(route.sink)
