@@ -62,6 +62,23 @@ def test_pooled_consumer_is_reused_across_ranges_and_idles_unassigned(kafka, top
     assert set(second.column("topic").to_pylist()) == {topic} and set(second.column("partition").to_pylist()) == {1}
 
 
+def test_a_pooled_consumer_serves_again_only_ranges_of_the_topics_it_read(kafka, topic, read_path):
+    """A consumer that had read another topic held a trickle's triggers for up to a second (bench/LATENCY.md): a
+    range of another topic gets a consumer of its own, and the idle one still serves its own topic's next range."""
+    other = kafka.create_topic(kafka.unique_name("other"), 1)
+    kafka.produce_values(topic, 3, partitions=1)
+    kafka.produce_values(other, 2, partitions=1)
+    config, pool = fetch_config(kafka, read_path=read_path), ConsumerPool()
+    read(OffsetRange(topic, 0, 0, 2), config, pool)
+    first, = idle_consumers(pool)
+
+    assert read(OffsetRange(other, 0, 0, 2), config, pool).column("value").to_pylist() == [b"v0", b"v1"]
+    assert len(idle_consumers(pool)) == 2 and first in idle_consumers(pool)
+    assert read(OffsetRange(topic, 0, 2, 3), config, pool).column("value").to_pylist() == [b"v2"]
+    assert len(idle_consumers(pool)) == 2 and first in idle_consumers(pool)  # taken for its topic, given back
+    pool.close_all()
+
+
 def test_range_below_the_log_start_is_data_loss(kafka, topic, caplog, read_path):
     kafka.produce_values(topic, 30, partitions=3)
     kafka.delete_records_before(topic, 0, 4)

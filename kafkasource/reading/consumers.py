@@ -124,21 +124,27 @@ def _close_quietly(consumer: Consumer | NativeConsumer) -> None:
 
 
 class ConsumerPool(ClientPool[tuple, ReadConsumer | NativeConsumer]):
-    """Idle consumers of this worker process, by configuration and kind (native or confluent-kafka)."""
+    """Idle consumers of this worker process, by configuration, kind (native or confluent-kafka) and the topics
+    of the task they read. A consumer serves again only tasks of the same topics: at a trickle, consumers that
+    had read another topic (an earlier query's, in the same session) held a query's triggers for up to a second
+    each, where consumers of its own kept them at a few hundred milliseconds (bench/LATENCY.md)."""
 
     def __init__(self) -> None:
         super().__init__(close=_close_quietly)
         self._native_refused: set[tuple] = set()  # configurations the native consumer could not take
 
-    def acquire(self, config: FetchConfig, native_ok: bool = True) -> ReadConsumer | NativeConsumer:
-        """A consumer for `config`: the native one when it is wanted and `native_ok` (its caller reads one
-        range: the native consumer reads no more at once), else confluent-kafka's."""
+    def acquire(
+        self, config: FetchConfig, native_ok: bool = True, topics: tuple[str, ...] = ()
+    ) -> ReadConsumer | NativeConsumer:
+        """A consumer for `config` and a task of `topics` (sorted): the native one when it is wanted and
+        `native_ok` (its caller reads one range: the native consumer reads no more at once), else
+        confluent-kafka's."""
         use_native = (
             native_ok
             and config.wants_native()
             and (config.read_path == "native" or config.pool_key() not in self._native_refused)
         )
-        idle = self.take(self._key(config, use_native))
+        idle = self.take(self._key(config, use_native, topics))
         if idle is not None:
             return idle
         if use_native:
@@ -157,16 +163,22 @@ class ConsumerPool(ClientPool[tuple, ReadConsumer | NativeConsumer]):
         return ReadConsumer(config.consumer_config())
 
     @staticmethod
-    def _key(config: FetchConfig, native: bool) -> tuple:
-        return (native, *config.pool_key())
+    def _key(config: FetchConfig, native: bool, topics: tuple[str, ...]) -> tuple:
+        return (native, topics, *config.pool_key())
 
-    def release(self, config: FetchConfig, consumer: ReadConsumer | NativeConsumer, healthy: bool) -> None:
+    def release(
+        self,
+        config: FetchConfig,
+        consumer: ReadConsumer | NativeConsumer,
+        healthy: bool,
+        topics: tuple[str, ...] = (),
+    ) -> None:
         if healthy:
             try:
                 consumer.unassign()  # an idle consumer must not keep prefetching (and buffering) records
             except Exception:
                 healthy = False
-        self.give_back(self._key(config, isinstance(consumer, NativeConsumer)), consumer, healthy)
+        self.give_back(self._key(config, isinstance(consumer, NativeConsumer), topics), consumer, healthy)
 
 
 POOL = ConsumerPool()
@@ -177,12 +189,13 @@ def pooled(
     config: FetchConfig,
     pool: ConsumerPool,
     native_ok: bool = True,
+    topics: tuple[str, ...] = (),
 ) -> Iterator:
     """Run `read` with a consumer from the pool; one that failed is closed rather than pooled."""
-    consumer = pool.acquire(config, native_ok)
+    consumer = pool.acquire(config, native_ok, topics)
     healthy = False
     try:
         yield from read(consumer)
         healthy = True
     finally:
-        pool.release(config, consumer, healthy)
+        pool.release(config, consumer, healthy, topics)

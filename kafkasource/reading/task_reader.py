@@ -41,7 +41,11 @@ def read_ranges(ranges: tuple[OffsetRange, ...], config: FetchConfig, pool: Cons
     """Yield pyarrow.RecordBatch objects holding exactly the records of each range's [start, until) that exist."""
     # the native consumer reads one range at a time: several at once go through confluent-kafka
     return pooled(
-        lambda consumer: TaskReader(consumer, ranges, config).batches(), config, pool, native_ok=len(ranges) == 1
+        lambda consumer: TaskReader(consumer, ranges, config).batches(),
+        config,
+        pool,
+        native_ok=len(ranges) == 1,
+        topics=tuple(sorted({r.topic for r in ranges})),
     )
 
 
