@@ -37,8 +37,8 @@ class RecordingPool(ConsumerPool):
         super().__init__()
         self.handed_out: list = []
 
-    def acquire(self, config: FetchConfig, native_ok: bool = True, topics: tuple[str, ...] = ()):
-        consumer = super().acquire(config, native_ok, topics)
+    def acquire(self, config: FetchConfig, native_ok: bool = True, topic: str | None = None):
+        consumer = super().acquire(config, native_ok, topic)
         self.handed_out.append(consumer)
         return consumer
 

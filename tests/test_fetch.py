@@ -10,6 +10,7 @@ import pytest
 
 from kafkasource.errors import DataLossError, KafkaSourceError
 from kafkasource.planning.ranges import OffsetRange
+from kafkasource.reading import consumers
 from kafkasource.reading import settings as read_settings
 from kafkasource.reading.consumers import ConsumerPool, FetchConfig
 from kafkasource.reading.native import NativeConsumer
@@ -76,6 +77,30 @@ def test_a_pooled_consumer_serves_again_only_ranges_of_the_topics_it_read(kafka,
     assert len(idle_consumers(pool)) == 2 and first in idle_consumers(pool)
     assert read(OffsetRange(topic, 0, 2, 3), config, pool).column("value").to_pylist() == [b"v2"]
     assert len(idle_consumers(pool)) == 2 and first in idle_consumers(pool)  # taken for its topic, given back
+    pool.close_all()
+
+
+def test_packed_tasks_over_several_topics_share_a_consumer_and_a_worker_keeps_at_most_so_many(
+        kafka, topic, read_path, monkeypatch):
+    """Tasks packed over several topics share consumers by configuration (their topics change from batch to
+    batch); the idle consumers of a worker are bounded, the least recently used closed first."""
+    monkeypatch.setattr(consumers, "MAX_IDLE_CONSUMERS", 2)
+    others = [kafka.create_topic(kafka.unique_name("other"), 1) for _ in range(2)]
+    for name in (topic, *others):
+        kafka.produce_values(name, 2, partitions=1)
+    config, pool = fetch_config(kafka, read_path=read_path), ConsumerPool()
+    packed = [OffsetRange(topic, 0, 0, 1), OffsetRange(others[0], 0, 0, 1)]
+    assert read_packed(packed, config, pool).num_rows == 2
+    shared, = idle_consumers(pool)
+    assert read_packed([OffsetRange(topic, 0, 1, 2), OffsetRange(others[1], 0, 0, 1)], config, pool).num_rows == 2
+    assert idle_consumers(pool) == [shared]
+
+    read(OffsetRange(topic, 0, 0, 2), config, pool)
+    read(OffsetRange(others[0], 0, 0, 2), config, pool)  # a third idle consumer: the shared one, the oldest, goes
+
+    assert len(idle_consumers(pool)) == 2 and shared not in idle_consumers(pool)
+    with pytest.raises((RuntimeError, OSError)):
+        shared.assignment()
     pool.close_all()
 
 

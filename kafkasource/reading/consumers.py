@@ -123,28 +123,34 @@ def _close_quietly(consumer: Consumer | NativeConsumer) -> None:
         log.debug("closing a pooled consumer failed", exc_info=True)
 
 
+MAX_IDLE_CONSUMERS = 16  # a worker's idle consumers, for the topics its tasks read last (see ConsumerPool)
+
+
 class ConsumerPool(ClientPool[tuple, ReadConsumer | NativeConsumer]):
-    """Idle consumers of this worker process, by configuration, kind (native or confluent-kafka) and the topics
-    of the task they read. A consumer serves again only tasks of the same topics: at a trickle, consumers that
+    """Idle consumers of this worker process, by configuration, kind (native or confluent-kafka) and the topic
+    of the task they read. A consumer serves again only tasks of the same topic: at a trickle, consumers that
     had read another topic (an earlier query's, in the same session) held a query's triggers for up to a second
-    each, where consumers of its own kept them at a few hundred milliseconds (bench/LATENCY.md)."""
+    each, where consumers of its own kept them at a few hundred milliseconds (bench/LATENCY.md). Tasks packed
+    over several topics share consumers by configuration alone, since their topics change from batch to batch;
+    so that a subscription of many topics does not keep a consumer per topic, MAX_IDLE_CONSUMERS is the most a
+    worker keeps (the least recently used closed first)."""
 
     def __init__(self) -> None:
-        super().__init__(close=_close_quietly)
+        super().__init__(close=_close_quietly, most_idle=MAX_IDLE_CONSUMERS)
         self._native_refused: set[tuple] = set()  # configurations the native consumer could not take
 
     def acquire(
-        self, config: FetchConfig, native_ok: bool = True, topics: tuple[str, ...] = ()
+        self, config: FetchConfig, native_ok: bool = True, topic: str | None = None
     ) -> ReadConsumer | NativeConsumer:
-        """A consumer for `config` and a task of `topics` (sorted): the native one when it is wanted and
-        `native_ok` (its caller reads one range: the native consumer reads no more at once), else
+        """A consumer for `config` and a task of `topic` (None: of several topics): the native one when it is
+        wanted and `native_ok` (its caller reads one range: the native consumer reads no more at once), else
         confluent-kafka's."""
         use_native = (
             native_ok
             and config.wants_native()
             and (config.read_path == "native" or config.pool_key() not in self._native_refused)
         )
-        idle = self.take(self._key(config, use_native, topics))
+        idle = self.take(self._key(config, use_native, topic))
         if idle is not None:
             return idle
         if use_native:
@@ -163,22 +169,22 @@ class ConsumerPool(ClientPool[tuple, ReadConsumer | NativeConsumer]):
         return ReadConsumer(config.consumer_config())
 
     @staticmethod
-    def _key(config: FetchConfig, native: bool, topics: tuple[str, ...]) -> tuple:
-        return (native, topics, *config.pool_key())
+    def _key(config: FetchConfig, native: bool, topic: str | None) -> tuple:
+        return (native, topic, *config.pool_key())
 
     def release(
         self,
         config: FetchConfig,
         consumer: ReadConsumer | NativeConsumer,
         healthy: bool,
-        topics: tuple[str, ...] = (),
+        topic: str | None = None,
     ) -> None:
         if healthy:
             try:
                 consumer.unassign()  # an idle consumer must not keep prefetching (and buffering) records
             except Exception:
                 healthy = False
-        self.give_back(self._key(config, isinstance(consumer, NativeConsumer), topics), consumer, healthy)
+        self.give_back(self._key(config, isinstance(consumer, NativeConsumer), topic), consumer, healthy)
 
 
 POOL = ConsumerPool()
@@ -189,13 +195,13 @@ def pooled(
     config: FetchConfig,
     pool: ConsumerPool,
     native_ok: bool = True,
-    topics: tuple[str, ...] = (),
+    topic: str | None = None,
 ) -> Iterator:
     """Run `read` with a consumer from the pool; one that failed is closed rather than pooled."""
-    consumer = pool.acquire(config, native_ok, topics)
+    consumer = pool.acquire(config, native_ok, topic)
     healthy = False
     try:
         yield from read(consumer)
         healthy = True
     finally:
-        pool.release(config, consumer, healthy, topics)
+        pool.release(config, consumer, healthy, topic)

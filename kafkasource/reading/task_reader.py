@@ -45,7 +45,7 @@ def read_ranges(ranges: tuple[OffsetRange, ...], config: FetchConfig, pool: Cons
         config,
         pool,
         native_ok=len(ranges) == 1,
-        topics=tuple(sorted({r.topic for r in ranges})),
+        topic=ranges[0].topic if len({r.topic for r in ranges}) == 1 else None,
     )
 
 
