@@ -112,6 +112,12 @@ def coordinator_partition(key: str, partitions: int) -> int:
     return (0 if h == -(1 << 31) else abs(h)) % partitions
 
 
+def _sigkill(broker: Broker) -> None:
+    if broker.process is not None:
+        broker.process.kill()
+        broker.process.wait(30)
+
+
 @dataclass
 class KafkaCluster:
     nodes: list[Broker]
@@ -126,10 +132,7 @@ class KafkaCluster:
 
     def kill(self, node_id: int) -> None:
         """SIGKILL one node: no clean shutdown, no leadership handed over first."""
-        node = self.node(node_id)
-        if node.process is not None:
-            node.process.kill()
-            node.process.wait(30)
+        _sigkill(self.node(node_id))
 
     def stop_node(self, node_id: int) -> None:
         """Stop one node cleanly (SIGTERM): it hands its leaderships over and closes its logs first."""
@@ -148,10 +151,8 @@ class KafkaCluster:
         """End every process of the cluster with SIGKILL: its logs are thrown away after, and a clean stop, one
         node after another, lets the last combined node wait out its whole shutdown timeout (30 s) for a
         controller quorum that is gone."""
-        for process in [*self.nodes, *([self.controller] if self.controller is not None else [])]:
-            if process.process is not None and process.is_running():
-                process.process.kill()
-                process.process.wait(30)
+        for broker in [*self.nodes, *([self.controller] if self.controller is not None else [])]:
+            _sigkill(broker)
 
     # -- where the roles are: asked of the cluster's metadata, through a new client each time (one that saw a
     # killed node's leaderships may keep them until its next refresh)

@@ -63,7 +63,7 @@ def test_pooled_consumer_is_reused_across_ranges_and_idles_unassigned(kafka, top
     assert set(second.column("topic").to_pylist()) == {topic} and set(second.column("partition").to_pylist()) == {1}
 
 
-def test_a_pooled_consumer_serves_again_only_ranges_of_the_topics_it_read(kafka, topic, read_path):
+def test_a_pooled_consumer_serves_again_only_ranges_of_the_topic_it_read(kafka, topic, read_path):
     """A consumer that had read another topic held a trickle's triggers for up to a second (bench/LATENCY.md): a
     range of another topic gets a consumer of its own, and the idle one still serves its own topic's next range."""
     other = kafka.create_topic(kafka.unique_name("other"), 1)
