@@ -178,7 +178,8 @@ def test_a_newer_attempt_fences_the_older_one_which_fails_having_written_nothing
 def test_a_worker_keeps_its_producer_across_batches_and_replaces_it_once_another_worker_fenced_it(kafka):
     """Two pools stand for two Python workers that Spark hands the same partition's tasks in turn: each batch in a
     worker that wrote the partition before takes its kept producer (no new init_transactions); a producer fenced by
-    the other worker meanwhile is replaced before it takes a record, and no batch is written twice or lost."""
+    the other worker meanwhile is replaced before it takes a record, from then on by a spare the worker made at the
+    end of its last task, and no batch is written twice or lost."""
     topic = kafka.create_topic(kafka.unique_name("kept"), 1)
     prefix = kafka.unique_name("kept-sink")
     options = parse_sink_options(base(kafka, topic=topic, deliveryGuarantee="exactly-once",
@@ -193,19 +194,22 @@ def test_a_worker_keeps_its_producer_across_batches_and_replaces_it_once_another
         assert worker_a.created == 1  # batch 1 took the producer batch 0 left
         assert write(worker_b, 2, b"b2") == Outcome(1)  # worker B's new producer fences worker A's
         assert write(worker_a, 3, b"b3") == Outcome(1)  # A finds its producer fenced and makes a new one
-        assert worker_a.created == 2
+        assert (worker_a.created, worker_a.spares) == (2, 1)  # and, its tasks having moved, a spare at the end
         # a replay of batch 3 where it was written, over the same record: the kept producer knows its last marker
         assert write(worker_a, 3, b"b3") == Outcome(0, replayed=True)
-        assert worker_a.created == 2
+        assert (worker_a.created, worker_a.spares) == (2, 1)  # the spare waits for the next fence
         # a replay of batch 3 in worker B, whose producer A fenced: the new one reads the marker, at batch 3
         assert write(worker_b, 3, b"b3") == Outcome(0, replayed=True)
-        assert worker_b.created == 2
+        assert (worker_b.created, worker_b.spares) == (2, 1)
+        # B fenced A's producer again: A's spare takes its place, and a new spare is made after the batch
+        assert write(worker_a, 4, b"b4") == Outcome(1)
+        assert (worker_a.created, worker_a.spares) == (2, 2)
     finally:
         worker_a.close_all()
         worker_b.close_all()
-    assert [r[3] for r in read_topic(kafka, topic, 1, read_committed=True)] == [b"b0", b"b1", b"b2", b"b3"]
+    assert [r[3] for r in read_topic(kafka, topic, 1, read_committed=True)] == [b"b0", b"b1", b"b2", b"b3", b"b4"]
     assert batch_markers(kafka, prefix, topic, 1) == [
-        (4, {"kind": "kafkasource-sink-marker", "queryId": "q", "batchId": 3, "partition": 0, "records": 1,
+        (5, {"kind": "kafkasource-sink-marker", "queryId": "q", "batchId": 4, "partition": 0, "records": 1,
              "digest": DIGEST})
     ]
 

@@ -15,6 +15,13 @@ gave the partition's task to another worker meanwhile, or another sink took the 
 with a new producer, which reads the marker that other producer left. Otherwise nobody committed under this id since
 this producer's last transaction, so the marker is the one it committed last.
 
+Spark moves a stream's sink between Python workers as a rule, not by exception: a task runs two Python workers
+(its source's read and its sink), and the next task's sink takes the worker that the read gave back first, which is
+the other one. So a partition's kept producer is fenced at every other batch. A worker whose producer of an id was
+fenced once keeps a spare one for that id, made at the end of its task and connected by the next, and keeps the
+marker's consumer: replacing the fenced producer is then init_transactions() and reading the marker on open
+connections, not new clients' connections and metadata.
+
 The marker goes into the transaction twice: first without the task's count and digest (the fence check), then,
 after the last record, with them; the group coordinator keeps the later of two offsets a transaction commits for
 one group and partition.
@@ -94,6 +101,8 @@ class Transactional:
     key: tuple
     last_marker: Marker | None = None  # what this producer's group holds: read at init, then what it committed
     closed: bool = False
+    moves: bool = False  # this worker found the producer of this id fenced once: Spark moves its tasks between workers
+    spare: SinkProducer | None = None  # not initialised: the next replacement, made where the tasks move
 
 
 class TransactionalPool(ClientPool[tuple, Transactional]):
@@ -108,7 +117,8 @@ class TransactionalPool(ClientPool[tuple, Transactional]):
 
     def __init__(self) -> None:
         super().__init__(close=discard, per_key=1, most_idle=MAX_IDLE_TRANSACTIONAL)
-        self.created = 0  # producers this pool made: what reuse saves shows here (the tests read it)
+        self.created = 0  # producers this pool made while a task waited: what reuse saves shows here (tests read it)
+        self.spares = 0  # spare producers it made at the end of a task
 
     def acquire(self, options: SinkOptions, tid: str, group: str) -> tuple[Transactional, bool]:
         """A kept producer for `tid` (True) or a new one, not yet initialised (False)."""
@@ -123,8 +133,26 @@ class TransactionalPool(ClientPool[tuple, Transactional]):
         self.created += 1
         return Transactional(producer, deliveries, consumer, group, key), False
 
-    def release(self, kept: Transactional, healthy: bool) -> None:
-        """Back into the pool after a task whose transaction ended (committed, or none begun); closed otherwise."""
+    def replace_producer(self, kept: Transactional, options: SinkOptions, tid: str) -> None:
+        """The fenced producer closed and its spare, or a new one, in its place (not initialised); the marker's
+        consumer stays. From now on this id keeps a spare in this worker."""
+        close(kept.producer)
+        kept.deliveries.reset()
+        if kept.spare is not None:
+            kept.producer, kept.spare = kept.spare, None
+        else:
+            kept.producer = make_producer(options, kept.deliveries, **{"transactional.id": tid})
+            self.created += 1
+        kept.last_marker = None
+        kept.moves = True
+
+    def release(self, kept: Transactional, healthy: bool, options: SinkOptions, tid: str) -> None:
+        """Back into the pool after a task whose transaction ended (committed, or none begun), with a spare producer
+        where this id's tasks move between workers; closed otherwise. librdkafka connects the spare in the
+        background: making it costs the task about a millisecond."""
+        if healthy and kept.moves and kept.spare is None:
+            kept.spare = make_producer(options, kept.deliveries, **{"transactional.id": tid})
+            self.spares += 1
         self.give_back(kept.key, kept, healthy)
 
 
@@ -135,6 +163,8 @@ def discard(kept: Transactional) -> None:
     kept.closed = True
     kept.consumer.close()
     close(kept.producer)
+    if kept.spare is not None:
+        close(kept.spare)
 
 
 POOL = TransactionalPool()
@@ -186,7 +216,7 @@ class Prepared:
         except Exception as exc:  # the task's own error, if any, is the one to tell
             log.debug("a producer made ready for %s: %s", self.tid, exc)
             return
-        self.pool.release(kept, True)
+        self.pool.release(kept, True, self.options, self.tid)
 
 
 def write_transaction(
@@ -214,9 +244,8 @@ def write_transaction(
             # the kept producer is fenced, before any record was taken: another worker or attempt initialised this
             # transactional.id since this worker's last batch, or another sink took the prefix; a new producer
             # fences that one in turn and reads the marker it left, which judge() weighs
-            log.info("the kept producer %s was fenced since its last batch: starting a new one", tid)
-            discard(kept)
-            kept, _ = pool.acquire(options, tid, prepared.group)
+            log.info("the kept producer %s was fenced since its last batch: replacing it", tid)
+            pool.replace_producer(kept, options, tid)
             _make_ready(kept, options, timeout, tid)
         try:
             verdict = judge(kept.last_marker, batch, prefix, partition_id)
@@ -239,7 +268,7 @@ def write_transaction(
         healthy = True
         return Outcome(count)
     finally:
-        pool.release(kept, healthy)
+        pool.release(kept, healthy, options, tid)
 
 
 def _as_arrow(messages: Iterable[Message]) -> ArrowRecords:
