@@ -113,7 +113,7 @@ class TransactionalPool(ClientPool[tuple, Transactional]):
     an earlier task of the same Spark partition left in this worker. Spark gives a partition's next task to
     whichever worker is free, though: when another worker (or another attempt) initialised the same
     transactional.id meanwhile, the kept producer is fenced. write_transaction finds that out when it sends the
-    batch's marker, before it takes a record, and starts again with a new producer."""
+    batch's marker, before it takes a record, and replaces it (replace_producer)."""
 
     def __init__(self) -> None:
         super().__init__(close=discard, per_key=1, most_idle=MAX_IDLE_TRANSACTIONAL)
