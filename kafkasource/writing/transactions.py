@@ -15,12 +15,10 @@ gave the partition's task to another worker meanwhile, or another sink took the 
 with a new producer, which reads the marker that other producer left. Otherwise nobody committed under this id since
 this producer's last transaction, so the marker is the one it committed last.
 
-Spark moves a stream's sink between Python workers as a rule, not by exception: a task runs two Python workers
-(its source's read and its sink), and the next task's sink takes the worker that the read gave back first, which is
-the other one. So a partition's kept producer is fenced at every other batch. A worker whose producer of an id was
-fenced once keeps a spare one for that id, made at the end of its task and connected by the next, and keeps the
-marker's consumer: replacing the fenced producer is then init_transactions() and reading the marker on open
-connections, not new clients' connections and metadata.
+Spark moves a stream's sink between Python workers at every batch: a task runs two (its read and its sink), and the
+next task's sink takes the worker the read gave back first. So a worker whose producer of an id was fenced once
+keeps a spare one for it, connected between tasks, and the marker's consumer: a replacement is init_transactions()
+and a marker read on open connections, not new clients' connections and metadata.
 
 The marker goes into the transaction twice: first without the task's count and digest (the fence check), then,
 after the last record, with them; the group coordinator keeps the later of two offsets a transaction commits for
@@ -117,8 +115,7 @@ class TransactionalPool(ClientPool[tuple, Transactional]):
 
     def __init__(self) -> None:
         super().__init__(close=discard, per_key=1, most_idle=MAX_IDLE_TRANSACTIONAL)
-        self.created = 0  # producers this pool made while a task waited: what reuse saves shows here (tests read it)
-        self.spares = 0  # spare producers it made at the end of a task
+        self.created, self.spares = 0, 0  # producers made while a task waited, and spares (the tests read them)
 
     def acquire(self, options: SinkOptions, tid: str, group: str) -> tuple[Transactional, bool]:
         """A kept producer for `tid` (True) or a new one, not yet initialised (False)."""
