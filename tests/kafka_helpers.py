@@ -202,7 +202,9 @@ class SequenceProducer:
 
     def __init__(self, kafka: KafkaHarness, topic: str, partitions: int, per_second: int = 100):
         self.kafka, self.topic, self.partitions, self.per_second = kafka, topic, partitions, per_second
-        self.acknowledged: list[tuple[int, int, bytes]] = []  # (partition, offset, value)
+        # (partition, offset, value); the offset is None where the broker acknowledged a retried send of an
+        # idempotent producer as a duplicate of one it had written, which happens when a leader dies mid-request
+        self.acknowledged: list[tuple[int, int | None, bytes]] = []
         self.errors: list[str] = []
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
@@ -236,3 +238,9 @@ class SequenceProducer:
             producer.poll(0)
         assert producer.flush(120) == 0
         self.sent = sequence
+
+    def values_in_order(self, partition: int) -> list[bytes]:
+        """The acknowledged values of a partition in the order they were produced (their log order: one idempotent
+        producer), by the sequence number they carry, since an acknowledgement may come without an offset."""
+        values = [value for p, _, value in self.acknowledged if p == partition]
+        return sorted(values, key=lambda value: int(value.removeprefix(b"seq")))

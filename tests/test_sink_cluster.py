@@ -126,7 +126,7 @@ def test_a_copy_query_writes_each_record_through_dying_leaders_and_coordinators(
 
     assert producer.errors == []
     written = values_by_partition(read_topic(kafka, target, 2, read_committed=True))
-    produced = {p: [value for partition, _, value in sorted(producer.acknowledged) if partition == p] for p in (0, 1)}
+    produced = {p: producer.values_in_order(p) for p in (0, 1)}
     assert sum(map(len, produced.values())) == sum(ends.values())
     counts = Counter(value for values in written.values() for value in values)
     lost = [value for values in produced.values() for value in values if value not in counts]
