@@ -83,7 +83,7 @@ setup(
     extras_require={
         # Spark 4.0 brought the Python Data Source API; what 4.2 added is used where present (docs/support.md)
         "spark": ["pyspark>=4.0"],
-        # valueFormat/keyFormat avro, protobuf or json: confluent-kafka's schema-registry client and decoders
+        # valueFormat/keyFormat avro, protobuf or json-schema: confluent-kafka's schema-registry client and decoders
         "registry": [REGISTRY],
         # kafkasource.metrics.serve: the Prometheus exposition (text, OpenMetrics, HTTP, textfile) by prometheus_client
         "metrics": [METRICS],

@@ -42,7 +42,7 @@ ALWAYS = ("spark",)
 # that a feature's option or call reaches, and that the rest of the package imports lazily (inside the function
 # that serves that feature), belong here: the rest of the package imports without these extras.
 EXTRAS = {
-    # valueFormat/keyFormat avro, protobuf, json (docs/schema-registry.md): the registry client, fastavro,
+    # valueFormat/keyFormat avro, protobuf, json-schema (docs/schema-registry.md): the registry client, fastavro,
     # google.protobuf, jsonschema and its referencing, all from confluent-kafka[schemaregistry,avro,json,protobuf]
     "kafkasource/formats/": ("registry",),
     # kafkasource.metrics.serve (docs/monitoring.md): collector.py writes the exposition with prometheus_client;

@@ -49,18 +49,18 @@ def registered_id(registry_url: str, subject: str, version: int | None = None) -
 ITEM_SCHEMAS = {
     "avro": {"type": "record", "name": "Item", "namespace": "shop", "fields": [
         {"name": "id", "type": "long"}, {"name": "name", "type": "string"}]},
-    "json": {"$schema": "http://json-schema.org/draft-07/schema#", "title": "Item", "type": "object",
+    "json-schema": {"$schema": "http://json-schema.org/draft-07/schema#", "title": "Item", "type": "object",
              "properties": {"id": {"type": "integer"}, "name": {"type": "string"}}, "required": ["id", "name"]},
 }
 
 
 def item_serializer(registry_url: str, fmt: str) -> Callable:
-    """confluent-kafka's own serializer of an {"id", "name"} item in `fmt` (avro, protobuf or json), taking the
+    """confluent-kafka's own serializer of an {"id", "name"} item in `fmt` (avro, protobuf or json-schema), taking the
     item as a dict; it registers the schema under the subject of the topic and field it serializes for."""
     if fmt == "avro":
         return avro_serializer(registry_url, ITEM_SCHEMAS["avro"])
-    if fmt == "json":
-        return json_serializer(registry_url, ITEM_SCHEMAS["json"])
+    if fmt == "json-schema":
+        return json_serializer(registry_url, ITEM_SCHEMAS["json-schema"])
     from confluent_kafka.schema_registry.protobuf import ProtobufSerializer
 
     Item = protobuf_item_class()

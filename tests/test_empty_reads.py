@@ -53,7 +53,7 @@ def test_an_empty_batch_read_is_the_empty_frame_in_the_sources_schema(spark, kaf
     assert df.collect() == []
 
 
-@pytest.mark.parametrize("fmt", ["avro", "protobuf", "json"])
+@pytest.mark.parametrize("fmt", ["avro", "protobuf", "json-schema"])
 def test_an_empty_batch_read_with_key_and_value_formats_is_the_empty_frame_in_the_decoded_schema(
         spark, kafka, schema_registry, read_path, fmt):
     topic = kafka.create_topic(kafka.unique_name(f"empty-{fmt}"), partitions=2)

@@ -1,4 +1,4 @@
-"""valueFormat/keyFormat=json (JSON Schema) against the real registry, broker and Spark: records written by
+"""valueFormat/keyFormat=json-schema (JSON Schema) against the real registry, broker and Spark: records written by
 confluent-kafka's own JSONSerializer come back as typed rows equal, field by field, to what its own
 JSONDeserializer reads; each kind of bad record has its own reason."""
 
@@ -37,7 +37,7 @@ SHIPMENT = {
 
 
 def options(kafka, registry_url: str, topic: str, **more: str) -> dict[str, str]:
-    return base_options(kafka, **{"subscribe": topic, "startingOffsets": "earliest", "valueFormat": "json",
+    return base_options(kafka, **{"subscribe": topic, "startingOffsets": "earliest", "valueFormat": "json-schema",
                                   "schema.registry.url": registry_url, **more})
 
 

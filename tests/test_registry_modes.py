@@ -16,7 +16,7 @@ from tests.query_helpers import base_options, batch
 from tests.registry_helpers import encode, item_serializer
 
 
-@pytest.mark.parametrize("fmt", ["avro", "protobuf", "json"])
+@pytest.mark.parametrize("fmt", ["avro", "protobuf", "json-schema"])
 @pytest.mark.parametrize("mode", ["subscribe", "subscribePattern", "assign"])
 def test_every_subscription_mode_decodes_every_format(spark, kafka, schema_registry, mode, fmt):
     topic = kafka.create_topic(kafka.unique_name(f"modes-{mode}-{fmt}"), partitions=2)

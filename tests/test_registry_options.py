@@ -43,11 +43,13 @@ def test_the_latest_version_of_the_topics_subject_is_the_reader_schema(schema_re
 
 
 @pytest.mark.parametrize("options, message", [
-    ({"valueFormat": "xml"}, "option valueFormat must be one of binary, avro, protobuf, json (json: JSON Schema in "
-                             "the registry's wire format), got 'xml'"),
+    ({"valueFormat": "xml"}, "option valueFormat must be one of binary, json, avro, protobuf, json-schema (json: "
+                             "plain JSON with valueSchema; json-schema: JSON Schema in the registry's wire format), "
+                             "got 'xml'"),
     ({"valueFormat": "avro", "onDecodeError": "skip"}, "option onDecodeError must be fail or keep, got 'skip'"),
     ({"valueSchemaVersion": "2"}, "option valueSchemaVersion has no effect while valueFormat and keyFormat are "
-                                  "binary; set valueFormat or keyFormat (avro, protobuf or json), or remove it"),
+                                  "binary; set valueFormat or keyFormat (json, avro, protobuf or json-schema), or "
+                                  "remove it"),
     ({"valueFormat": "avro", "valueMessage": "Order"}, "option valueMessage names a Protobuf message; it has no "
                                                         "effect with valueFormat=avro; remove it"),
     ({"valueFormat": "protobuf"}, "valueFormat is protobuf, but the reader schema (id {id}) is of type AVRO; set "
@@ -95,7 +97,7 @@ def test_the_registry_url_is_required(schema_registry, subject_topic):
     with pytest.raises(OptionError) as error:
         parse_options({"kafka.bootstrap.servers": "127.0.0.1:9", "subscribe": subject_topic, "valueFormat": "avro"})
     assert str(error.value) == ("option schema.registry.url is required with valueFormat or keyFormat avro, protobuf "
-                                "or json: the schema registry's address, like http://registry:8081")
+                                "or json-schema: the schema registry's address, like http://registry:8081")
 
 
 def test_registry_credentials_never_show_in_errors_or_the_options_repr(schema_registry, subject_topic):

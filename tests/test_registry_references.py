@@ -303,7 +303,7 @@ def test_json_records_referring_to_registered_schemas_equal_confluent_kafkas_own
     bad = payloads[0][:5] + json.dumps({"id": 99, "price": {"units": 1, "currency": "USD"}}).encode()
     produce_payloads(kafka, topic, payloads + [bad])
 
-    df = batch(spark, base_options(kafka, subscribe=topic, startingOffsets="earliest", valueFormat="json",
+    df = batch(spark, base_options(kafka, subscribe=topic, startingOffsets="earliest", valueFormat="json-schema",
                                    onDecodeError="keep", **{"schema.registry.url": schema_registry}))
     assert df.schema["value"].dataType.simpleString() == \
         "struct<id:bigint,price:struct<units:bigint,currency:string>,refund:struct<units:bigint,currency:string>>"

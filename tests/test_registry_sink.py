@@ -128,7 +128,7 @@ def proto_as_row(message) -> dict:
     }  # fmt: skip
 
 
-@pytest.mark.parametrize("fmt", ["avro", "protobuf", "json"])
+@pytest.mark.parametrize("fmt", ["avro", "protobuf", "json-schema"])
 def test_a_struct_value_round_trips_through_kafkasources_reader_and_confluent_kafkas_deserializer(
     spark, kafka, schema_registry, fmt, write_path
 ):
@@ -140,7 +140,7 @@ def test_a_struct_value_round_trips_through_kafkasources_reader_and_confluent_ka
         extra = {"valueMessage": "sinkshop.Order"}
     else:
         schema = AVRO_SCHEMA if fmt == "avro" else JSON_SCHEMA
-        client.register_schema(f"{topic}-value", Schema(json.dumps(schema), fmt.upper()))
+        client.register_schema(f"{topic}-value", Schema(json.dumps(schema), "AVRO" if fmt == "avro" else "JSON"))
         ddl, values, extra = (AVRO_DDL, AVRO_VALUES, {}) if fmt == "avro" else (JSON_DDL, JSON_VALUES, {})
         deserializer = avro_deserializer(schema_registry) if fmt == "avro" else json_deserializer(schema_registry)
         as_row = None
@@ -151,7 +151,7 @@ def test_a_struct_value_round_trips_through_kafkasources_reader_and_confluent_ka
     assert [(r[2], r[4], r[3][:1]) for r in records] == [(f"k{i}".encode(), (), b"\x00") for i in range(len(values))]
     for record, value in zip(records, values, strict=True):
         found = decode(deserializer, topic, record[3])
-        assert (as_row(found) if as_row else found) == (JSON_DOCUMENTS[value["id"]] if fmt == "json" else value)
+        assert (as_row(found) if as_row else found) == (JSON_DOCUMENTS[value["id"]] if fmt == "json-schema" else value)
 
     rows = read_back(spark, kafka, schema_registry, topic, valueFormat=fmt, **extra)
     assert [(row["key"], aware(row["value"])) for row in rows] == [
@@ -171,7 +171,8 @@ def test_auto_register_schemas_registers_derived_schemas_and_a_json_key_beside_a
         keys=[{"customer": "c1", "n": 1}, {"customer": "c2", "n": None}],
     )
     options = registry_options(
-        kafka, schema_registry, topic=topic, valueFormat="avro", keyFormat="json", **{"auto.register.schemas": "true"}
+        kafka, schema_registry, topic=topic, valueFormat="avro", keyFormat="json-schema",
+        **{"auto.register.schemas": "true"},
     )
     write_batch(df, options)
 
@@ -183,7 +184,7 @@ def test_auto_register_schemas_registers_derived_schemas_and_a_json_key_beside_a
         {"name": "at", "type": ["null", {"type": "long", "logicalType": "timestamp-micros"}]}]}  # fmt: skip
     key_schema = json.loads(client.get_latest_version(f"{topic}-key").schema.schema_str)
     assert key_schema["properties"] == {"customer": {"type": ["null", "string"]}, "n": {"type": ["null", "integer"]}}
-    rows = read_back(spark, kafka, schema_registry, topic, valueFormat="avro", keyFormat="json")
+    rows = read_back(spark, kafka, schema_registry, topic, valueFormat="avro", keyFormat="json-schema")
     assert [(row["key"], aware(row["value"])) for row in rows] == [
         ({"customer": "c1", "n": 1}, {"id": 1, "tags": ["a"], "at": AT}),
         ({"customer": "c2", "n": None}, {"id": 2, "tags": None, "at": None}),

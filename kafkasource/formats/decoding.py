@@ -1,4 +1,5 @@
-"""valueFormat / keyFormat: keys and values in a schema registry's wire format, decoded into typed columns.
+"""valueFormat / keyFormat: keys and values in a schema registry's wire format, or plain JSON with a schema the options
+give (valueFormat=json, valueSchema), decoded into typed columns.
 
 The options are read (kafkasource.options.formats) and the reader schemas fetched when the query is defined (Spark
 fixes a source's schema then). On the executors each Arrow batch the read path produced gets its `key`/`value`
@@ -7,12 +8,13 @@ schema's type, by the decoder of its format (kafkasource.formats.table). The byt
 `value_raw`). A record that cannot be decoded fails the task, naming it (onDecodeError=fail), or becomes a null
 value with the reason in `key_error`/`value_error` (onDecodeError=keep). A registry that cannot be asked fails the
 task in both modes: an outage says nothing about the records; so does a writer schema whose references the
-registry lost.
+registry lost. Plain JSON needs no registry: its schema travels in the options (kafkasource.formats.plain_json).
 """
 
 from __future__ import annotations
 
 import functools
+import json
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Literal
@@ -21,6 +23,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from kafkasource.errors import DecodeError, OptionError
+from kafkasource.formats.plain_json.options import PlainJsonOptions
 from kafkasource.formats.registry import WRITER_SCHEMAS, RegistrySchema, SchemaChoice, UnknownSchemaId, reader_schema
 from kafkasource.formats.table import FORMATS, Decoder, Format
 from kafkasource.formats.wire_format import describe_prefix, schema_ids
@@ -31,13 +34,27 @@ OnDecodeError = Literal["fail", "keep"]
 
 
 @dataclass(frozen=True)
+class PlainJson:
+    """valueFormat=json: the struct to read into, in Spark's JSON form (what the executors parse without a JVM), and
+    the json.* options."""
+
+    schema_json: str
+    options: PlainJsonOptions
+
+
+@dataclass(frozen=True)
 class ColumnFormat:
-    """How one column (key or value) is decoded: its format and the reader schema fixed at definition."""
+    """How one column (key or value) is decoded: its format and the reader schema fixed at definition (a registry's
+    schema, or plain JSON's)."""
 
     column: str
     format: Format
-    reader: RegistrySchema
+    reader: RegistrySchema | PlainJson
     message: str | None = None  # protobuf: the reader message (None: the file's first)
+
+    @property
+    def registry(self) -> bool:
+        return self.format in FORMATS
 
     def arrow_type(self) -> pa.DataType:
         return _arrow_type(self)
@@ -47,7 +64,17 @@ class ColumnFormat:
 def _arrow_type(column: ColumnFormat) -> pa.DataType:
     """The column's type, from its reader schema parsed once per process: every decoded batch's schema asks for it
     (the decoder parses the schema once more, for itself)."""
+    if isinstance(column.reader, PlainJson):
+        from kafkasource.formats.plain_json.schema import arrow_type
+
+        return arrow_type(_plain_schema(column.reader))
     return FORMATS[column.format].code.arrow_type(column.reader, column.message)
+
+
+def _plain_schema(reader: PlainJson):
+    from pyspark.sql.types import StructType
+
+    return StructType.fromJson(json.loads(reader.schema_json))
 
 
 @dataclass(frozen=True)
@@ -114,18 +141,19 @@ def checked_decoding(
         try:
             chosen.arrow_type()
         except Exception as exc:
-            raise OptionError(
-                f"the {chosen.column} column's reader schema (id {chosen.reader.schema_id}) cannot be read: {exc}"
-            ) from None
+            named = f" (id {chosen.reader.schema_id})" if isinstance(chosen.reader, RegistrySchema) else ""
+            raise OptionError(f"the {chosen.column} column's reader schema{named} cannot be read: {exc}") from None
     native_avro = read_path != "python" and native_extension.avro_decoder_available()
     for chosen in columns:
-        check_reader(chosen, subjects[chosen.column], native_avro)
+        if chosen.registry:
+            check_reader(chosen, subjects[chosen.column], native_avro)
     return Decoding(columns, on_error, native_avro, config)
 
 
 def check_reader(column: ColumnFormat, subject: str | None, native: bool = False) -> None:
     """Refuses a reader schema the decoder of its format cannot read (the Python Avro decoder refuses a few that
     fastavro refuses and our parser, and so the native decoder, reads), naming the schema."""
+    assert isinstance(column.reader, RegistrySchema)
     why = FORMATS[column.format].code.reader_refusal(column.reader, native)
     if why is not None:
         named = f"id {column.reader.schema_id}" + (f", subject {subject}" if subject else "")
@@ -142,7 +170,13 @@ def _decoder(column: ColumnFormat, native_decoder: bool) -> Decoder:
     key = (column.format, column.reader, native_decoder, column.message)
     found = _DECODERS.get(key)
     if found is None:
-        found = _DECODERS[key] = FORMATS[column.format].code.decoder(column.reader, column.message, native_decoder)
+        if isinstance(column.reader, PlainJson):
+            from kafkasource.formats.plain_json.decode import PlainJsonDecoder
+
+            found = PlainJsonDecoder(_plain_schema(column.reader), column.reader.options)
+        else:
+            found = FORMATS[column.format].code.decoder(column.reader, column.message, native_decoder)
+        _DECODERS[key] = found
     return found
 
 
@@ -161,9 +195,9 @@ def decode_batch(batch: pa.RecordBatch, decoding: Decoding) -> pa.RecordBatch:
     extra = []
     for column in decoding.columns:
         payloads = columns[column.column]
-        form = FORMATS[column.format].schema_form
-        writers = {}
-        for schema_id in schema_ids(payloads):
+        writers: dict[int, RegistrySchema] = {}
+        form = FORMATS[column.format].schema_form if column.registry else None
+        for schema_id in schema_ids(payloads) if column.registry else ():
             try:
                 writers[schema_id] = WRITER_SCHEMAS.get(decoding.registry, schema_id, form)
             except UnknownSchemaId:
@@ -171,7 +205,7 @@ def decode_batch(batch: pa.RecordBatch, decoding: Decoding) -> pa.RecordBatch:
         values, reasons = _decoder(column, decoding.native).decode(payloads, writers)
         if reasons.null_count < len(reasons):
             if decoding.on_error == "fail":
-                raise _decode_error(batch, column.column, payloads, reasons)
+                raise _decode_error(batch, column, payloads, reasons)
         columns[column.column] = values
         extra.append(payloads)
         if decoding.on_error == "keep":
@@ -180,16 +214,18 @@ def decode_batch(batch: pa.RecordBatch, decoding: Decoding) -> pa.RecordBatch:
     return pa.RecordBatch.from_arrays(arrays, schema=pa.schema(decoding.output_fields(include_headers)))
 
 
-def _decode_error(batch: pa.RecordBatch, column: str, payloads: pa.Array, reasons: pa.Array) -> DecodeError:
+def _decode_error(batch: pa.RecordBatch, chosen: ColumnFormat, payloads: pa.Array, reasons: pa.Array) -> DecodeError:
+    column = chosen.column
     row = pc.index(pc.is_valid(reasons), True).as_py()
     topic = batch.column("topic")[row].as_py()
     partition = batch.column("partition")[row].as_py()
     offset = batch.column("offset")[row].as_py()
     bad = len(reasons) - reasons.null_count
     more = f" ({bad - 1} more in this batch)" if bad > 1 else ""
+    prefix = f" ({describe_prefix(payloads[row].as_py())})" if chosen.registry else " (json.mode=FAILFAST)"
     return DecodeError(
-        f"cannot decode the {column} of the record at {topic}-{partition} offset {offset} "
-        f"({describe_prefix(payloads[row].as_py())}): {reasons[row].as_py()}{more}. Set "
+        f"cannot decode the {column} of the record at {topic}-{partition} offset {offset}"
+        f"{prefix}: {reasons[row].as_py()}{more}. Set "
         "onDecodeError=keep to keep such records as a null "
         f"{column} with their bytes ({column}_raw) and the reason ({column}_error)"
     )

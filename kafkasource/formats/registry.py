@@ -92,13 +92,13 @@ def new_client(config: Mapping[str, object]):
         from confluent_kafka.schema_registry import SchemaRegistryClient
     except ImportError as exc:
         raise OptionError(
-            "valueFormat/keyFormat avro, protobuf and json need confluent-kafka's schema-registry "
+            "valueFormat/keyFormat avro, protobuf and json-schema need confluent-kafka's schema-registry "
             f"extras ({exc}): pip install 'kafkasource[registry]'"
         ) from None
     if not config.get("url"):
         raise OptionError(
             "option schema.registry.url is required with valueFormat or keyFormat avro, protobuf or "
-            "json: the schema registry's address, like http://registry:8081"
+            "json-schema: the schema registry's address, like http://registry:8081"
         )
     try:
         return SchemaRegistryClient(dict(config))

@@ -1,4 +1,4 @@
-"""The registry formats, in the one table both directions use: for each valueFormat/keyFormat but binary, the
+"""The registry formats, in the one table both directions use: for each valueFormat/keyFormat but binary and json, the
 registry's name for its schemas, the form they are asked for, and its code (kafkasource.formats.avro, protobuf,
 json_schema): the reader's Arrow type and decoder, the writer's shape, payload writer and derived schema.
 
@@ -20,7 +20,9 @@ from kafkasource.formats.registry import RegistrySchema
 if TYPE_CHECKING:
     from kafkasource.formats.shapes import Shape
 
-Format = Literal["binary", "avro", "protobuf", "json"]
+# json is plain JSON with a schema the options give (kafkasource.formats.plain_json), no registry; json-schema is JSON
+# Schema in the registry's wire format
+Format = Literal["binary", "json", "avro", "protobuf", "json-schema"]
 
 
 class Decoder(Protocol):
@@ -125,8 +127,9 @@ FORMATS: dict[str, RegistryFormat] = {
     for f in (
         RegistryFormat("avro", "AVRO", None, False, _avro),
         RegistryFormat("protobuf", "PROTOBUF", "serialized", True, _protobuf),
-        RegistryFormat("json", "JSON", None, False, _json),
+        RegistryFormat("json-schema", "JSON", None, False, _json),
     )
 }
-# what valueFormat/keyFormat take: binary (the bytes as they are), then the registry formats
-FORMAT_NAMES: tuple[str, ...] = ("binary", *FORMATS)
+# what valueFormat/keyFormat take: binary (the bytes as they are), json (plain JSON), then the registry formats
+PLAIN_JSON: Format = "json"
+FORMAT_NAMES: tuple[str, ...] = ("binary", PLAIN_JSON, *FORMATS)

@@ -19,7 +19,7 @@ from kafkasource.options import SourceOptions, parse_duration_ms, parse_options
 
 VALUE_FORMATS = ("raw", "text", "json", "avro", "protobuf", "json-schema")
 # values in a schema registry's wire format: the source's valueFormat for each
-REGISTRY_FORMATS = {"avro": "avro", "protobuf": "protobuf", "json-schema": "json"}
+REGISTRY_FORMATS = {"avro": "avro", "protobuf": "protobuf", "json-schema": "json-schema"}
 # columns the jobs add to every row; a JSON schema must not define them
 INGESTION_COLUMNS = ("kafka_topic", "kafka_partition", "kafka_offset", "kafka_timestamp", "date", "_corrupt")
 

@@ -1,7 +1,7 @@
 """valueFormat / keyFormat and the options beside them, read into the specs kafkasource.formats defines: the source's
 (kafkasource.formats.decoding's Decoding) and the sink's (kafkasource.formats.encoding's Encoding). Each column's
-schema is fetched from the registry as its options are read, in the order they are read, so the first refusal
-is the one a user meets first.
+schema is fetched from the registry (or, for plain JSON, read from valueSchema / keySchema) as its options are read,
+in the order they are read, so the first refusal is the one a user meets first.
 """
 
 from __future__ import annotations
@@ -9,10 +9,19 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from kafkasource.errors import ColumnError, OptionError
-from kafkasource.formats.decoding import ColumnFormat, Decoding, OnDecodeError, checked_decoding, fetch_reader
+from kafkasource.formats.decoding import (
+    ColumnFormat,
+    Decoding,
+    OnDecodeError,
+    PlainJson,
+    checked_decoding,
+    fetch_reader,
+)
 from kafkasource.formats.encoding import ColumnEncoding, Encoding, writer_column
+from kafkasource.formats.plain_json.options import JSON_OPTIONS, PREFIX, read_json_options
+from kafkasource.formats.plain_json.schema import SchemaRefused, read_schema
 from kafkasource.formats.registry import SchemaChoice, registry_config
-from kafkasource.formats.table import FORMAT_NAMES, FORMATS, Format
+from kafkasource.formats.table import FORMAT_NAMES, FORMATS, PLAIN_JSON, Format
 from kafkasource.options.values import check_topic_name, option_text, read_bool
 from kafkasource.planning.subscription import Subscription
 
@@ -30,9 +39,18 @@ SOURCE_FORMAT_OPTIONS = (
     "valueMessage",
     "keyMessage",
     "onDecodeError",
+    # plain JSON (valueFormat=json): the schema, and from_json's options prefixed json.
+    "valueSchema",
+    "keySchema",
+    *JSON_OPTIONS,
 )
-# the sink's (the reader's, but for what to do with a record that does not decode); schema.registry.* besides
-SINK_FORMAT_OPTIONS = tuple(o for o in SOURCE_FORMAT_OPTIONS if o != "onDecodeError") + (
+# the registry's options, which plain JSON takes none of
+REGISTRY_COLUMN_OPTIONS = ("Subject", "SchemaVersion", "SchemaId", "Message")
+# the sink's (the reader's, but for what to do with a record that does not decode and plain JSON's);
+# schema.registry.* besides
+SINK_FORMAT_OPTIONS = tuple(
+    o for o in SOURCE_FORMAT_OPTIONS if o not in ("onDecodeError", "valueSchema", "keySchema", *JSON_OPTIONS)
+) + (
     "auto.register.schemas",
     "deadLetterTopic",
 )
@@ -45,8 +63,8 @@ def read_format(options: Mapping[str, str], column: str) -> Format:
     chosen = raw.lower()
     if chosen not in FORMAT_NAMES:
         raise OptionError(
-            f"option {column}Format must be one of {', '.join(FORMAT_NAMES)} (json: JSON Schema in the "
-            f"registry's wire format), got {raw[:40]!r}"
+            f"option {column}Format must be one of {', '.join(FORMAT_NAMES)} (json: plain JSON with "
+            f"{column}Schema; json-schema: JSON Schema in the registry's wire format), got {raw[:40]!r}"
         )
     return chosen  # type: ignore[return-value]
 
@@ -90,7 +108,7 @@ def _no_effect_while_binary(options: Mapping[str, str], names: tuple[str, ...]) 
     if named:
         raise OptionError(
             f"option {named[0]} has no effect while valueFormat and keyFormat are binary; set "
-            "valueFormat or keyFormat (avro, protobuf or json), or remove it"
+            "valueFormat or keyFormat (json, avro, protobuf or json-schema), or remove it"
         )
 
 
@@ -131,16 +149,74 @@ def parse_decoding(options: Mapping[str, str], subscription: Subscription, read_
     if not decoded:
         _no_effect_while_binary(options, SOURCE_FORMAT_OPTIONS)
         return None
-    config = registry_config(options)
+    _check_plain_json_options(options, formats)
+    registry = any(formats[column] != PLAIN_JSON for column in decoded)
+    config = registry_config(options) if registry else {}
     columns: list[ColumnFormat] = []
     subjects: dict[str, str | None] = {}
     for column in decoded:
+        if formats[column] == PLAIN_JSON:
+            columns.append(ColumnFormat(column, PLAIN_JSON, plain_json_reader(options, column)))
+            subjects[column] = None
+            continue
         schema_id, version = read_schema_choice(options, column, "reader")
         subject = _reader_subject(options, column, subscription)
         reader = fetch_reader(config, column, formats[column], SchemaChoice(subject, version, schema_id))
         columns.append(ColumnFormat(column, formats[column], reader, _message(options, column, formats[column])))
         subjects[column] = subject
     return checked_decoding(tuple(columns), subjects, on_error, config, read_path)
+
+
+def _check_plain_json_options(options: Mapping[str, str], formats: Mapping[str, Format]) -> None:
+    """Refuses plain JSON's options beside another format, and the registry's beside plain JSON."""
+    for column in COLUMNS:
+        if formats[column] == PLAIN_JSON:
+            named = [f"{column}{o}" for o in REGISTRY_COLUMN_OPTIONS if options.get(f"{column}{o}".lower()) is not None]
+            if named:
+                raise OptionError(
+                    f"option {named[0]} names a schema in the registry; {column}Format=json reads plain JSON with "
+                    f"the schema {column}Schema gives: remove {named[0]}, or set {column}Format=json-schema to read "
+                    "JSON Schema through the registry"
+                )
+        elif options.get(f"{column}Schema".lower()) is not None:
+            raise OptionError(
+                f"option {column}Schema is the schema of plain JSON; it has no effect with {column}Format="
+                f"{formats[column]}: set {column}Format=json to read plain JSON with it, or remove it"
+            )
+    if PLAIN_JSON not in formats.values():
+        named = [name for name in JSON_OPTIONS if options.get(name.lower()) is not None]
+        if named:
+            raise OptionError(
+                f"option {named[0]} applies to plain JSON; set valueFormat=json or keyFormat=json, or remove it"
+            )
+    elif not any(formats[column] in FORMATS for column in COLUMNS):
+        named = [name for name in options if name.startswith("schema.registry.")]
+        if named:
+            raise OptionError(
+                f"option {named[0]} has no effect with json (plain JSON, read with the schema valueSchema or "
+                "keySchema gives, needs no registry): remove it, or set valueFormat/keyFormat=json-schema to read "
+                "JSON Schema through the registry"
+            )
+
+
+def plain_json_reader(options: Mapping[str, str], column: str) -> PlainJson:
+    """The schema {column}Schema gives, with the json.* options; OptionError saying what to write instead."""
+    text = options.get(f"{column}Schema".lower())
+    if text is None:
+        raise OptionError(
+            f"option {column}Schema is required with {column}Format=json: the schema to read the JSON with, as "
+            f'Spark DDL ("order_id BIGINT, customer STRING") or Spark\'s JSON form of a StructType '
+            f"(StructType.json()); for JSON Schema through the registry, set {column}Format=json-schema"
+        )
+    try:
+        schema = read_schema(text)
+    except SchemaRefused as exc:
+        raise OptionError(
+            f'option {column}Schema cannot be read: {exc}; write Spark DDL like "order_id BIGINT, customer STRING" '
+            "or Spark's JSON form of a StructType"
+        ) from None
+    assert all(name.startswith(PREFIX) for name in JSON_OPTIONS)
+    return PlainJson(schema.json(), read_json_options(options))
 
 
 # ---- the sink ------------------------------------------------------------------------------------------------
@@ -165,6 +241,12 @@ def parse_encoding(raw_options: Mapping[str, str], schema, topic: str | None) ->
     columns: list[ColumnEncoding] = []
     for column in encoded:
         fmt = formats[column]
+        if fmt == PLAIN_JSON:
+            raise OptionError(
+                f"option {column}Format=json (plain JSON) is read by the source only: the sink writes a string "
+                f"{column} column as it is, so write to_json(struct(...)) AS {column} and remove {column}Format, "
+                f"or set {column}Format=json-schema to write JSON Schema through the registry"
+            )
         if column not in types:
             raise ColumnError(
                 f"option {column}Format is {fmt}, but the DataFrame has no {column} column; add one (a struct "

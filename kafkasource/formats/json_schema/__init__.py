@@ -1,2 +1,2 @@
-"""JSON Schema (valueFormat/keyFormat json): its schemas and their $refs, the decoder, the encoder, and the schema
-derived from a Spark type."""
+"""JSON Schema (valueFormat/keyFormat json-schema): its schemas and their $refs, the decoder, the encoder, and the
+schema derived from a Spark type."""

@@ -14,7 +14,7 @@ import json
 from collections.abc import Mapping, Sequence
 
 import pyarrow as pa
-from referencing.exceptions import Unresolvable  # jsonschema's: valueFormat=json only
+from referencing.exceptions import Unresolvable  # jsonschema's: valueFormat=json-schema only
 
 from kafkasource.formats.each_record import WriterCache, decode_each
 from kafkasource.formats.json_schema.schema import arrow_type, writer_validator

@@ -17,7 +17,7 @@ import json
 from collections.abc import Sequence
 
 import pyarrow as pa
-from referencing.exceptions import PointerToNowhere, Unresolvable  # jsonschema's: valueFormat=json only
+from referencing.exceptions import PointerToNowhere, Unresolvable  # jsonschema's: valueFormat=json-schema only
 
 from kafkasource.formats.each_record import Unusable
 from kafkasource.formats.registry import RegistrySchema
