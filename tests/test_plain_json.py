@@ -9,13 +9,14 @@ import datetime
 import decimal
 import json
 import math
+import threading
 
 import pytest
 from pyspark.sql import functions as F
 
 from tests.json_corpus import CASES, CorpusCase
 from tests.kafka_helpers import Record
-from tests.query_helpers import base_options, batch
+from tests.query_helpers import base_options, batch, reader
 
 
 @pytest.fixture(scope="module")
@@ -134,6 +135,33 @@ def test_keys_and_values_both_decode_and_select_value_star_gives_the_fields(spar
     assert [tuple(r) for r in rows] == [("ann", 7, decimal.Decimal("2.50"))]
     assert df.columns == ["key", "value", "topic", "partition", "offset", "timestamp", "timestampType",
                           "key_raw", "value_raw"]
+
+
+def test_a_stream_decodes_plain_json_batch_by_batch_as_from_json_does(spark, kafka, topic, tmp_path):
+    values = [b'{"id": 1, "tags": ["a"]}', b'{"id": "two"}', b"not json", b'{"id": 4, "tags": null}', b""]
+    kafka.produce(topic, [Record(0, None, value) for value in values])
+    options = base_options(kafka, subscribe=topic, startingOffsets="earliest", maxOffsetsPerTrigger="2",
+                           valueFormat="json", valueSchema="id INT, tags ARRAY<STRING>")
+    seen: list = []
+    lock = threading.Lock()
+
+    def collect(batch_df, batch_id):
+        rows = batch_df.select("offset", "value").collect()
+        with lock:
+            seen.append(rows)
+
+    query = (reader(spark, options).load().writeStream.foreachBatch(collect)
+             .option("checkpointLocation", str(tmp_path / "checkpoint")).trigger(availableNow=True).start())
+    try:
+        assert query.awaitTermination(120) and query.exception() is None
+    finally:
+        query.stop()
+    batches = [rows for rows in seen if rows]
+    assert [len(rows) for rows in batches] == [2, 2, 1]  # maxOffsetsPerTrigger: the stream ran in three batches
+    ours = [row.value for rows in batches for row in sorted(rows, key=lambda r: r.offset)]
+    case = CorpusCase("stream", "id INT, tags ARRAY<STRING>", tuple(values))
+    assert [_comparable(v) for v in ours] == [_comparable(v) for v in _from_json_values(spark, case)]
+    assert _comparable(ours[1]) == {"id": None, "tags": None} and ours[4] is None
 
 
 # ---- what docs/plain-json.md lists as differences -------------------------------------------------------------
