@@ -48,6 +48,9 @@ DDL_HINT = 'write Spark DDL like "order_id BIGINT, customer STRING" or Spark\'s 
     ({"valueFormat": "json", "valueSchema": '{"type": "struct"}'},
      "option valueSchema cannot be read: it starts with '{' and is not Spark's JSON form of a StructType "
      f"(KeyError: 'fields'); {DDL_HINT}"),
+    ({"valueFormat": "json", "valueSchema": "ARRAY<STRUCT<a: INT>>"},
+     "option valueSchema cannot be read: it is not a Spark DDL schema: it is ARRAY<...>, and plain JSON is read into "
+     f"a struct (a column list); {DDL_HINT}"),
     ({"valueFormat": "json", "valueSchema": "m MAP<INT, STRING>"},
      f"option valueSchema cannot be read: field m is a map with int keys: JSON's are strings; {DDL_HINT}"),
     ({"valueFormat": "json", "valueSchema": "a INT, a STRING"},

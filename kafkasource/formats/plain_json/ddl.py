@@ -115,7 +115,10 @@ def parse_ddl(text: str) -> StructType:
     if not tokens.items:
         raise DdlError("the schema is empty")
     first = tokens.peek()
-    if first[0] == "word" and first[1].lower() == "struct" and tokens.items[1:2] and tokens.items[1][1] == "<":
+    opened = tokens.items[1:2] and tokens.items[1][1] == "<"
+    if first[0] == "word" and first[1].lower() in ("array", "map") and opened:
+        raise DdlError(f"it is {first[1].upper()}<...>, and plain JSON is read into a struct (a column list)")
+    if first[0] == "word" and first[1].lower() == "struct" and opened:
         parsed = _type(tokens)
     else:
         parsed = StructType(_fields(tokens, closing=None))
