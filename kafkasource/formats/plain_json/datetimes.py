@@ -4,7 +4,8 @@ then the legacy fallback Spark keeps for JSON (the text without "GMT"; for dates
 
 A timestamp is `[+-]yyyy[-[m]m[-[d]d]][( |T)[h]h:[m]m[:[s]s[.fraction]]][zone]`: a year of 4 to 6 digits, a
 fraction past 6 digits truncated, a zone as `Z`, an offset (`+01:00`, `+0100`, `+01`, `+1:00`), `UTC`/`GMT`/`UT` with
-or without an offset, or a region (`Europe/Paris`), after the time or a space; no zone: the json.timeZone. A date is
+or without an offset, a region (`Europe/Paris`, `CET`) or one of java.time's short ids (`EST`, `PST`), after the time
+or a space; no zone: the json.timeZone. A date is
 `[+-]yyyy[-[m]m[-[d]d]]`, anything after a space or a `T` ignored. A time alone (`12:00:00`, `T12:00`), which Spark
 reads as today's, is refused here (docs/plain-json.md lists it).
 """
@@ -36,10 +37,25 @@ def days_from_civil(year: int, month: int, day: int) -> int:
     return era * 146097 + doe - 719468
 
 
+# java.time's ZoneId.SHORT_IDS, which Spark's getZoneId passes to ZoneId.of: three-letter ids, some fixed offsets
+SHORT_IDS = {
+    "EST": "-05:00", "MST": "-07:00", "HST": "-10:00", "ACT": "Australia/Darwin", "AET": "Australia/Sydney",
+    "AGT": "America/Argentina/Buenos_Aires", "ART": "Africa/Cairo", "AST": "America/Anchorage",
+    "BET": "America/Sao_Paulo", "BST": "Asia/Dhaka", "CAT": "Africa/Harare", "CNT": "America/St_Johns",
+    "CST": "America/Chicago", "CTT": "Asia/Shanghai", "EAT": "Africa/Addis_Ababa", "ECT": "Europe/Paris",
+    "IET": "America/Indiana/Indianapolis", "IST": "Asia/Kolkata", "JST": "Asia/Tokyo", "MIT": "Pacific/Apia",
+    "NET": "Asia/Yerevan", "NST": "Pacific/Auckland", "PLT": "Asia/Karachi", "PNT": "America/Phoenix",
+    "PRT": "America/Puerto_Rico", "PST": "America/Los_Angeles", "SST": "Pacific/Guadalcanal",
+    "VST": "Asia/Ho_Chi_Minh",
+}  # fmt: skip
+_REGION = re.compile(r"[A-Za-z][A-Za-z0-9~/._+-]+")  # java.time's pattern for a region id
+
+
 @lru_cache(maxsize=256)
 def zone(name: str) -> timezone | ZoneInfo | None:
     """A zone as Spark's getZoneId reads it (java.time's ZoneId.of with its short ids), None if none."""
     name = name.strip()
+    name = SHORT_IDS.get(name, name)
     if name in ("Z", "UTC", "GMT", "UT"):
         return UTC
     for prefix in ("UTC", "GMT", "UT"):
@@ -53,8 +69,8 @@ def zone(name: str) -> timezone | ZoneInfo | None:
             return None
         delta = timedelta(hours=int(hours), minutes=int(minutes or 0), seconds=int(seconds or 0))
         return timezone(-delta if sign == "-" else delta)
-    if "/" not in name:
-        return None  # java.time's short ids (EST, PST) are not read here
+    if _REGION.fullmatch(name) is None:
+        return None
     try:
         return ZoneInfo(name)
     except (ValueError, OSError, KeyError):
