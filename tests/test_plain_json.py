@@ -172,6 +172,18 @@ DIFFERENCES = CorpusCase("differences", "ts TIMESTAMP", (
 ))
 
 
+def test_nesting_up_to_jacksons_limit_reads_as_from_json_and_past_it_differs_as_listed(spark, kafka, topic):
+    values = [('{"a": 1, "x": ' + "[" * depth + "]" * depth + "}").encode() for depth in (999, 1000, 1500)]
+    kafka.produce(topic, [Record(0, None, value) for value in values])
+    options = base_options(kafka, subscribe=topic, startingOffsets="earliest", valueFormat="json",
+                           valueSchema="a INT, x STRING")
+    ours = [row.value for row in batch(spark, options).orderBy("offset").collect()]
+    theirs = _from_json_values(spark, CorpusCase("deep", "a INT, x STRING", tuple(values)))
+    assert ours[0] == theirs[0] and ours[0].x == "[" * 999 + "]" * 999  # 1,000 levels: read alike
+    assert (tuple(ours[1]), tuple(theirs[1])) == ((None, None), (1, None))  # 1,001: Jackson fails the field only
+    assert tuple(ours[2]) == tuple(theirs[2]) == (None, None)
+
+
 def test_the_listed_differences_from_from_json(spark, kafka, topic):
     kafka.produce(topic, [Record(0, None, value) for value in DIFFERENCES.values])
     options = base_options(kafka, subscribe=topic, startingOffsets="earliest", valueFormat="json",

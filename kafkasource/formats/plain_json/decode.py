@@ -14,6 +14,7 @@ between columns but its converter, so a native decoder can take its place per co
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
 
 import pyarrow as pa
@@ -23,7 +24,7 @@ from kafkasource.formats.plain_json.convert import Failed, Partial, struct_conve
 from kafkasource.formats.plain_json.datetimes import zone
 from kafkasource.formats.plain_json.options import PlainJsonOptions
 from kafkasource.formats.plain_json.schema import arrow_type
-from kafkasource.formats.plain_json.text import Malformed, parse_document
+from kafkasource.formats.plain_json.text import MAX_DEPTH, Malformed, parse_document
 
 
 class PlainJsonDecoder:
@@ -31,6 +32,9 @@ class PlainJsonDecoder:
 
     def __init__(self, schema: StructType, options: PlainJsonOptions):
         self.schema, self.options = schema, options
+        # a document nested as deep as Jackson allows (MAX_DEPTH) is parsed, cleaned and laid in by recursion: room
+        # for it beside the Python worker's own frames (the limit is the process's; it is only ever raised)
+        sys.setrecursionlimit(max(sys.getrecursionlimit(), 6 * MAX_DEPTH))
         self.arrow_type = arrow_type(schema)
         corrupt = next((f for f in schema.fields if f.name == options.corrupt_record_column), None)
         self.corrupt = corrupt.name if corrupt is not None and isinstance(corrupt.dataType, StringType) else None

@@ -44,6 +44,9 @@ class Malformed(ValueError):
     """The text is not JSON as the flags read it."""
 
 
+# Jackson's StreamReadConstraints: a document nested deeper is malformed. Python's own limit on recursion is raised
+# past it where documents are parsed (kafkasource.formats.plain_json.decode), so that what Jackson reads is read
+MAX_DEPTH = 1000
 _WHITESPACE = " \t\n\r"
 _NON_NUMERIC = {"NaN": "NaN", "Infinity": "Infinity", "-Infinity": "-Infinity"}
 _ESCAPES = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
@@ -80,17 +83,20 @@ def parse_document(text: str, flags: Flags) -> tuple[bool, object]:
     return True, _clean(value)
 
 
-def _clean(value: object) -> object:
-    """Strings with lone surrogates (an escaped \\ud800 alone) as Java's UTF-8 encoder writes them: '?'."""
+def _clean(value: object, depth: int = 0) -> object:
+    """Strings with lone surrogates (an escaped \\ud800 alone) as Java's UTF-8 encoder writes them: '?'; Malformed
+    past Jackson's nesting limit, which Python's scanner does not keep."""
+    if isinstance(value, list) and depth >= MAX_DEPTH:  # `depth` containers are open around it
+        raise Malformed(f"nesting deeper than {MAX_DEPTH}")
     if isinstance(value, str):
         if _SURROGATE.search(value) is None:
             return value
         paired = _PAIR.sub(lambda m: m.group(0).encode("utf-16-le", "surrogatepass").decode("utf-16-le"), value)
         return _SURROGATE.sub("?", paired)
     if isinstance(value, Obj):
-        return Obj((_clean(k), _clean(v)) for k, v in value)
+        return Obj((_clean(k), _clean(v, depth + 1)) for k, v in value)
     if isinstance(value, list):
-        return [_clean(v) for v in value]
+        return [_clean(v, depth + 1) for v in value]
     return value
 
 
@@ -210,8 +216,8 @@ class _Lenient:
 
     def nested(self, at: int) -> None:
         self.depth += 1
-        if self.depth > 1000:
-            raise self.fail(at, "nesting deeper than 1000")
+        if self.depth > MAX_DEPTH:
+            raise self.fail(at, f"nesting deeper than {MAX_DEPTH}")
 
     def obj(self, at: int) -> tuple[Obj, int]:
         self.nested(at)
