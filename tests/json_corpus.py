@@ -380,5 +380,39 @@ ZONED = CorpusCase(
 )
 
 
+ARRAY_ROOT = CorpusCase("array-root", "ARRAY<STRUCT<a: INT, b: STRING>>", _b(
+    '[{"a": 1, "b": "x"}, {"a": 2}]',
+    '[]',
+    '{"a": 3, "b": "one object"}',                    # an object: an array of that one struct
+    '{"a": "bad", "b": "partial object"}',
+    '[{"a": 1}, {"a": "bad"}]',                       # a partial element kept
+    '[{"a": 1}, 5]',                                  # an element that is no object fails the array
+    '[{"a": 1}, null]',
+    '5',
+    '"text"',
+    'null',
+    '',
+    '[{"a": 1}',
+) + (None,))
+
+
+ARRAY_OF_SCALARS = CorpusCase("array-of-scalars", "ARRAY<INT>", _b(
+    '[1, 2, 3]', '[1, "x"]', '[1, null]', '{"a": 1}', '[]', '[[1]]', '1',
+))
+
+
+MAP_ROOT = CorpusCase("map-root", "MAP<STRING, STRUCT<n: BIGINT>>", _b(
+    '{"k": {"n": 1}, "j": {"n": 2}}',
+    '{"k": {"n": "bad"}}',                           # a partial value kept
+    '{"k": 5}',                                      # a value that is no object fails the map
+    '{}',
+    '[{"k": {"n": 1}}]',
+    '{"k": null, "k": {"n": 3}}',
+    'null',
+    '  ',
+    '{"k": {"n": 1}',
+))
+
+
 CASES = (ORDERS, STRINGS, INTEGERS, FLOATS, DECIMALS, DATETIMES, NESTED, BINARY_AND_CORRUPT, CASE_AND_JSON_FORM,
-         FLAGS, ZONED)
+         FLAGS, ZONED, ARRAY_ROOT, ARRAY_OF_SCALARS, MAP_ROOT)

@@ -48,9 +48,8 @@ DDL_HINT = 'write Spark DDL like "order_id BIGINT, customer STRING" or Spark\'s 
     ({"valueFormat": "json", "valueSchema": '{"type": "struct"}'},
      "option valueSchema cannot be read: it starts with '{' and is not Spark's JSON form of a StructType "
      f"(KeyError: 'fields'); {DDL_HINT}"),
-    ({"valueFormat": "json", "valueSchema": "ARRAY<STRUCT<a: INT>>"},
-     "option valueSchema cannot be read: it is not a Spark DDL schema: it is ARRAY<...>, and plain JSON is read into "
-     f"a struct (a column list); {DDL_HINT}"),
+    ({"valueFormat": "json", "valueSchema": "MAP<INT, STRING>"},
+     f"option valueSchema cannot be read: the schema is a map with int keys: JSON's are strings; {DDL_HINT}"),
     ({"valueFormat": "json", "valueSchema": "m MAP<INT, STRING>"},
      f"option valueSchema cannot be read: field m is a map with int keys: JSON's are strings; {DDL_HINT}"),
     ({"valueFormat": "json", "valueSchema": "a INT, a STRING"},
@@ -125,6 +124,9 @@ def test_a_parsed_plain_json_decoding_needs_no_registry_and_gives_the_struct_col
     ("t TIMESTAMP, n TIMESTAMP_NTZ, l TIMESTAMP_LTZ, d DATE, b BINARY, f REAL, g LONG",
      "struct<t:timestamp,n:timestamp_ntz,l:timestamp,d:date,b:binary,f:float,g:bigint>"),
     ("`a``b` int, e STRUCT<>", "struct<a`b:int,e:struct<>>"),
+    ("ARRAY<STRUCT<a: INT>>", "array<struct<a:int>>"),
+    ("map<string, array<double>>", "map<string,array<double>>"),
+    ("array INT, map STRING", "struct<array:int,map:string>"),
 ])
 def test_the_ddl_parser_reads_sparks_forms(ddl, simple):
     assert parse_ddl(ddl).simpleString() == simple

@@ -14,7 +14,6 @@ registry lost. Plain JSON needs no registry: its schema travels in the options (
 from __future__ import annotations
 
 import functools
-import json
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Literal
@@ -72,9 +71,9 @@ def _arrow_type(column: ColumnFormat) -> pa.DataType:
 
 
 def _plain_schema(reader: PlainJson):
-    from pyspark.sql.types import StructType
+    from kafkasource.formats.plain_json.schema import parse_json_type
 
-    return StructType.fromJson(json.loads(reader.schema_json))
+    return parse_json_type(reader.schema_json)
 
 
 @dataclass(frozen=True)

@@ -289,3 +289,24 @@ def _map_converter(value_of: Convert, name: str) -> Convert:
         return pairs
 
     return map_
+
+
+def root_converter(schema: DataType, zone, non_numeric: bool = True, skipped: str | None = None) -> Convert:
+    """The record's converter: a struct's (the corrupt-record field `skipped`), a map's, or an array's, which takes an
+    object as an array of that one struct where the elements are structs (Spark's SPARK-19595)."""
+    if isinstance(schema, StructType):
+        return struct_converter(schema, zone, non_numeric, skipped)
+    whole = converter(schema, zone, non_numeric)
+    if not isinstance(schema, ArrayType) or not isinstance(schema.elementType, StructType):
+        return whole
+    element = converter(schema.elementType, zone, non_numeric)
+
+    def array_root(v):
+        if not isinstance(v, Obj):
+            return whole(v)
+        try:
+            return [element(v)]
+        except Partial as partial:
+            raise Partial([partial.value], f"element 0: {partial.reason}") from None
+
+    return array_root

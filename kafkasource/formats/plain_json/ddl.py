@@ -2,10 +2,10 @@
 Python into pyspark's types.
 
 Why not pyspark's own _parse_datatype_string: it asks the JVM, and a Python data source's schema() runs in a Python
-worker that has no JVM gateway (nor a SparkSession). The grammar here is the part of Spark's that from_json's schemas
-use: the column list or one struct type, names plain or `back-quoted`, an optional colon before a field's type,
-NOT NULL and COMMENT '...' after it, and the types JSON can fill. tests/test_plain_json_schema.py checks the parse
-against Spark's own parser, string by string.
+worker that has no JVM gateway (nor a SparkSession). The grammar here is the part of Spark's that from_json's
+schemas use: the column list, or one struct, array or map type, names plain or `back-quoted`, an optional colon
+before a field's type in a struct, NOT NULL and COMMENT '...' after it, and the types JSON can fill.
+tests/test_plain_json.py checks the parse against Spark's own parser, string by string.
 """
 
 from __future__ import annotations
@@ -109,23 +109,20 @@ class _Tokens:
         return DdlError(f"{expected} at {found}")
 
 
-def parse_ddl(text: str) -> StructType:
-    """The struct `text` names: a column list (`a INT, b STRING`) or one STRUCT<...> type; DdlError otherwise."""
+def parse_ddl(text: str) -> DataType:
+    """The type `text` names: a column list (`a INT, b STRING`, a struct), or one STRUCT<...>, ARRAY<...> or MAP<...>
+    type, as from_json takes them; DdlError otherwise."""
     tokens = _Tokens(text)
     if not tokens.items:
         raise DdlError("the schema is empty")
     first = tokens.peek()
     opened = tokens.items[1:2] and tokens.items[1][1] == "<"
-    if first[0] == "word" and first[1].lower() in ("array", "map") and opened:
-        raise DdlError(f"it is {first[1].upper()}<...>, and plain JSON is read into a struct (a column list)")
-    if first[0] == "word" and first[1].lower() == "struct" and opened:
+    if first[0] == "word" and first[1].lower() in ("struct", "array", "map") and opened:
         parsed = _type(tokens)
     else:
         parsed = StructType(_fields(tokens, closing=None))
     if tokens.peek()[0] != "end":
         raise tokens.error("expected a comma and the next field, or the end of the schema")
-    if not isinstance(parsed, StructType):
-        raise DdlError("the schema must be a struct")
     return parsed
 
 

@@ -1,5 +1,6 @@
-"""valueSchema / keySchema: the struct plain JSON is read into, given as Spark's DDL ("order_id BIGINT, customer
-STRING") or Spark's JSON form of a StructType (what StructType.json() writes), and its Arrow type.
+"""valueSchema / keySchema: the struct plain JSON is read into (or the array or map, as from_json takes them), given
+as Spark's DDL ("order_id BIGINT, customer STRING") or Spark's JSON form of a StructType (what StructType.json()
+writes), and its Arrow type.
 
 The text is read where the options are (the driver's Python worker, without a JVM: kafkasource.formats.plain_json.ddl
 says why), and the executors get the struct's JSON form. Every field is read nullable, as from_json reads it.
@@ -54,27 +55,37 @@ class SchemaRefused(ValueError):
     """The schema text cannot be read, or holds a type plain JSON cannot fill; the message says which."""
 
 
-def read_schema(text: str) -> StructType:
-    """The struct `text` gives (DDL, or JSON when it starts with '{'), every field made nullable."""
+def read_schema(text: str) -> DataType:
+    """The struct (or array, or map) `text` gives (DDL, or JSON when it starts with '{'), every field made
+    nullable."""
     stripped = text.strip()
     if stripped.startswith("{"):
         try:
-            parsed = StructType.fromJson(json.loads(stripped))
+            parsed = parse_json_type(stripped)
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             raise SchemaRefused(
                 f"it starts with '{{' and is not Spark's JSON form of a StructType ({type(exc).__name__}: {exc})"
             ) from None
+        if not isinstance(parsed, (StructType, ArrayType, MapType)):
+            raise SchemaRefused(f"it is {parsed.simpleString()}: from_json reads a struct, an array or a map")
     else:
         try:
             parsed = parse_ddl(stripped)
         except DdlError as exc:
             raise SchemaRefused(f"it is not a Spark DDL schema: {exc}") from None
-    if not parsed.fields:
+    if isinstance(parsed, StructType) and not parsed.fields:
         raise SchemaRefused("it has no fields")
     problem = _unreadable(parsed, "")
     if problem is not None:
         raise SchemaRefused(problem)
-    return nullable(parsed)  # type: ignore[return-value]
+    return nullable(parsed)
+
+
+def parse_json_type(text: str) -> DataType:
+    """A type in Spark's JSON form (what DataType.json() writes): pyspark's own reader, which needs no JVM."""
+    from pyspark.sql.types import _parse_datatype_json_value
+
+    return _parse_datatype_json_value(json.loads(text))
 
 
 def _unreadable(data_type: DataType, path: str) -> str | None:
@@ -93,11 +104,13 @@ def _unreadable(data_type: DataType, path: str) -> str | None:
         return _unreadable(data_type.elementType, path)
     if isinstance(data_type, MapType):
         if not isinstance(data_type.keyType, StringType):
-            return f"field {path.rstrip('.')} is a map with {data_type.keyType.simpleString()} keys: JSON's are strings"
+            where = f"field {path.rstrip('.')}" if path else "the schema"
+            return f"{where} is a map with {data_type.keyType.simpleString()} keys: JSON's are strings"
         return _unreadable(data_type.valueType, path)
     if type(data_type) in _ARROW or isinstance(data_type, DecimalType):
         return None
-    return f"field {path.rstrip('.')} is {data_type.simpleString()}, which plain JSON is not read into here"
+    where = f"field {path.rstrip('.')}" if path else "the schema"
+    return f"{where} is {data_type.simpleString()}, which plain JSON is not read into here"
 
 
 def nullable(data_type: DataType) -> DataType:
