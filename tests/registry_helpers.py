@@ -50,7 +50,8 @@ ITEM_SCHEMAS = {
     "avro": {"type": "record", "name": "Item", "namespace": "shop", "fields": [
         {"name": "id", "type": "long"}, {"name": "name", "type": "string"}]},
     "json-schema": {"$schema": "http://json-schema.org/draft-07/schema#", "title": "Item", "type": "object",
-             "properties": {"id": {"type": "integer"}, "name": {"type": "string"}}, "required": ["id", "name"]},
+                    "properties": {"id": {"type": "integer"}, "name": {"type": "string"}},
+                    "required": ["id", "name"]},
 }
 
 

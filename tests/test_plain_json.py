@@ -12,6 +12,7 @@ import math
 import threading
 
 import pytest
+from pyspark.sql import Row
 from pyspark.sql import functions as F
 
 from tests.json_corpus import CASES, CorpusCase
@@ -179,6 +180,21 @@ def test_a_stream_decodes_plain_json_batch_by_batch_as_from_json_does(spark, kaf
     case = CorpusCase("stream", "id INT, tags ARRAY<STRING>", tuple(values))
     assert [_comparable(v) for v in ours] == [_comparable(v) for v in _from_json_values(spark, case)]
     assert _comparable(ours[1]) == {"id": None, "tags": None} and ours[4] is None
+
+
+def test_a_plain_json_key_beside_an_avro_value_from_the_registry(spark, kafka, schema_registry, topic, read_path):
+    from tests.registry_helpers import encode, item_serializer
+
+    value = encode(item_serializer(schema_registry, "avro"), topic, {"id": 1, "name": "a"})
+    kafka.produce(topic, [Record(0, b'{"customer": "ann", "n": 2}', value), Record(0, b"not json", value)])
+    options = base_options(kafka, subscribe=topic, startingOffsets="earliest", readPath=read_path,
+                           keyFormat="json", keySchema="customer STRING", valueFormat="avro",
+                           onDecodeError="keep", **{"schema.registry.url": schema_registry, "json.mode": "FAILFAST"})
+    rows = batch(spark, options).orderBy("offset").collect()
+    assert [(r.key, r.key_error, tuple(r.value), r.value_error) for r in rows] == [
+        (Row(customer="ann"), None, (1, "a"), None),
+        (None, "malformed JSON: unexpected character 'n' at character 0", (1, "a"), None),
+    ]
 
 
 # ---- what docs/plain-json.md lists as differences -------------------------------------------------------------
