@@ -12,9 +12,10 @@
 //! timestamps without a zone the same without the offset; map keys as Spark's toString of the key (integers,
 //! booleans, floats, decimals; dates as days and timestamps as microseconds since the epoch, as Spark prints them).
 //! Floats and doubles print the shortest digits that read back as the same value, in Double.toString's shape
-//! (`1.0E10`, `1.0E-5`, `0.001`, `"NaN"` and `"Infinity"` quoted): Java 19 and later print exactly those; Java 17's
-//! Double.toString sometimes prints a digit or two more, of the same value (kafkasource/formats/plain_json/
-//! native_encode.py says so too).
+//! (`1.0E10`, `1.0E-5`, `0.001`, `"NaN"` and `"Infinity"` quoted), the closest of them (halfway: the even one), as
+//! Java 19's Double.toString specification describes (Java 19 and later were not run against these). Java 17's
+//! sometimes prints a digit or two more, or a last digit that is not the closest, of the same value
+//! (kafkasource/formats/plain_json/native_encode.py says so too).
 //!
 //! Time zones: Rust has no time zone database without a crate, and pyarrow's own stops applying daylight saving
 //! rules after the last transition its files list (2037 or earlier), where Java's keeps applying them. So Python
@@ -351,7 +352,7 @@ fn write_decimal(out: &mut Vec<u8>, unscaled: i128, scale: u32) {
 /// A finite float as Java's Double.toString shapes it, from the shortest digits that read back as it (`shortest`,
 /// Rust's `{:e}`: "1.5e-7"). Where those are one digit, Java 19 and later print the two-digit decimal closest to
 /// the value (4.9E-324, not 5.0E-324): `two_digits` is that one (`{:.1e}`) when it reads back as the value.
-fn write_java_float(out: &mut Vec<u8>, shortest: &str, two_digits: impl FnOnce() -> Option<String>) {
+fn write_java_float(out: &mut Vec<u8>, value: f64, shortest: &str, two_digits: impl FnOnce() -> Option<String>) {
     let (mantissa, exponent) = shortest.split_once('e').unwrap_or((shortest, "0"));
     let (negative, mantissa) = match mantissa.strip_prefix('-') {
         Some(rest) => (true, rest),
@@ -362,6 +363,9 @@ fn write_java_float(out: &mut Vec<u8>, shortest: &str, two_digits: impl FnOnce()
     if digits == "0" {
         out.extend_from_slice(if negative { b"-0.0" } else { b"0.0" });
         return;
+    }
+    if let Some(even) = tie_to_even(&digits, value) {
+        digits = even;
     }
     if digits.len() == 1 {
         if let Some(two) = two_digits() {
@@ -398,11 +402,48 @@ fn write_java_float(out: &mut Vec<u8>, shortest: &str, two_digits: impl FnOnce()
     }
 }
 
+/// The significant digits of `value`'s exact decimal expansion (|value|), where it has at most 18 of them; None
+/// where it has more (no tie between two shortest candidates of up to 17 digits is possible then).
+fn exact_digits(value: f64) -> Option<String> {
+    let bits = value.abs().to_bits();
+    let (biased, fraction) = ((bits >> 52) & 0x7FF, bits & ((1 << 52) - 1));
+    let (mut m, mut e) = if biased == 0 { (fraction, -1074) } else { (fraction | 1 << 52, biased as i32 - 1075) };
+    if m == 0 {
+        return None;
+    }
+    e += m.trailing_zeros() as i32;
+    m >>= m.trailing_zeros(); // odd: m × 2^e has no trailing decimal zero but those of m's own factors of 5
+    let digits = if e >= 0 {
+        let v = u128::from(m).checked_shl(e as u32).filter(|v| *v < 10u128.pow(18) && e < 64)?;
+        v.to_string().trim_end_matches('0').to_string()
+    } else if -e <= 30 {
+        (u128::from(m) * 5u128.pow((-e) as u32)).to_string() // m × 2^e = m × 5^-e / 10^-e
+    } else {
+        return None;
+    };
+    Some(digits)
+}
+
+/// Where the value lies exactly halfway between two shortest candidates (2256344.75 as a float, between 2256344.7
+/// and 2256344.8), Java takes the one with the even last digit; Rust's `{:e}` takes the one further from zero.
+fn tie_to_even(shortest: &str, value: f64) -> Option<String> {
+    let exact = exact_digits(value)?;
+    if exact.len() != shortest.len() + 1 || !exact.ends_with('5') {
+        return None;
+    }
+    let down = &exact[..shortest.len()];
+    if (down.as_bytes()[down.len() - 1] - b'0').is_multiple_of(2) {
+        return Some(down.to_string());
+    }
+    let up = (down.parse::<u64>().ok()? + 1).to_string();
+    (up.len() == down.len()).then_some(up)
+}
+
 fn write_f64(out: &mut Vec<u8>, value: f64) {
     match value {
         v if v.is_nan() => out.extend_from_slice(b"\"NaN\""),
         v if v.is_infinite() => out.extend_from_slice(if v > 0.0 { b"\"Infinity\"" } else { b"\"-Infinity\"" }),
-        v => write_java_float(out, &format!("{v:e}"), || {
+        v => write_java_float(out, v, &format!("{v:e}"), || {
             let two = format!("{v:.1e}");
             (two.parse::<f64>() == Ok(v)).then_some(two)
         }),
@@ -413,7 +454,7 @@ fn write_f32(out: &mut Vec<u8>, value: f32) {
     match value {
         v if v.is_nan() => out.extend_from_slice(b"\"NaN\""),
         v if v.is_infinite() => out.extend_from_slice(if v > 0.0 { b"\"Infinity\"" } else { b"\"-Infinity\"" }),
-        v => write_java_float(out, &format!("{v:e}"), || {
+        v => write_java_float(out, f64::from(v), &format!("{v:e}"), || {
             let two = format!("{v:.1e}");
             (two.parse::<f32>() == Ok(v)).then_some(two)
         }),

@@ -98,8 +98,23 @@ def _shortest_f32(value: float) -> str:
             step = Decimal(1).scaleb(rounded.adjusted() - digits + 1)
             fitting = [c for c in (rounded - step, rounded, rounded + step) if _reads_back_f32(f"{c:e}", value)]
             if fitting:
-                return f"{min(fitting, key=lambda c: abs(c - exact)):e}"
+                # the closest; of two as close, the one whose last digit is even (Rust's choice, and Java's)
+                return f"{min(fitting, key=lambda c: (abs(c - exact), c.as_tuple().digits[-1] % 2)):e}"
     return repr(value)
+
+
+def _tie_to_even(shortest: str, value: float) -> str:
+    """Where the value lies exactly halfway between two shortest candidates (2256344.75 as a float, between 2256344.7
+    and 2256344.8), the one with the even last digit, as Java takes (and json_encode.rs, which Rust's `{:e}` does
+    not: it takes the one further from zero)."""
+    exact = "".join(map(str, Decimal(value).as_tuple().digits)).rstrip("0")
+    if len(exact) != len(shortest) + 1 or not exact.endswith("5"):
+        return shortest
+    down = exact[: len(shortest)]
+    if int(down[-1]) % 2 == 0:
+        return down
+    up = str(int(down) + 1)
+    return up if len(up) == len(down) else shortest
 
 
 def java_float(value: float, single: bool) -> str:
@@ -113,6 +128,7 @@ def java_float(value: float, single: bool) -> str:
     if value == 0:
         return "-0.0" if math.copysign(1.0, value) < 0 else "0.0"
     negative, digits, exponent = _split(_shortest_f32(value) if single else repr(value))
+    digits = _tie_to_even(digits, value)
     if len(digits) == 1:
         two = f"{value:.1e}"
         reads_back = _reads_back_f32(two, value) if single else float(two) == value

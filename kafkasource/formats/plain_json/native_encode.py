@@ -4,9 +4,10 @@ the extension is absent or does not cover the column, by the Python encoder (pla
 gives the same bytes.
 
 Byte for byte Spark's output (what native/src/json_encode.rs's docstring lists), with one exception: floats and
-doubles print the shortest digits that read back as the same value, as Java 19 and later's Double.toString and
-Float.toString do; Java 17's sometimes print one or two digits more of the same value (1.37342863480957901E18 where
-these print 1.373428634809579E18), which read back as the same float or double.
+doubles print the shortest digits that read back as the same value, the closest of those (halfway: the even one),
+as the specification of Java 19's Double.toString and Float.toString describes (tested against Java 17 only).
+Java 17's sometimes print one or two digits more (1.37342863480957901E18 where these print 1.373428634809579E18),
+or a last digit that is not the closest (-6.4699496E25 where these print -6.4699497E25): the same float or double.
 
 Not covered by either (NotImplementedError): map keys of binary, struct, list or map type (Spark writes the JVM's
 toString of its internal value, `[B@18ca596c` for binary), decimal256, Arrow types Spark does not give a struct's
