@@ -23,6 +23,7 @@
 //! hands over that table (the second each offset starts at, and the offset); each value looks its offset up.
 
 use std::ffi::{c_char, CStr};
+use std::io::Write;
 
 use pyo3::exceptions::{PyNotImplementedError, PyValueError};
 use pyo3::prelude::*;
@@ -345,7 +346,7 @@ fn write_decimal(out: &mut Vec<u8>, unscaled: i128, scale: u32) {
             out.push(b'.');
             out.extend_from_slice(&digits[1..]);
         }
-        out.extend_from_slice(format!("E{adjusted}").as_bytes());
+        let _ = write!(out, "E{adjusted}");
     }
 }
 
@@ -398,7 +399,7 @@ fn write_java_float(out: &mut Vec<u8>, value: f64, shortest: &str, two_digits: i
         out.push(d[0]);
         out.push(b'.');
         out.extend_from_slice(if d.len() > 1 { &d[1..] } else { b"0" });
-        out.extend_from_slice(format!("E{exponent}").as_bytes());
+        let _ = write!(out, "E{exponent}");
     }
 }
 
@@ -439,11 +440,19 @@ fn tie_to_even(shortest: &str, value: f64) -> Option<String> {
     (up.len() == down.len()).then_some(up)
 }
 
+/// Rust's `{:e}` of a float into a buffer on the stack rather than a String (one allocation less per value).
+fn shortest<'b>(buffer: &'b mut [u8; 48], text: std::fmt::Arguments<'_>) -> &'b str {
+    let mut cursor = std::io::Cursor::new(&mut buffer[..]);
+    let _ = cursor.write_fmt(text); // at most 24 bytes: "-1.7976931348623157e308"
+    let end = cursor.position() as usize;
+    std::str::from_utf8(&buffer[..end]).unwrap_or("0")
+}
+
 fn write_f64(out: &mut Vec<u8>, value: f64) {
     match value {
         v if v.is_nan() => out.extend_from_slice(b"\"NaN\""),
         v if v.is_infinite() => out.extend_from_slice(if v > 0.0 { b"\"Infinity\"" } else { b"\"-Infinity\"" }),
-        v => write_java_float(out, v, &format!("{v:e}"), || {
+        v => write_java_float(out, v, shortest(&mut [0; 48], format_args!("{v:e}")), || {
             let two = format!("{v:.1e}");
             (two.parse::<f64>() == Ok(v)).then_some(two)
         }),
@@ -454,7 +463,7 @@ fn write_f32(out: &mut Vec<u8>, value: f32) {
     match value {
         v if v.is_nan() => out.extend_from_slice(b"\"NaN\""),
         v if v.is_infinite() => out.extend_from_slice(if v > 0.0 { b"\"Infinity\"" } else { b"\"-Infinity\"" }),
-        v => write_java_float(out, f64::from(v), &format!("{v:e}"), || {
+        v => write_java_float(out, f64::from(v), shortest(&mut [0; 48], format_args!("{v:e}")), || {
             let two = format!("{v:.1e}");
             (two.parse::<f32>() == Ok(v)).then_some(two)
         }),
@@ -474,15 +483,28 @@ fn civil(days: i64) -> (i64, u32, u32) {
     (yoe + era * 400 + i64::from(month <= 2), month, day)
 }
 
+/// Two digits of 0 to 99, as {:02} writes them, without the formatting machinery (timestamps are most of a row's
+/// cost otherwise).
+fn push2(out: &mut Vec<u8>, n: i64) {
+    out.extend_from_slice(&[b'0' + (n / 10) as u8, b'0' + (n % 10) as u8]);
+}
+
 /// yyyy-MM-dd as Java's formatter writes it: four digits at least, a sign past 9999 and before year 0.
 fn write_date(out: &mut Vec<u8>, days: i64) {
     let (year, month, day) = civil(days);
-    let text = match year {
-        y if y > 9999 => format!("+{y}-{month:02}-{day:02}"),
-        y if y < 0 => format!("-{:04}-{month:02}-{day:02}", -y),
-        y => format!("{y:04}-{month:02}-{day:02}"),
-    };
-    out.extend_from_slice(text.as_bytes());
+    match year {
+        // write! into the Vec itself: no String allocated (writing to a Vec cannot fail)
+        y if y > 9999 => drop(write!(out, "+{y}")),
+        y if y < 0 => drop(write!(out, "-{:04}", -y)),
+        y => {
+            push2(out, y / 100);
+            push2(out, y % 100);
+        }
+    }
+    out.push(b'-');
+    push2(out, i64::from(month));
+    out.push(b'-');
+    push2(out, i64::from(day));
 }
 
 impl Writer<'_> {
@@ -493,15 +515,26 @@ impl Writer<'_> {
         let local = second + offset;
         write_date(out, local.div_euclid(86_400));
         let s = local.rem_euclid(86_400);
-        out.extend_from_slice(format!("T{:02}:{:02}:{:02}.{millis:03}", s / 3600, s / 60 % 60, s % 60).as_bytes());
+        out.push(b'T');
+        push2(out, s / 3600);
+        out.push(b':');
+        push2(out, s / 60 % 60);
+        out.push(b':');
+        push2(out, s % 60);
+        out.extend_from_slice(&[
+            b'.',
+            b'0' + (millis / 100) as u8,
+            b'0' + (millis / 10 % 10) as u8,
+            b'0' + (millis % 10) as u8,
+        ]);
         if zoned {
             if offset == 0 {
                 out.push(b'Z');
             } else {
                 let (sign, a) = if offset < 0 { ('-', -offset) } else { ('+', offset) };
-                out.extend_from_slice(format!("{sign}{:02}:{:02}", a / 3600, a / 60 % 60).as_bytes());
+                let _ = write!(out, "{sign}{:02}:{:02}", a / 3600, a / 60 % 60);
                 if a % 60 != 0 {
-                    out.extend_from_slice(format!(":{:02}", a % 60).as_bytes());
+                    let _ = write!(out, ":{:02}", a % 60);
                 }
             }
         }
@@ -532,7 +565,7 @@ impl Writer<'_> {
                     4 => i64::from(i32::from_le_bytes(b.try_into().unwrap())),
                     _ => i64::from_le_bytes(b.try_into().unwrap()),
                 };
-                out.extend_from_slice(value.to_string().as_bytes());
+                let _ = write!(out, "{value}");
             }
             Enc::F32(raw) => write_f32(out, f32::from_le_bytes(raw[p * 4..p * 4 + 4].try_into().unwrap())),
             Enc::F64(raw) => write_f64(out, f64::from_le_bytes(raw[p * 8..p * 8 + 8].try_into().unwrap())),
