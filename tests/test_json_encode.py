@@ -261,3 +261,27 @@ def test_an_offset_change_inside_an_hour_is_found_to_the_second():
         b'{"t":"2021-03-14T01:59:59.000-08:00"}', b'{"t":"2021-03-14T03:00:00.000-07:00"}', b"{}"]
     assert native_encode.zone_table(spring, "America/Los_Angeles") == ([-(2**63), 1615716000], [-28800, -25200])
     assert native_encode.zone_table(spring, "+05:30") == ([-(2**63)], [19800])
+
+
+def test_an_empty_column_encodes_to_no_rows():
+    array = pa.array([], pa.struct([("t", pa.timestamp("us", tz="UTC")), ("s", pa.string())]))
+    assert native_encode.encode_native(array, "Europe/Paris").to_pylist() == []
+    assert native_encode.encode_python(array, "Europe/Paris").to_pylist() == []
+
+
+def test_without_the_extension_encode_falls_back_to_the_python_encoder():
+    # a real process whose import of the extension fails, as on a node where it was not built
+    import subprocess
+    import sys
+
+    code = """import sys; sys.modules["kafkasource._native"] = None
+import datetime as dt, pyarrow as pa
+from kafkasource.formats.plain_json import native_encode
+assert not native_encode.available()
+t = pa.struct([("t", pa.timestamp("us", tz="UTC")), ("m", pa.map_(pa.string(), pa.float32()))])
+rows = [{"t": dt.datetime(1850, 1, 1, tzinfo=dt.timezone.utc), "m": [("k", 2256344.75)]}, None]
+print(native_encode.encode(pa.array(rows, t), "America/Los_Angeles").to_pylist())"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    assert done.stdout == (
+        "[b'{\"t\":\"1849-12-31T16:07:02.000-07:52:58\",\"m\":{\"k\":2256344.8}}', None]\n"
+    )
