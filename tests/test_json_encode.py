@@ -261,6 +261,9 @@ def test_an_offset_change_inside_an_hour_is_found_to_the_second():
         b'{"t":"2021-03-14T01:59:59.000-08:00"}', b'{"t":"2021-03-14T03:00:00.000-07:00"}', b"{}"]
     assert native_encode.zone_table(spring, "America/Los_Angeles") == ([-(2**63), 1615716000], [-28800, -25200])
     assert native_encode.zone_table(spring, "+05:30") == ([-(2**63)], [19800])
+    assert native_encode.zone_table(spring, "UTC+01:00") == ([-(2**63)], [3600])
+    assert native_encode.zone_table(spring, "GMT-8") == ([-(2**63)], [-28800])
+    assert _both(spring, "GMT-8")[0] == b'{"t":"2021-03-14T01:59:59.000-08:00"}'
 
 
 def test_an_empty_column_encodes_to_no_rows():

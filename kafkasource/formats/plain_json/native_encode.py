@@ -39,7 +39,7 @@ FIRST_SECOND = int((dt.datetime(1, 1, 2, tzinfo=dt.UTC) - EPOCH).total_seconds()
 LAST_SECOND = int((dt.datetime(9999, 12, 30, tzinfo=dt.UTC) - EPOCH).total_seconds())
 YEAR_10000 = int((dt.datetime(9999, 12, 31, tzinfo=dt.UTC) - EPOCH).total_seconds()) + 86400
 # Spark's fixed offsets ("+05:30", "-08", "+01:02:03") and its names of UTC
-FIXED = re.compile(r"^([+-])(\d\d)(?::?(\d\d))?(?::?(\d\d))?$")
+FIXED = re.compile(r"^([+-])(\d\d?)(?::?(\d\d))?(?::?(\d\d))?$")
 UTC_NAMES = {"UTC", "Z", "GMT", "UT", "Etc/UTC", "Etc/GMT"}
 
 
@@ -53,6 +53,10 @@ def fixed_offset(time_zone: str) -> int | None:
     """The offset in seconds of a zone that has one offset ("UTC", "+05:30"); None for a zone with rules."""
     if time_zone in UTC_NAMES:
         return 0
+    for prefix in ("UTC", "GMT", "UT"):  # Java's ZoneId takes "UTC+01:00", "GMT-8": the offset after the prefix
+        if time_zone.startswith(prefix) and time_zone[len(prefix) : len(prefix) + 1] in ("+", "-"):
+            time_zone = time_zone[len(prefix) :]
+            break
     match = FIXED.match(time_zone)
     if match is None:
         return None
