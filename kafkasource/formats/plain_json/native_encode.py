@@ -100,9 +100,10 @@ def zone_table(array: pa.Array, time_zone: str) -> tuple[list[int], list[int]]:
     """(starts, offsets): the UTC offset (seconds east) in force from each start (seconds since the epoch) on,
     covering every zoned timestamp in `array` in the session's `time_zone` (a zone name or a fixed offset).
 
-    Offsets change at most once an hour in any zone of the tz database (transitions are months, at the least
-    weeks, apart), so for each hour that holds a timestamp the offsets at its first and last second tell whether
-    one starts inside it, and a bisection finds the second it starts at."""
+    Offsets change at most once an hour in any zone of the tz database (the closest two transitions it lists, in
+    Africa/Freetown, are four days apart), so for each hour that holds a timestamp the offsets at its first and
+    last second tell whether one starts inside it, and a bisection finds the second it starts at. An hour costs
+    two zoneinfo calls: a batch of recent events spans a few hours."""
     fixed = fixed_offset(time_zone)
     if fixed is not None:
         return [-(2**63)], [fixed]
