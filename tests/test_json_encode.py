@@ -288,3 +288,21 @@ print(native_encode.encode(pa.array(rows, t), "America/Los_Angeles").to_pylist()
     assert done.stdout == (
         "[b'{\"t\":\"1849-12-31T16:07:02.000-07:52:58\",\"m\":{\"k\":2256344.8}}', None]\n"
     )
+
+
+def test_deep_nesting_as_spark_writes_it(spark):
+    # no null row here: pyspark's toArrow refuses a null struct whose fields Spark calls non-nullable (the corpus
+    # has null rows)
+    frame = spark.sql("""SELECT id, named_struct(
+        'aa', array(array(cast(id as int), NULL), NULL, array()),
+        'am', array(map('k', named_struct('d', date_add(date'0001-01-01', cast(id as int)), 'n', CAST(NULL AS int))),
+                    NULL, map()),
+        'mm', map('outer', map('inner', cast(concat('b', id) as binary), 'none', CAST(NULL AS binary))),
+        's', named_struct('t', named_struct('u', IF(id = 1, NULL, array(named_struct('v', id * 1.5d))))),
+        'e', named_struct('x', CAST(NULL AS string))) AS v FROM range(5)""")
+    expected, column = _spark_and_arrow(spark, frame, "Europe/Dublin")
+    native = native_encode.encode_native(column, "Europe/Dublin").to_pylist()
+    assert native == native_encode.encode_python(column, "Europe/Dublin").to_pylist()
+    assert native == [text.encode() for text in expected]
+    assert native[1] == (b'{"aa":[[1,null],null,[]],"am":[{"k":{"d":"0001-01-02"}},null,{}],'
+                         b'"mm":{"outer":{"inner":"YjE=","none":null}},"s":{"t":{}},"e":{}}')
