@@ -360,28 +360,32 @@ fn write_java_float(out: &mut Vec<u8>, value: f64, shortest: &str, two_digits: i
         None => (false, mantissa),
     };
     let mut exponent: i64 = exponent.parse().unwrap_or(0);
-    let mut digits: String = mantissa.chars().filter(|c| *c != '.').collect();
-    if digits == "0" {
+    // the digits on the stack; a String only where a tie or the two-digit rule replaces them (rare)
+    let mut stack = [0u8; 32];
+    let mut len = 0;
+    for c in mantissa.bytes().filter(|c| *c != b'.').take(stack.len()) {
+        stack[len] = c;
+        len += 1;
+    }
+    if &stack[..len] == b"0" {
         out.extend_from_slice(if negative { b"-0.0" } else { b"0.0" });
         return;
     }
-    if let Some(even) = tie_to_even(&digits, value) {
-        digits = even;
-    }
-    if digits.len() == 1 {
+    let mut replaced = tie_to_even(len, value);
+    if len == 1 {
         if let Some(two) = two_digits() {
             let (m, e) = two.split_once('e').unwrap_or((&two, "0"));
             let m = m.trim_start_matches('-');
             if !m.ends_with('0') {
-                digits = m.replace('.', "");
+                replaced = Some(m.replace('.', ""));
                 exponent = e.parse().unwrap_or(exponent);
             }
         }
     }
+    let d = replaced.as_ref().map_or(&stack[..len], |digits| digits.as_bytes());
     if negative {
         out.push(b'-');
     }
-    let d = digits.as_bytes();
     if (-3..7).contains(&exponent) {
         if exponent >= 0 {
             let int = exponent as usize + 1;
@@ -403,9 +407,9 @@ fn write_java_float(out: &mut Vec<u8>, value: f64, shortest: &str, two_digits: i
     }
 }
 
-/// The significant digits of `value`'s exact decimal expansion (|value|), where it has at most 18 of them; None
-/// where it has more (no tie between two shortest candidates of up to 17 digits is possible then).
-fn exact_digits(value: f64) -> Option<String> {
+/// The significand of `value`'s exact decimal expansion (|value|, trailing zeros dropped), where it has at most 18
+/// digits; None where it has more (no tie between two shortest candidates of up to 17 digits is possible then).
+fn exact_significand(value: f64) -> Option<u128> {
     let bits = value.abs().to_bits();
     let (biased, fraction) = ((bits >> 52) & 0x7FF, bits & ((1 << 52) - 1));
     let (mut m, mut e) = if biased == 0 { (fraction, -1074) } else { (fraction | 1 << 52, biased as i32 - 1075) };
@@ -414,30 +418,30 @@ fn exact_digits(value: f64) -> Option<String> {
     }
     e += m.trailing_zeros() as i32;
     m >>= m.trailing_zeros(); // odd: m × 2^e has no trailing decimal zero but those of m's own factors of 5
-    let digits = if e >= 0 {
-        let v = u128::from(m).checked_shl(e as u32).filter(|v| *v < 10u128.pow(18) && e < 64)?;
-        v.to_string().trim_end_matches('0').to_string()
+    if e >= 0 {
+        let mut v = u128::from(m).checked_shl(e as u32).filter(|v| *v < 10u128.pow(18) && e < 64)?;
+        while v % 10 == 0 {
+            v /= 10;
+        }
+        Some(v)
     } else if -e <= 30 {
-        (u128::from(m) * 5u128.pow((-e) as u32)).to_string() // m × 2^e = m × 5^-e / 10^-e
+        Some(u128::from(m) * 5u128.pow((-e) as u32)) // m × 2^e = m × 5^-e / 10^-e
     } else {
-        return None;
-    };
-    Some(digits)
+        None
+    }
 }
 
-/// Where the value lies exactly halfway between two shortest candidates (2256344.75 as a float, between 2256344.7
-/// and 2256344.8), Java takes the one with the even last digit; Rust's `{:e}` takes the one further from zero.
-fn tie_to_even(shortest: &str, value: f64) -> Option<String> {
-    let exact = exact_digits(value)?;
-    if exact.len() != shortest.len() + 1 || !exact.ends_with('5') {
+/// Where the value lies exactly halfway between two shortest candidates of `digits` digits (2256344.75 as a
+/// float, between 2256344.7 and 2256344.8), Java takes the one with the even last digit; Rust's `{:e}` takes the one
+/// further from zero. The digits of the even one, where there is such a tie.
+fn tie_to_even(digits: usize, value: f64) -> Option<String> {
+    let exact = exact_significand(value)?;
+    if exact % 10 != 5 || exact.ilog10() as usize + 1 != digits + 1 {
         return None;
     }
-    let down = &exact[..shortest.len()];
-    if (down.as_bytes()[down.len() - 1] - b'0').is_multiple_of(2) {
-        return Some(down.to_string());
-    }
-    let up = (down.parse::<u64>().ok()? + 1).to_string();
-    (up.len() == down.len()).then_some(up)
+    let down = exact / 10;
+    let even = if down % 2 == 0 { down } else { down + 1 };
+    (even.ilog10() as usize + 1 == digits).then(|| even.to_string())
 }
 
 /// Rust's `{:e}` of a float into a buffer on the stack rather than a String (one allocation less per value).
