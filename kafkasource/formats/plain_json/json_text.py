@@ -2,9 +2,11 @@
 byte the native encoder's output (native/src/json_encode.rs, whose docstring lists what Spark writes for each
 type). Used where the extension is absent or does not cover a column; the tests run both over the same rows.
 
-json.dumps differs from Spark's Jackson generator in spaces, escapes (it writes \\u00e9 or keeps DEL differently,
-lower case hex), floats (1e+20 against 1.0E20) and NaN, so each type is written here as Jackson writes it. Columns
-are converted a whole array at a time (the children of a struct, the items of a list) rather than per value.
+json.dumps differs from Spark's Jackson generator in spaces (", " and ": "), escapes (\\u00e9 for é and
+\\u007f for DEL with its default ensure_ascii, \\u001f in lower case hex where Jackson writes \\u001F), floats
+(1e+20 where Spark writes 1.0E20, NaN bare where Spark quotes it), so each type is written here as Jackson writes
+it. Columns are converted a whole array at a time (the children of a struct, the items of a list) rather than value
+by value.
 """
 
 from __future__ import annotations
