@@ -306,3 +306,9 @@ def test_deep_nesting_as_spark_writes_it(spark):
     assert native == [text.encode() for text in expected]
     assert native[1] == (b'{"aa":[[1,null],null,[]],"am":[{"k":{"d":"0001-01-02"}},null,{}],'
                          b'"mm":{"outer":{"inner":"YjE=","none":null}},"s":{"t":{}},"e":{}}')
+
+
+def test_an_unknown_time_zone_is_refused_by_name():
+    array = pa.array([{"t": 0}], pa.struct([("t", pa.timestamp("us", tz="UTC"))]))
+    with pytest.raises(ValueError, match=r"^unknown time zone 'Mars/Olympus_Mons'$"):
+        native_encode.encode(array, "Mars/Olympus_Mons")
