@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 
 from kafkasource.errors import ColumnError, OptionError
+from kafkasource.formats.plain_json.options import PlainJsonWriting
 from kafkasource.formats.registry import RegistrySchema, SchemaChoice, sink_schema
 from kafkasource.formats.shapes import RowError, SchemaUnfit, check_fit, convert, first_problems
 from kafkasource.formats.table import FORMATS, Format, NativeEncoder
@@ -32,7 +33,7 @@ from kafkasource.formats.table import FORMATS, Format, NativeEncoder
 class ColumnEncoding:
     column: str
     format: Format
-    schema: RegistrySchema
+    schema: RegistrySchema | PlainJsonWriting  # a registry format's writer schema, or how plain JSON is written
     message: str | None = None
 
 
@@ -161,9 +162,12 @@ def encode_columns(
     arrays = {name: batch.column(name) for name in batch.schema.names}
     bad: BadRows = {}
     for column in encoding.columns:
+        if isinstance(column.schema, PlainJsonWriting):  # every struct has its JSON text: no row is unfit
+            arrays[column.column] = _plain_json(batch.column(column.column), column.schema, native)
+            continue
         chosen = encoder(column.column, column.format, column.schema, column.message)
         array = batch.column(column.column)
-        encoded = _native_encode(column, array) if native else None
+        encoded = _native_encode(column, column.schema, array) if native else None
         if encoded is not None:
             arrays[column.column], native_bad = encoded
             for row, reason in native_bad:
@@ -183,15 +187,22 @@ def encode_columns(
     return arrays, bad
 
 
+def _plain_json(array: pa.Array, writing: PlainJsonWriting, native: bool) -> pa.Array:
+    from kafkasource.formats.plain_json import native_encode
+
+    encode = native_encode.encode if native else native_encode.encode_python
+    return encode(array, writing.time_zone, writing.ignore_null_fields)
+
+
 _NATIVE: dict[tuple, NativeEncoder | None] = {}  # per process: each writer schema's native plan made once
 
 
-def _native_encode(column: ColumnEncoding, array: pa.Array):
+def _native_encode(column: ColumnEncoding, schema: RegistrySchema, array: pa.Array):
     """(payloads, [(row, reason or None)]) from the format's native encoder; None where there is none, or it does
     not cover the schema or this column's Arrow type (kafkasource.formats.avro.native_encode says which)."""
-    key = (column.column, column.schema)
+    key = (column.column, schema)
     if key not in _NATIVE:
-        _NATIVE[key] = FORMATS[column.format].code.native_encoder(column.schema, column.column)
+        _NATIVE[key] = FORMATS[column.format].code.native_encoder(schema, column.column)
     found = _NATIVE[key]
     if found is None:
         return None

@@ -18,8 +18,15 @@ from kafkasource.formats.decoding import (
     fetch_reader,
 )
 from kafkasource.formats.encoding import ColumnEncoding, Encoding, writer_column
-from kafkasource.formats.plain_json.options import JSON_OPTIONS, PREFIX, read_json_options
+from kafkasource.formats.plain_json.options import (
+    JSON_OPTIONS,
+    PREFIX,
+    SINK_JSON_OPTIONS,
+    read_json_options,
+    read_writing_options,
+)
 from kafkasource.formats.plain_json.schema import SchemaRefused, read_schema
+from kafkasource.formats.plain_json.sink_column import check_json_column
 from kafkasource.formats.registry import SchemaChoice, registry_config
 from kafkasource.formats.table import FORMAT_NAMES, FORMATS, PLAIN_JSON, Format
 from kafkasource.options.values import check_topic_name, option_text, read_bool
@@ -46,14 +53,11 @@ SOURCE_FORMAT_OPTIONS = (
 )
 # the registry's options, which plain JSON takes none of
 REGISTRY_COLUMN_OPTIONS = ("Subject", "SchemaVersion", "SchemaId", "Message")
-# the sink's (the reader's, but for what to do with a record that does not decode and plain JSON's);
+# the sink's (the reader's, but for what to do with a record that does not decode and plain JSON's reading);
 # schema.registry.* besides
 SINK_FORMAT_OPTIONS = tuple(
     o for o in SOURCE_FORMAT_OPTIONS if o not in ("onDecodeError", "valueSchema", "keySchema", *JSON_OPTIONS)
-) + (
-    "auto.register.schemas",
-    "deadLetterTopic",
-)
+) + ("auto.register.schemas", "deadLetterTopic", *SINK_JSON_OPTIONS)
 
 
 def read_format(options: Mapping[str, str], column: str) -> Format:
@@ -237,16 +241,18 @@ def parse_encoding(raw_options: Mapping[str, str], schema, topic: str | None) ->
     if dead_letter is not None:
         check_topic_name("deadLetterTopic", dead_letter)
     types = {f.name: f.dataType for f in schema.fields}
-    config = registry_config(options)
+    _check_plain_json_sink_options(options, formats)
+    registry = any(formats[column] != PLAIN_JSON for column in encoded)
+    config = registry_config(options) if registry else {}
+    writing = read_writing_options(options) if PLAIN_JSON in formats.values() else None
     columns: list[ColumnEncoding] = []
     for column in encoded:
         fmt = formats[column]
         if fmt == PLAIN_JSON:
-            raise OptionError(
-                f"option {column}Format=json (plain JSON) is read by the source only: the sink writes a string "
-                f"{column} column as it is, so write to_json(struct(...)) AS {column} and remove {column}Format, "
-                f"or set {column}Format=json-schema to write JSON Schema through the registry"
-            )
+            assert writing is not None
+            check_json_column(column, types.get(column))
+            columns.append(ColumnEncoding(column, PLAIN_JSON, writing))
+            continue
         if column not in types:
             raise ColumnError(
                 f"option {column}Format is {fmt}, but the DataFrame has no {column} column; add one (a struct "
@@ -257,6 +263,26 @@ def parse_encoding(raw_options: Mapping[str, str], schema, topic: str | None) ->
         choice = SchemaChoice(_writer_subject(options, column, schema_id, topic), version, schema_id)
         columns.append(writer_column(config, column, fmt, choice, message, types[column], auto_register))
     return Encoding(tuple(columns), dead_letter, config)
+
+
+def _check_plain_json_sink_options(options: Mapping[str, str], formats: Mapping[str, Format]) -> None:
+    """Refuses the registry's options beside plain JSON, and plain JSON's beside the other formats."""
+    for column in COLUMNS:
+        if formats[column] != PLAIN_JSON:
+            continue
+        named = [f"{column}{o}" for o in REGISTRY_COLUMN_OPTIONS if options.get(f"{column}{o}".lower()) is not None]
+        if named:
+            raise OptionError(
+                f"option {named[0]} names a schema in the registry; {column}Format=json writes the {column} struct "
+                f"as plain JSON (to_json's text): remove {named[0]}, or set {column}Format=json-schema to write "
+                "JSON Schema through the registry"
+            )
+    if PLAIN_JSON not in formats.values():
+        named = [name for name in SINK_JSON_OPTIONS if options.get(name.lower()) is not None]
+        if named:
+            raise OptionError(
+                f"option {named[0]} applies to plain JSON; set valueFormat=json or keyFormat=json, or remove it"
+            )
 
 
 def _writer_subject(options: Mapping[str, str], column: str, schema_id: int | None, topic: str | None) -> str | None:

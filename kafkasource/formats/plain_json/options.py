@@ -9,8 +9,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
+import pyarrow as pa
+
 from kafkasource.errors import OptionError
 from kafkasource.formats.plain_json.datetimes import zone
+from kafkasource.formats.plain_json.native_encode import zone_table
 from kafkasource.formats.plain_json.text import Flags
 
 JsonMode = Literal["PERMISSIVE", "FAILFAST"]
@@ -75,3 +78,39 @@ def read_json_options(options: Mapping[str, str]) -> PlainJsonOptions:
         )
     corrupt = options.get("json.columnnameofcorruptrecord", "_corrupt_record")
     return PlainJsonOptions(mode, Flags(**flags), time_zone, corrupt)  # type: ignore[arg-type]
+
+
+# ---- the sink's ------------------------------------------------------------------------------------------------
+
+# the to_json options the sink's plain JSON reads; the json.* options of the source are refused on the sink
+SINK_JSON_OPTIONS = ("json.timeZone", "json.ignoreNullFields")
+
+
+@dataclass(frozen=True)
+class PlainJsonWriting:
+    """How the sink writes a struct column as plain JSON: to_json's time zone and ignoreNullFields."""
+
+    # to_json's default is the session's time zone, which a Python sink cannot see: UTC unless json.timeZone says
+    time_zone: str = "UTC"
+    ignore_null_fields: bool = True
+
+
+def read_writing_options(options: Mapping[str, str]) -> PlainJsonWriting:
+    """The sink's json.* options (lower-case names, values stripped) read; OptionError naming the first bad one."""
+    for name in JSON_OPTIONS:
+        if name not in SINK_JSON_OPTIONS and options.get(name.lower()) is not None:
+            raise OptionError(
+                f"option {name} is a source option of plain JSON; the sink writes JSON as to_json does, with "
+                f"{' and '.join(SINK_JSON_OPTIONS)} only: remove it"
+            )
+    raw = options.get("json.ignorenullfields", "true")
+    if raw.lower() not in ("true", "false"):
+        raise OptionError(f"option json.ignoreNullFields must be true or false, got {raw[:40]!r}")
+    time_zone = options.get("json.timezone", "UTC")
+    try:  # the encoders' own reading of the zone (they take fewer names than the source's reader)
+        zone_table(pa.array([], pa.int64()), time_zone)
+    except ValueError:
+        raise OptionError(
+            f"option json.timeZone must be a region (Europe/Paris) or an offset (+01:00, UTC), got {time_zone[:40]!r}"
+        ) from None
+    return PlainJsonWriting(time_zone, raw.lower() == "true")
