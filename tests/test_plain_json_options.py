@@ -92,18 +92,6 @@ def test_an_unknown_json_option_suggests_the_closest():
     assert str(error.value).startswith("unknown option 'json.timezon': did you mean json.timeZone? ")
 
 
-def test_the_sink_refuses_plain_json_saying_what_to_write():
-    from pyspark.sql.types import StringType, StructField, StructType
-
-    schema = StructType([StructField("value", StringType())])
-    with pytest.raises(OptionError) as error:
-        parse_encoding({"valueFormat": "json", "topic": "t"}, schema, "t")
-    assert str(error.value) == (
-        "option valueFormat=json (plain JSON) is read by the source only: the sink writes a string value column as "
-        "it is, so write to_json(struct(...)) AS value and remove valueFormat, or set valueFormat=json-schema to "
-        "write JSON Schema through the registry")
-
-
 def test_a_parsed_plain_json_decoding_needs_no_registry_and_gives_the_struct_column():
     parsed = parse_options({**BASE, "valueFormat": "JSON", "valueSchema": "order_id BIGINT, tags ARRAY<STRING>",
                             "json.mode": "failfast", "json.timeZone": "Europe/Paris", "onDecodeError": "keep"})
