@@ -14,7 +14,6 @@ from kafkasource.formats.plain_json.options import PlainJsonOptions
 from kafkasource.formats.plain_json.schema import read_schema
 from kafkasource.formats.plain_json.written import java_double
 from kafkasource.options import parse_options
-from kafkasource.options.formats import parse_encoding
 
 BASE = {"kafka.bootstrap.servers": "127.0.0.1:9", "subscribe": "orders"}
 DDL_HINT = 'write Spark DDL like "order_id BIGINT, customer STRING" or Spark\'s JSON form of a StructType'
