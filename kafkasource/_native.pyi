@@ -2,8 +2,8 @@
 callers against, since a compiled module offers no signatures of its own. Results are the plain tuples the
 extension returns; kafkasource.runtime.native_results names their fields.
 
-Keep in step with native/src/lib.rs, consumer.rs (consumer/columns.rs), producer.rs, arrow_buffers.rs, avro.rs and
-avro_encode.rs.
+Keep in step with native/src/lib.rs, consumer.rs (consumer/columns.rs), producer.rs, arrow_buffers.rs, avro.rs,
+avro_encode.rs and json_encode.rs.
 """
 
 from collections.abc import Callable
@@ -154,3 +154,11 @@ def encode_avro(
 ) -> tuple[int, BinaryBuffers, list[tuple[int, str | None]]]:
     """(payload count, the payloads' buffers, the rows that do not fit with why); NotImplementedError where
     this encoder does not cover the schema and column."""
+
+def encode_json(
+    column: object, zone_starts: list[int], zone_offsets: list[int], ignore_null_fields: bool
+) -> tuple[int, BinaryBuffers]:
+    """(row count, the JSON texts' buffers) of a struct column written as Spark's to_json writes it, a null row a
+    null text; the UTC offsets in force from each start second on cover its zoned timestamps
+    (kafkasource.formats.plain_json.native_encode.zone_table). NotImplementedError where this encoder does not
+    cover the column."""

@@ -111,6 +111,36 @@ def test_a_replayed_batch_is_written_once_under_exactly_once_and_again_under_at_
     assert twice > 0, "the replayed batch held records"
     assert without_offsets(at_least_once) == expected
 
+def test_an_exactly_once_task_puts_its_keyless_records_in_one_partition_turning_with_the_batch(
+        spark, kafka, tmp_path, write_path):
+    """Exactly-once, the topic option and no partition column: a task's records without a key go to one partition,
+    (its Spark partition + the batch id) modulo the topic's 4 partitions, so its transaction touches few; keyed
+    records land where the partitioner puts them, as at-least-once puts them. One source partition, batches of 10."""
+    source = kafka.create_topic(kafka.unique_name("placed-in"), 1)
+    produced = kafka.produce(source, [Record(0, None if i % 3 else f"k{i}".encode(), f"v{i}".encode())
+                                      for i in range(25)])
+    written = {}
+    for guarantee in ("exactly-once", "at-least-once"):
+        sink = kafka.create_topic(kafka.unique_name(f"placed-out-{guarantee}"), 4)
+        options = {"topic": sink, "deliveryGuarantee": guarantee, "writePath": write_path}
+        if guarantee == "exactly-once":
+            options["transactionalIdPrefix"] = sink
+        df = stream(spark, base(kafka, subscribe=source, startingOffsets="earliest", maxOffsetsPerTrigger="10"))
+        writer = df.selectExpr("key", "value").writeStream.format("kafkasource").trigger(availableNow=True)
+        for name, value in {**base(kafka), **options}.items():
+            writer = writer.option(name, value)
+        finish_available_now(writer.option("checkpointLocation", str(tmp_path / guarantee)).start())
+        written[guarantee] = {value: partition for partition, _, _, value, _ in
+                              read_topic(kafka, sink, 4, read_committed=True)}
+
+    values = [r.value for r in produced]
+    assert sorted(written["exactly-once"]) == sorted(values) == sorted(written["at-least-once"])
+    keyless = {r.value: r.offset // 10 % 4 for r in produced if r.key is None}  # batch b (offsets 10b..) to b
+    keyed = {r.value: written["at-least-once"][r.value] for r in produced if r.key is not None}
+    assert len(keyless) == 16 and set(keyless.values()) == {0, 1, 2}
+    assert written["exactly-once"] == {**keyless, **keyed}
+
+
 def test_an_aborted_transaction_stays_invisible_to_read_committed(spark, kafka):
     prefix = kafka.unique_name("abort-sink")
     rows = [(f"small-{i}".encode(), 0) for i in range(5)] + [(b"x" * 5_000, 1)]

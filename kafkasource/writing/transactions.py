@@ -57,6 +57,7 @@ from kafkasource.writing.markers import (
     send_marker,
 )
 from kafkasource.writing.native_producer import MESSAGE_COLUMNS, NativeProducer, message_batches
+from kafkasource.writing.placement import place_keyless
 from kafkasource.writing.producer import (
     SinkProducer,
     close,
@@ -260,7 +261,8 @@ def write_transaction(
             healthy = ended
             return Outcome(0, replayed=True)
         earlier = kept.last_marker.followed(batch.query_id) if kept.last_marker else ()
-        count = _write(kept, options, digested, batch, partition_id, earlier, digest, timeout, tid, began)
+        placed = place_keyless(digested, kept.consumer, partition_id + batch.batch_id)
+        count = _write(kept, options, placed, batch, partition_id, earlier, digest, timeout, tid, began)
         kept.last_marker = Marker(batch.query_id, batch.batch_id, digest.records, digest.hexdigest(), earlier)
         healthy = True
         return Outcome(count)
@@ -309,7 +311,7 @@ def _send_first_marker(
             error = fatal_cause(kept.producer, error)
         if error.code() in FENCED or error.fatal():
             return False
-        failure = _transaction_error(error, kept.deliveries, options, tid, batch)
+        failure = _transaction_error(error, kept.deliveries, options, tid)
         _abort(kept.producer, error, True, timeout, tid, options)
         raise failure from None
     return True
@@ -356,7 +358,7 @@ def _write(
         producer.commit_transaction(timeout)
         return count
     except KafkaException as exc:
-        error = _transaction_error(exc.args[0], deliveries, options, tid, batch, time.monotonic() - opened)
+        error = _transaction_error(exc.args[0], deliveries, options, tid, time.monotonic() - opened)
         _abort(producer, exc.args[0], begun, timeout, tid, options)
         raise error from None
     except DeliveryError as exc:
@@ -403,12 +405,7 @@ def _learn_brokers(producer: SinkProducer) -> None:
 
 
 def _transaction_error(
-    error: KafkaError,
-    deliveries: Deliveries,
-    options: SinkOptions,
-    tid: str,
-    batch: MarkedBatch,
-    open_seconds: float = 0.0,
+    error: KafkaError, deliveries: Deliveries, options: SinkOptions, tid: str, open_seconds: float = 0.0
 ) -> Exception:
     """What a failed transactional call means: the first failed record where some failed (a commit only says that
     some did), else the call's own error, placed at the marker topic when it concerns the marker; a fence met after

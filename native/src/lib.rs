@@ -8,7 +8,8 @@
 //!   partition_list.rs: librdkafka's topic partition list, which both hand it;
 //! - arrow_buffers.rs: the Arrow buffers Rust hands to Python; arrow_ffi.rs: the Arrow C Data Interface, as Rust
 //!   receives pyarrow's columns;
-//! - avro.rs, avro_encode.rs: the Avro decoder and the sink's Avro encoder.
+//! - avro.rs, avro_encode.rs: the Avro decoder and the sink's Avro encoder; json_encode.rs: the sink's plain JSON
+//!   encoder (Spark's to_json).
 //!
 //! This module registers what Python sees and holds the C string conversions all of them use. librdkafka is linked
 //! statically from the `rdkafka-sys` crate; the extension exports only its Python entry point, so this copy never
@@ -29,7 +30,9 @@ mod avro;
 // the sink's Avro encoder: encode_avro and the AvroEncodePlan it follows
 mod avro_encode;
 mod client;
+// the sink's plain JSON encoder: encode_json
 mod consumer;
+mod json_encode;
 mod partition_list;
 mod producer;
 mod token;
@@ -60,6 +63,7 @@ fn librdkafka_version() -> String {
 fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<consumer::Consumer>()?;
     avro_encode::register(module)?;
+    json_encode::register(module)?;
     module.add_class::<arrow_buffers::Buffer>()?;
     module.add_class::<consumer::TakenRows>()?;
     module.add_class::<consumer::HeaderBuffers>()?;
