@@ -12,7 +12,8 @@ from kafkasource.formats.plain_json.ddl import parse_ddl
 from kafkasource.formats.plain_json.decode import PlainJsonDecoder
 from kafkasource.formats.plain_json.options import PlainJsonOptions
 from kafkasource.formats.plain_json.schema import read_schema
-from kafkasource.formats.plain_json.written import java_double
+from kafkasource.formats.plain_json.text import Flt, Obj
+from kafkasource.formats.plain_json.written import java_text
 from kafkasource.options import parse_options
 
 BASE = {"kafka.bootstrap.servers": "127.0.0.1:9", "subscribe": "orders"}
@@ -126,11 +127,16 @@ def test_a_schema_is_read_nullable_throughout_as_from_json_reads_it():
 
 
 @pytest.mark.parametrize("value, text", [
-    (1.5, "1.5"), (1000.0, "1000.0"), (1e20, "1.0E20"), (1e-5, "1.0E-5"), (0.001, "0.001"), (0.0001, "1.0E-4"),
-    (1234567.0, "1234567.0"), (12345678.0, "1.2345678E7"), (-0.0, "-0.0"), (123.456, "123.456"),
+    ("1.50", "1.5"), ("1e3", "1000.0"), ("1e20", "1.0E20"), ("1E-5", "1.0E-5"), ("0.001", "0.001"),
+    ("0.0001", "1.0E-4"), ("1234567.0", "1234567.0"), ("12345678.0", "1.2345678E7"), ("-0.0", "-0.0"),
+    ("NaN", '"NaN"'), ("-Infinity", '"-Infinity"'),
 ])
-def test_numbers_are_written_as_javas_double_to_string(value, text):
-    assert java_double(value) == text
+def test_numbers_in_a_string_field_are_written_as_javas_double_to_string(value, text):
+    assert java_text(Flt(value)) == text
+
+
+def test_strings_in_a_string_field_keep_jacksons_escapes_and_pair_characters_past_the_bmp():
+    assert java_text(Obj([("k", 'é"\\\x01\n😀')])) == '{"k":"é\\"\\\\\\u0001\\n\\uD83D\\uDE00"}'
 
 
 def test_timestamps_and_dates_in_sparks_default_forms():

@@ -55,6 +55,7 @@ _LEADING_ZEROS_NUMBER = re.compile(r"-?[0-9]+(\.[0-9]+)?([eE][+-]?[0-9]+)?")
 _NAME = re.compile(r"[A-Za-z0-9_$]+")
 _SURROGATE = re.compile(r"[\ud800-\udfff]")
 _PAIR = re.compile(r"[\ud800-\udbff][\udc00-\udfff]")
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 
 
 def _strict_constant(name: str) -> Flt:
@@ -80,7 +81,11 @@ def parse_document(text: str, flags: Flags) -> tuple[bool, object]:
         value, _ = decoder.raw_decode(text, start)
     except (ValueError, RecursionError):
         value = _Lenient(text, flags).document(start)
-    return True, _clean(value)
+    # a walk of the whole document, only where it can change something: a surrogate can only come of a \u escape,
+    # and a document nested past the limit holds that many brackets
+    if _SURROGATE_ESCAPE.search(text) or text.count("[") + text.count("{") >= MAX_DEPTH:
+        value = _clean(value)
+    return True, value
 
 
 def _clean(value: object, depth: int = 0) -> object:
