@@ -175,7 +175,7 @@ def _check_plain_json_options(options: Mapping[str, str], formats: Mapping[str, 
     """Refuses plain JSON's options beside another format, and the registry's beside plain JSON."""
     for column in COLUMNS:
         if formats[column] == PLAIN_JSON:
-            named = [f"{column}{o}" for o in REGISTRY_COLUMN_OPTIONS if options.get(f"{column}{o}".lower()) is not None]
+            named = _given(options, [f"{column}{o}" for o in REGISTRY_COLUMN_OPTIONS])
             if named:
                 raise OptionError(
                     f"option {named[0]} names a schema in the registry; {column}Format=json reads plain JSON with "
@@ -188,11 +188,7 @@ def _check_plain_json_options(options: Mapping[str, str], formats: Mapping[str, 
                 f"{formats[column]}: set {column}Format=json to read plain JSON with it, or remove it"
             )
     if PLAIN_JSON not in formats.values():
-        named = [name for name in JSON_OPTIONS if options.get(name.lower()) is not None]
-        if named:
-            raise OptionError(
-                f"option {named[0]} applies to plain JSON; set valueFormat=json or keyFormat=json, or remove it"
-            )
+        _refuse_json_options(options, JSON_OPTIONS)
     elif not any(formats[column] in FORMATS for column in COLUMNS):
         named = [name for name in options if name.startswith("schema.registry.")]
         if named:
@@ -270,7 +266,7 @@ def _check_plain_json_sink_options(options: Mapping[str, str], formats: Mapping[
     for column in COLUMNS:
         if formats[column] != PLAIN_JSON:
             continue
-        named = [f"{column}{o}" for o in REGISTRY_COLUMN_OPTIONS if options.get(f"{column}{o}".lower()) is not None]
+        named = _given(options, [f"{column}{o}" for o in REGISTRY_COLUMN_OPTIONS])
         if named:
             raise OptionError(
                 f"option {named[0]} names a schema in the registry; {column}Format=json writes the {column} struct "
@@ -278,11 +274,21 @@ def _check_plain_json_sink_options(options: Mapping[str, str], formats: Mapping[
                 "JSON Schema through the registry"
             )
     if PLAIN_JSON not in formats.values():
-        named = [name for name in SINK_JSON_OPTIONS if options.get(name.lower()) is not None]
-        if named:
-            raise OptionError(
-                f"option {named[0]} applies to plain JSON; set valueFormat=json or keyFormat=json, or remove it"
-            )
+        _refuse_json_options(options, SINK_JSON_OPTIONS)
+
+
+def _given(options: Mapping[str, str], names) -> list[str]:
+    """Those of `names` the (lower-cased) options set."""
+    return [name for name in names if options.get(name.lower()) is not None]
+
+
+def _refuse_json_options(options: Mapping[str, str], names) -> None:
+    """Plain JSON's options refused where neither column is plain JSON."""
+    named = _given(options, names)
+    if named:
+        raise OptionError(
+            f"option {named[0]} applies to plain JSON; set valueFormat=json or keyFormat=json, or remove it"
+        )
 
 
 def _writer_subject(options: Mapping[str, str], column: str, schema_id: int | None, topic: str | None) -> str | None:
