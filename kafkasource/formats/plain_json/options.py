@@ -65,12 +65,9 @@ def read_json_options(options: Mapping[str, str]) -> PlainJsonOptions:
         raise OptionError(f"option json.mode must be PERMISSIVE or FAILFAST, got {mode_raw[:40]!r}{hint}")
     flags = {}
     for name, attribute in FLAG_OPTIONS.items():
-        raw = options.get(name.lower())
-        if raw is None:
-            continue
-        if raw.lower() not in ("true", "false"):
-            raise OptionError(f"option {name} must be true or false, got {raw[:40]!r}")
-        flags[attribute] = raw.lower() == "true"
+        flag = _flag(options, name)
+        if flag is not None:
+            flags[attribute] = flag
     time_zone = options.get("json.timezone", "UTC")
     if zone(time_zone) is None:
         raise OptionError(
@@ -103,9 +100,7 @@ def read_writing_options(options: Mapping[str, str]) -> PlainJsonWriting:
                 f"option {name} is a source option of plain JSON; the sink writes JSON as to_json does, with "
                 f"{' and '.join(SINK_JSON_OPTIONS)} only: remove it"
             )
-    raw = options.get("json.ignorenullfields", "true")
-    if raw.lower() not in ("true", "false"):
-        raise OptionError(f"option json.ignoreNullFields must be true or false, got {raw[:40]!r}")
+    ignore_null_fields = _flag(options, "json.ignoreNullFields")
     time_zone = options.get("json.timezone", "UTC")
     try:  # the encoders' own reading of the zone (they take fewer names than the source's reader)
         zone_table(pa.array([], pa.int64()), time_zone)
@@ -113,4 +108,14 @@ def read_writing_options(options: Mapping[str, str]) -> PlainJsonWriting:
         raise OptionError(
             f"option json.timeZone must be a region (Europe/Paris) or an offset (+01:00, UTC), got {time_zone[:40]!r}"
         ) from None
-    return PlainJsonWriting(time_zone, raw.lower() == "true")
+    return PlainJsonWriting(time_zone, ignore_null_fields is not False)
+
+
+def _flag(options: Mapping[str, str], name: str) -> bool | None:
+    """A true/false json.* option (None: not given)."""
+    raw = options.get(name.lower())
+    if raw is None:
+        return None
+    if raw.lower() not in ("true", "false"):
+        raise OptionError(f"option {name} must be true or false, got {raw[:40]!r}")
+    return raw.lower() == "true"
