@@ -82,7 +82,7 @@ class Decoding:
 
     columns: tuple[ColumnFormat, ...]
     on_error: OnDecodeError
-    native: bool  # the Avro decoder in the native extension (the read path's choice), else the Python one
+    native: bool  # the native extension's decoders (Avro, plain JSON): the read path's choice, else the Python ones
     registry: dict[str, object] = field(repr=False)  # may hold secrets: never print
 
     def output_fields(self, include_headers: bool) -> list[pa.Field]:
@@ -169,7 +169,11 @@ def _decoder(column: ColumnFormat, native_decoder: bool) -> Decoder:
     key = (column.format, column.reader, native_decoder, column.message)
     found = _DECODERS.get(key)
     if found is None:
-        if isinstance(column.reader, PlainJson):
+        if isinstance(column.reader, PlainJson) and native_decoder and native_extension.has("json_decoder"):
+            from kafkasource.formats.plain_json.native_decode import NativePlainJsonDecoder
+
+            found = NativePlainJsonDecoder(_plain_schema(column.reader), column.reader.options)
+        elif isinstance(column.reader, PlainJson):
             from kafkasource.formats.plain_json.decode import PlainJsonDecoder
 
             found = PlainJsonDecoder(_plain_schema(column.reader), column.reader.options)

@@ -41,7 +41,7 @@ _warned: set[str] = set()  # the options (readPath, writePath) whose fallback wa
 _announced: set[str] = set()  # the kinds of work (reading, writing) whose extension was told
 
 # The parts an extension may be built without (an older build, a trimmed one), by the attribute that has them.
-FEATURES = {"avro_decoder": "AvroDecoder", "avro_encoder": "encode_avro"}
+FEATURES = {"avro_decoder": "AvroDecoder", "avro_encoder": "encode_avro", "json_decoder": "JsonDecoder"}
 
 
 def available() -> bool:

@@ -19,7 +19,8 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 
-use crate::arrow_buffers::{buffer, set_bit, BufferData};
+use crate::arrow_buffers::set_bit;
+use crate::arrow_columns::{offset, Column, Payloads};
 
 const HEADER_SIZE: usize = 5; // magic byte 0, then the schema id in 4 bytes, big-endian
 
@@ -33,165 +34,15 @@ enum Failure {
 
 type Outcome<T> = Result<T, Failure>;
 
+/// A column's own failure (a batch past Arrow's 2 GiB offsets) fails the record as malformed.
+impl From<String> for Failure {
+    fn from(why: String) -> Self {
+        Failure::Malformed(why)
+    }
+}
+
 fn malformed<T>(why: impl Into<String>) -> Outcome<T> {
     Err(Failure::Malformed(why.into()))
-}
-
-/// An Arrow column being built; every kind keeps its own length and can be cut back to an earlier one.
-#[derive(Clone)]
-enum Column {
-    Null {
-        len: usize,
-    },
-    Bool {
-        validity: Vec<u8>,
-        bits: Vec<u8>,
-        len: usize,
-    },
-    /// int32, int64, float32, float64, date32, timestamp, decimal128: `width` bytes a value, little-endian
-    Fixed {
-        validity: Vec<u8>,
-        data: Vec<u8>,
-        width: usize,
-    },
-    /// binary or string
-    Bytes {
-        validity: Vec<u8>,
-        offsets: Vec<i32>,
-        data: Vec<u8>,
-    },
-    Struct {
-        validity: Vec<u8>,
-        len: usize,
-        children: Vec<Column>,
-    },
-    /// a list, or a map (a list of key-value structs)
-    List {
-        validity: Vec<u8>,
-        offsets: Vec<i32>,
-        child: Box<Column>,
-    },
-}
-
-fn offset(end: usize) -> Outcome<i32> {
-    i32::try_from(end).or_else(|_| malformed("more than 2 GiB of values in one Arrow batch"))
-}
-
-impl Column {
-    /// The empty column a spec names: ("null",) ("bool",) ("fixed", width) ("bytes",) ("struct", [spec, ...])
-    /// ("list", spec).
-    fn from_spec(spec: &Bound<'_, PyAny>) -> PyResult<Column> {
-        let spec = spec.downcast::<PyTuple>()?;
-        let tag: String = spec.get_item(0)?.extract()?;
-        Ok(match tag.as_str() {
-            "null" => Column::Null { len: 0 },
-            "bool" => Column::Bool { validity: Vec::new(), bits: Vec::new(), len: 0 },
-            "fixed" => Column::Fixed { validity: Vec::new(), data: Vec::new(), width: spec.get_item(1)?.extract()? },
-            "bytes" => Column::Bytes { validity: Vec::new(), offsets: vec![0], data: Vec::new() },
-            "struct" => {
-                let children =
-                    spec.get_item(1)?.try_iter()?.map(|c| Column::from_spec(&c?)).collect::<PyResult<_>>()?;
-                Column::Struct { validity: Vec::new(), len: 0, children }
-            }
-            "list" => Column::List {
-                validity: Vec::new(),
-                offsets: vec![0],
-                child: Box::new(Column::from_spec(&spec.get_item(1)?)?),
-            },
-            other => return Err(PyValueError::new_err(format!("unknown column kind {other:?}"))),
-        })
-    }
-
-    fn len(&self) -> usize {
-        match self {
-            Column::Null { len } | Column::Bool { len, .. } | Column::Struct { len, .. } => *len,
-            Column::Fixed { data, width, .. } => data.len() / *width,
-            Column::Bytes { offsets, .. } | Column::List { offsets, .. } => offsets.len() - 1,
-        }
-    }
-
-    fn push_null(&mut self) {
-        let row = self.len();
-        match self {
-            Column::Null { len } => *len += 1,
-            Column::Bool { validity, bits, len } => {
-                set_bit(validity, row, false);
-                set_bit(bits, row, false);
-                *len += 1;
-            }
-            Column::Fixed { validity, data, width } => {
-                set_bit(validity, row, false);
-                data.resize(data.len() + *width, 0);
-            }
-            Column::Bytes { validity, offsets, .. } | Column::List { validity, offsets, .. } => {
-                set_bit(validity, row, false);
-                offsets.push(offsets[row]);
-            }
-            Column::Struct { validity, len, children } => {
-                set_bit(validity, row, false);
-                children.iter_mut().for_each(Column::push_null); // a struct's children are as long as it is
-                *len += 1;
-            }
-        }
-    }
-
-    fn push_bytes(&mut self, value: &[u8]) -> Outcome<()> {
-        let row = self.len();
-        match self {
-            Column::Bytes { validity, offsets, data } => {
-                set_bit(validity, row, true);
-                data.extend_from_slice(value);
-                offsets.push(offset(data.len())?);
-                Ok(())
-            }
-            Column::Fixed { validity, data, width } if *width == value.len() => {
-                set_bit(validity, row, true);
-                data.extend_from_slice(value);
-                Ok(())
-            }
-            _ => misfit(),
-        }
-    }
-
-    /// Cuts the column back to its first `rows` rows (a record that failed halfway leaves nothing behind).
-    fn truncate(&mut self, rows: usize) {
-        match self {
-            Column::Null { len } | Column::Bool { len, .. } => *len = rows,
-            Column::Fixed { data, width, .. } => data.truncate(rows * *width),
-            Column::Bytes { offsets, data, .. } => {
-                offsets.truncate(rows + 1);
-                data.truncate(offsets[rows] as usize);
-            }
-            Column::Struct { len, children, .. } => {
-                *len = rows;
-                children.iter_mut().for_each(|child| child.truncate(rows));
-            }
-            Column::List { offsets, child, .. } => {
-                offsets.truncate(rows + 1);
-                child.truncate(offsets[rows] as usize);
-            }
-        }
-    }
-
-    /// (length, validity, [buffers], [children]) for pyarrow's Array.from_buffers.
-    fn into_py(self, py: Python<'_>) -> PyResult<PyObject> {
-        let len = self.len();
-        let bytes = |v: Vec<u8>| buffer(py, BufferData::Bytes(v));
-        let (validity, buffers, children) = match self {
-            Column::Null { .. } => (None, vec![], vec![]),
-            Column::Bool { validity, bits, .. } => (Some(bytes(validity)?), vec![bytes(bits)?], vec![]),
-            Column::Fixed { validity, data, .. } => (Some(bytes(validity)?), vec![bytes(data)?], vec![]),
-            Column::Bytes { validity, offsets, data } => {
-                (Some(bytes(validity)?), vec![buffer(py, BufferData::I32(offsets))?, bytes(data)?], vec![])
-            }
-            Column::Struct { validity, children, .. } => (Some(bytes(validity)?), vec![], children),
-            Column::List { validity, offsets, child } => {
-                (Some(bytes(validity)?), vec![buffer(py, BufferData::I32(offsets))?], vec![*child])
-            }
-        };
-        let children = children.into_iter().map(|c| c.into_py(py)).collect::<PyResult<Vec<_>>>()?;
-        Ok((len, validity, buffers, children).into_pyobject(py)?.into_any().unbind())
-    }
 }
 
 fn child(children: &mut [Column], i: usize) -> Outcome<&mut Column> {
@@ -621,15 +472,6 @@ pub struct AvroDecoder {
     writers: HashMap<u32, Result<Plan, String>>,
 }
 
-/// A read-only buffer's bytes, borrowed for as long as the PyBuffer lives.
-fn bytes_of(buffer: &PyBuffer<i8>) -> PyResult<&[u8]> {
-    if !buffer.is_c_contiguous() {
-        return Err(PyValueError::new_err("a payload buffer is not contiguous"));
-    }
-    // SAFETY: a contiguous buffer holds len_bytes() bytes at buf_ptr() for as long as the PyBuffer is held.
-    Ok(unsafe { std::slice::from_raw_parts(buffer.buf_ptr() as *const u8, buffer.len_bytes()) })
-}
-
 #[pymethods]
 impl AvroDecoder {
     /// `column`: the reader's Arrow type as column builders (kafkasource.formats.avro.decode._column_spec).
@@ -660,31 +502,18 @@ impl AvroDecoder {
         offsets: PyBuffer<i8>,
         data: PyBuffer<i8>,
     ) -> PyResult<(PyObject, PyObject)> {
-        let validity = validity.as_ref().map(bytes_of).transpose()?;
-        let offsets = bytes_of(&offsets)?;
-        let data = bytes_of(&data)?;
-        if offsets.len() < (offset + length + 1) * 4 || validity.is_some_and(|v| v.len() * 8 < offset + length) {
-            return Err(PyValueError::new_err("the payload buffers are shorter than the array"));
-        }
-        let at = |row: usize| i32::from_le_bytes(offsets[row * 4..row * 4 + 4].try_into().unwrap()) as usize;
-        if at(offset) > at(offset + length) || at(offset + length) > data.len() {
-            return Err(PyValueError::new_err("the payload offsets point outside the data"));
-        }
+        let payloads = Payloads::new(length, offset, validity.as_ref(), &offsets, &data)?;
         let mut values = self.empty.clone();
         let mut reasons = Column::Bytes { validity: Vec::new(), offsets: vec![0], data: Vec::new() };
         let failed = py.allow_threads(|| -> Outcome<()> {
             for row in offset..offset + length {
-                if validity.is_some_and(|v| v[row / 8] & (1 << (row % 8)) == 0) {
+                let Some(payload) = payloads.get(row) else {
                     values.push_null();
                     reasons.push_null();
                     continue;
-                }
-                let (start, end) = (at(row), at(row + 1));
-                if start > end || end > data.len() {
-                    return malformed("the payload offsets are not ascending");
-                }
+                };
                 let rows = values.len();
-                match self.decode_one(&data[start..end], &mut values) {
+                match self.decode_one(payload, &mut values) {
                     Ok(()) => reasons.push_null(),
                     Err(reason) => {
                         values.truncate(rows);

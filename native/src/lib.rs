@@ -8,8 +8,9 @@
 //!   partition_list.rs: librdkafka's topic partition list, which both hand it;
 //! - arrow_buffers.rs: the Arrow buffers Rust hands to Python; arrow_ffi.rs: the Arrow C Data Interface, as Rust
 //!   receives pyarrow's columns;
-//! - avro.rs, avro_encode.rs: the Avro decoder and the sink's Avro encoder; json_encode.rs: the sink's plain JSON
-//!   encoder (Spark's to_json).
+//! - avro.rs, avro_encode.rs: the Avro decoder and the sink's Avro encoder; json_decode.rs: the source's plain JSON
+//!   decoder (Spark's from_json, for the records a strict reading settles); json_encode.rs: the sink's plain JSON
+//!   encoder (Spark's to_json); arrow_columns.rs: the Arrow columns both decoders build.
 //!
 //! This module registers what Python sees and holds the C string conversions all of them use. librdkafka is linked
 //! statically from the `rdkafka-sys` crate; the extension exports only its Python entry point, so this copy never
@@ -25,6 +26,8 @@ use pyo3::prelude::*;
 use rdkafka_sys as rd;
 
 mod arrow_buffers;
+// the Arrow columns the decoders build, and the payloads they read
+mod arrow_columns;
 mod arrow_ffi;
 mod avro;
 // the sink's Avro encoder: encode_avro and the AvroEncodePlan it follows
@@ -32,6 +35,8 @@ mod avro_encode;
 mod client;
 // the sink's plain JSON encoder: encode_json
 mod consumer;
+// the source's plain JSON decoder: JsonDecoder
+mod json_decode;
 mod json_encode;
 mod partition_list;
 mod producer;
@@ -69,6 +74,7 @@ fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<consumer::HeaderBuffers>()?;
     module.add_class::<arrow_buffers::BinaryBuffers>()?;
     module.add_class::<avro::AvroDecoder>()?;
+    module.add_class::<json_decode::JsonDecoder>()?;
     module.add_class::<producer::Producer>()?;
     module.add("KafkaCallError", module.py().get_type::<producer::KafkaCallError>())?;
     module.add_function(wrap_pyfunction!(librdkafka_version, module)?)?;

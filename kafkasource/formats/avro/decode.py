@@ -39,7 +39,7 @@ from kafkasource.formats.each_record import Unusable, decode_each
 from kafkasource.formats.registry import RegistrySchema
 from kafkasource.formats.wire_format import as_binary, guid_reasons, unresolvable_reason
 from kafkasource.runtime import native_extension
-from kafkasource.runtime.native_arrow import decoded_array
+from kafkasource.runtime.native_arrow import column_spec, decoded_array
 
 if TYPE_CHECKING:
     from kafkasource import _native
@@ -114,7 +114,7 @@ class NativeDecoder:
     def __init__(self, arrow_type: pa.DataType):
         self.arrow_type = arrow_type
         extension = native_extension.extension()  # AvroDecoder asked avro_decoder_available() first
-        self.native: _native.AvroDecoder = extension.AvroDecoder(_column_spec(arrow_type))
+        self.native: _native.AvroDecoder = extension.AvroDecoder(column_spec(arrow_type))
 
     def add_writer(self, schema_id: int, writer: AvroSchema | None, plan: tuple | str) -> None:
         if isinstance(plan, str):
@@ -130,23 +130,6 @@ class NativeDecoder:
             len(payloads), payloads.offset, validity, offsets, data if data is not None else pa.py_buffer(b"")
         )
         return decoded_array(self.arrow_type, values), decoded_array(pa.string(), reasons)
-
-
-def _column_spec(arrow_type: pa.DataType) -> tuple:
-    """The column builders the native decoder makes for an Arrow type, as nested tuples."""
-    if pa.types.is_null(arrow_type):
-        return ("null",)
-    if pa.types.is_boolean(arrow_type):
-        return ("bool",)
-    if pa.types.is_binary(arrow_type) or pa.types.is_string(arrow_type):
-        return ("bytes",)
-    if pa.types.is_struct(arrow_type):
-        return ("struct", [_column_spec(f.type) for f in arrow_type])
-    if pa.types.is_map(arrow_type):
-        return ("list", ("struct", [("bytes",), _column_spec(arrow_type.item_type)]))
-    if pa.types.is_list(arrow_type):
-        return ("list", _column_spec(arrow_type.value_type))
-    return ("fixed", arrow_type.bit_width // 8)
 
 
 class PythonDecoder:

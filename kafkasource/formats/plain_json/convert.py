@@ -56,7 +56,7 @@ class Partial(Exception):
         self.value, self.reason = value, reason
 
 
-_INTEGERS: dict[type, tuple[int, int, str]] = {
+INTEGER_RANGES: dict[type, tuple[int, int, str]] = {
     ByteType: (-128, 255, "tinyint"),
     ShortType: (-(2**15), 2**15 - 1, "smallint"),
     IntegerType: (-(2**31), 2**31 - 1, "int"),
@@ -94,8 +94,8 @@ def converter(data_type: DataType, zone, non_numeric: bool = True) -> Convert:
     name = data_type.simpleString()
     if isinstance(data_type, BooleanType):
         return lambda v: v if v is None or isinstance(v, bool) else _raise(_failed(v, name))
-    if type(data_type) in _INTEGERS:
-        low, high, _ = _INTEGERS[type(data_type)]
+    if type(data_type) in INTEGER_RANGES:
+        low, high, _ = INTEGER_RANGES[type(data_type)]
         wrap = isinstance(data_type, ByteType)  # Jackson's getByteValue takes 128 to 255 and wraps them
 
         def integer(v):
