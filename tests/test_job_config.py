@@ -35,7 +35,10 @@ def test_example_configs_load_and_pass_option_checks(monkeypatch):
     config = load(REPO_ROOT / "conf" / "ingest.example.toml", required=("path", "checkpoint"))
     assert config.source_options == {"kafka.bootstrap.servers": "127.0.0.1:9092", "kafka.group.id": "orders-ingest",
                                      "kafka.auto.offset.reset": "earliest", "subscribe": "orders",
-                                     "commitMode": "sync", "maxOffsetsPerTrigger": "4000", "failOnDataLoss": "true"}
+                                     "commitMode": "sync", "maxOffsetsPerTrigger": "4000", "failOnDataLoss": "true",
+                                     # value = "json": the source decodes it, a record that does not fit kept
+                                     "valueFormat": "json", "valueSchema": "order_id BIGINT, customer STRING, amount "
+                                     "DOUBLE", "json.mode": "FAILFAST", "onDecodeError": "keep"}
     assert (config.sink_path, config.checkpoint) == ("/srv/ingest/orders", "/srv/ingest/checkpoint")
     assert (config.decoding.value, str(config.trigger)) == ("json", "availableNow")
     assert config.parsed_options(streaming=True).group_id == "orders-ingest"

@@ -230,6 +230,12 @@ def load(
         raise ConfigError(
             f'{where} applies to value = "avro", "protobuf" or "json-schema" only; remove it or set value'
         )
+    if value == "json" and schema:
+        # decoded by the source; FAILFAST makes a record with a field of the wrong type corrupt (kept in _corrupt,
+        # never dropped), not half read
+        source_options.update(
+            {"valueFormat": "json", "valueSchema": schema, "json.mode": "FAILFAST", "onDecodeError": "keep"}
+        )
     if schema:
         clashes = [c for c in INGESTION_COLUMNS if re.search(rf"(^|,)\s*`?{c}`?\s", schema, re.IGNORECASE)]
         if clashes:

@@ -14,8 +14,6 @@ from pyspark.sql.types import StructType
 
 from kafkasource.jobs.config import ValueDecoding
 
-_CORRUPT_FIELD = "_corrupt"  # the field from_json fills with the text of a malformed record
-
 
 def _ingestion_columns(partition_by_date: bool) -> list[Column]:
     columns = [
@@ -29,16 +27,11 @@ def _ingestion_columns(partition_by_date: bool) -> list[Column]:
     return columns
 
 
-def schema_fields(df: DataFrame, ddl: str) -> list[str]:
-    """The field names of a DDL schema (raises Spark's parse error on a bad one)."""
-    return df.sparkSession.createDataFrame([], ddl).columns
-
-
 def decode(kafka_rows: DataFrame, decoding: ValueDecoding, partition_by_date: bool = True) -> DataFrame:
     """key (binary), the value's columns, _corrupt (binary), then kafka_topic, kafka_partition,
     kafka_offset, kafka_timestamp and, when partitioned by date, date."""
     value = F.col("value")
-    if decoding.value in ("avro", "protobuf", "json-schema"):  # decoded by the source (valueFormat, onDecodeError=keep)
+    if decoding.value in ("json", "avro", "protobuf", "json-schema"):  # the source decodes (onDecodeError=keep)
         value_type = kafka_rows.schema["value"].dataType
         names = value_type.names if isinstance(value_type, StructType) else None
         values = [value[name].alias(name) for name in names] if names else [value]
@@ -50,19 +43,5 @@ def decode(kafka_rows: DataFrame, decoding: ValueDecoding, partition_by_date: bo
         valid = F.is_valid_utf8(text)  # a cast never fails: invalid bytes would turn into U+FFFD silently
         values, corrupt = [F.when(valid, text).alias("value")], F.when(~valid, value)
     else:
-        schema = f"{decoding.schema}, {_CORRUPT_FIELD} STRING"
-        text = value.cast("string")
-        kafka_rows = kafka_rows.withColumn(
-            "_parsed",
-            F.from_json(
-                F.when(F.is_valid_utf8(text), text),
-                schema,
-                {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": _CORRUPT_FIELD},
-            ),
-        )
-        parsed = F.col("_parsed")
-        failed = value.isNotNull() & (parsed.isNull() | parsed[_CORRUPT_FIELD].isNotNull())
-        assert decoding.schema is not None  # the config requires a schema with value = "json"
-        values = [F.when(~failed, parsed[name]).alias(name) for name in schema_fields(kafka_rows, decoding.schema)]
-        corrupt = F.when(failed, value)
+        raise ValueError(f"[decode] value {decoding.value!r}")  # never: the config allows the formats above only
     return kafka_rows.select(F.col("key"), *values, corrupt.alias("_corrupt"), *_ingestion_columns(partition_by_date))

@@ -13,7 +13,7 @@ from kafkasource.cluster.sign_in import provider as sign_in
 from kafkasource.jobs import available_now
 from kafkasource.jobs.cli import one_line
 from kafkasource.jobs.config import ConfigError, JobConfig, Trigger
-from kafkasource.jobs.decode import decode, schema_fields
+from kafkasource.jobs.decode import decode
 from kafkasource.jobs.running import BatchLog, StopRequest, run_query
 from kafkasource.options import SourceOptions
 from kafkasource.writing.dead_letters import producer_config, route_dead_letters
@@ -24,15 +24,15 @@ log = logging.getLogger("kafkasource.jobs")
 def decoded_records(config: JobConfig, spark, partition_by_date: bool) -> DataFrame:
     """The stream of records as the job's [decode] makes them (jobs/decode.py), undecodable ones sent to the
     dead-letter topic when [decode] names one."""
-    kafka_rows = spark.readStream.format("kafkasource").options(**config.source_options).load()
     if config.decoding.schema:
         try:
-            schema_fields(kafka_rows, config.decoding.schema)
+            spark.createDataFrame([], config.decoding.schema)  # Spark's own parse of the DDL, in its own words
         except Exception as exc:
             raise ConfigError(
                 f"{config.path}: [decode] schema is not a Spark DDL schema like "
                 f'"order_id BIGINT, amount DOUBLE": {one_line(exc)}'
             ) from None
+    kafka_rows = spark.readStream.format("kafkasource").options(**config.source_options).load()
     dead_letter_topic = config.decoding.dead_letter_topic
     if dead_letter_topic:
         check_topic_exists(config, dead_letter_topic)
