@@ -56,7 +56,8 @@ def test_the_route_example_and_a_minimal_route_give_the_sinks_options(monkeypatc
     monkeypatch.setenv("ROUTE_DIR", "/srv/route")
     config = load(REPO_ROOT / "conf" / "route.example.toml", required=("checkpoint",), writes_topic=True)
     assert config.sink_options == {"kafka.bootstrap.servers": "127.0.0.1:9092", "topic": "large-orders",
-                                   "deliveryGuarantee": "exactly-once", "transactionalIdPrefix": "orders-route"}
+                                   "deliveryGuarantee": "exactly-once", "transactionalIdPrefix": "orders-route",
+                                   "valueFormat": "json"}
     assert config.checkpoint == "/srv/route/checkpoint" and "FROM records" in (config.transform_sql or "")
     # the consumer's settings stay with the source; [sink.kafka] adds producer settings over [kafka]'s
     path = write(tmp_path, ROUTE + '[sink.kafka]\n"linger.ms" = 20\n"bootstrap.servers" = "other:9092"\n')
@@ -84,7 +85,8 @@ def test_route_and_parquet_configs_refuse_each_others_keys_and_a_bad_sink(tmp_pa
         f"{path}: [sink]: option deliveryGuarantee must be one of at-least-once, exactly-once, none")
     assert error_of(bad, writes_topic=True).endswith(
         "(the sink's options come from [sink]: topic for topic, delivery_guarantee for deliveryGuarantee, "
-        "transactional_id_prefix for transactionalIdPrefix, marker_topic for markerTopic; its kafka.* settings "
+        "transactional_id_prefix for transactionalIdPrefix, marker_topic for markerTopic, value_format for "
+        "valueFormat; its kafka.* settings "
         "from [kafka] and [sink.kafka])")
 
 

@@ -33,7 +33,7 @@ value = "json"
 schema = "id BIGINT, amount DOUBLE"
 
 [transform]
-sql = '''SELECT CAST(id AS STRING) AS key, to_json(named_struct('id', id, 'double', amount * 2)) AS value,
+sql = '''SELECT CAST(id AS STRING) AS key, named_struct('id', id, 'double', amount * 2) AS value,
                 kafka_partition AS partition
          FROM records WHERE _corrupt IS NULL AND amount >= 10'''
 
@@ -41,6 +41,7 @@ sql = '''SELECT CAST(id AS STRING) AS key, to_json(named_struct('id', id, 'doubl
 topic = "{target}"
 checkpoint = "{tmp_path / "checkpoint"}"
 delivery_guarantee = "{guarantee}"
+value_format = "json"
 
 [job]
 name = "{group}"

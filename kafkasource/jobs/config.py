@@ -107,7 +107,7 @@ def _read_toml(path: str, data: bytes | None) -> dict:
 
 # [sink] keys of a job that writes Parquet (ingest, replay), and of one that writes a topic (route)
 FILE_SINK_KEYS = ("path", "partition_by_date")
-TOPIC_SINK_KEYS = ("topic", "delivery_guarantee", "transactional_id_prefix", "marker_topic", "kafka")
+TOPIC_SINK_KEYS = ("topic", "delivery_guarantee", "transactional_id_prefix", "marker_topic", "value_format", "kafka")
 
 SECTIONS = {
     "kafka": None,

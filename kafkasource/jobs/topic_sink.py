@@ -23,6 +23,7 @@ SINK_OPTION_NAMES = {
     "delivery_guarantee": "deliveryGuarantee",
     "transactional_id_prefix": "transactionalIdPrefix",
     "marker_topic": "markerTopic",
+    "value_format": "valueFormat",  # json: a struct value written as JSON by the sink's native encoder
 }
 
 
