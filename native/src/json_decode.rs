@@ -335,14 +335,12 @@ impl<'a> Text<'a> {
         }
     }
 
-    fn object(&mut self, fields: &[(Option<Vec<u8>>, Plan)], column: &mut Column, zone: Option<i64>) -> Step<()> {
-        let Column::Struct { validity, len, children } = column else { return Err(Handover) };
+    /// An object at its opening brace: `member` reads each member's value, given its name.
+    fn members(&mut self, mut member: impl FnMut(&mut Self, Str) -> Step<()>) -> Step<()> {
         if self.peek()? != b'{' {
             return Err(Handover);
         }
         self.enter()?;
-        let row = *len;
-        let mut expected = 0; // fields mostly come in the schema's order: look there first
         self.whitespace();
         if self.peek()? == b'}' {
             self.pos += 1;
@@ -353,23 +351,10 @@ impl<'a> Text<'a> {
                     return Err(Handover);
                 }
                 let name = self.string()?;
-                let found = {
-                    let name = self.bytes(&name);
-                    let is = |i: &usize| fields[*i].0.as_deref() == Some(name);
-                    Some(expected).filter(|i| *i < fields.len() && is(i)).or_else(|| (0..fields.len()).find(is))
-                };
                 if self.next_byte()? != b':' {
                     return Err(Handover);
                 }
-                match found {
-                    // a field given twice: the Python decoder reads each in turn
-                    Some(i) if children[i].len() > row => return Err(Handover),
-                    Some(i) => {
-                        self.value(&fields[i].1, &mut children[i], zone)?;
-                        expected = i + 1;
-                    }
-                    None => self.skip_value()?,
-                }
+                member(self, name)?;
                 match self.next_byte()? {
                     b',' => continue,
                     b'}' => break,
@@ -377,19 +362,12 @@ impl<'a> Text<'a> {
                 }
             }
         }
-        for child in children.iter_mut() {
-            if child.len() == row {
-                child.push_null();
-            }
-        }
-        set_bit(validity, row, true);
-        *len += 1;
         self.depth -= 1;
         Ok(())
     }
 
-    fn array(&mut self, items: &Plan, column: &mut Column, zone: Option<i64>) -> Step<()> {
-        let Column::List { validity, offsets, child } = column else { return Err(Handover) };
+    /// An array at its opening bracket: `element` reads each element.
+    fn elements(&mut self, mut element: impl FnMut(&mut Self) -> Step<()>) -> Step<()> {
         if self.peek()? != b'[' {
             return Err(Handover);
         }
@@ -399,7 +377,7 @@ impl<'a> Text<'a> {
             self.pos += 1;
         } else {
             loop {
-                self.value(items, child, zone)?;
+                element(self)?;
                 match self.next_byte()? {
                     b',' => continue,
                     b']' => break,
@@ -407,9 +385,45 @@ impl<'a> Text<'a> {
                 }
             }
         }
+        self.depth -= 1;
+        Ok(())
+    }
+
+    fn object(&mut self, fields: &[(Option<Vec<u8>>, Plan)], column: &mut Column, zone: Option<i64>) -> Step<()> {
+        let Column::Struct { validity, len, children } = column else { return Err(Handover) };
+        let row = *len;
+        let mut expected = 0; // fields mostly come in the schema's order: look there first
+        self.members(|text, name| {
+            let found = {
+                let name = text.bytes(&name);
+                let is = |i: &usize| fields[*i].0.as_deref() == Some(name);
+                Some(expected).filter(|i| *i < fields.len() && is(i)).or_else(|| (0..fields.len()).find(is))
+            };
+            match found {
+                // a field given twice: the Python decoder reads each in turn
+                Some(i) if children[i].len() > row => Err(Handover),
+                Some(i) => {
+                    expected = i + 1;
+                    text.value(&fields[i].1, &mut children[i], zone)
+                }
+                None => text.skip_value(),
+            }
+        })?;
+        for child in children.iter_mut() {
+            if child.len() == row {
+                child.push_null();
+            }
+        }
+        set_bit(validity, row, true);
+        *len += 1;
+        Ok(())
+    }
+
+    fn array(&mut self, items: &Plan, column: &mut Column, zone: Option<i64>) -> Step<()> {
+        let Column::List { validity, offsets, child } = column else { return Err(Handover) };
+        self.elements(|text| text.value(items, child, zone))?;
         set_bit(validity, offsets.len() - 1, true);
         offsets.push(offset(child.len()).map_err(|_| Handover)?);
-        self.depth -= 1;
         Ok(())
     }
 
@@ -417,37 +431,15 @@ impl<'a> Text<'a> {
         let Column::List { validity, offsets, child } = column else { return Err(Handover) };
         let Column::Struct { validity: entry_validity, len, children } = child.as_mut() else { return Err(Handover) };
         let [keys, items] = children.as_mut_slice() else { return Err(Handover) };
-        if self.peek()? != b'{' {
-            return Err(Handover);
-        }
-        self.enter()?;
-        self.whitespace();
-        if self.peek()? == b'}' {
-            self.pos += 1;
-        } else {
-            loop {
-                self.whitespace();
-                if self.peek()? != b'"' {
-                    return Err(Handover);
-                }
-                let key = self.string()?;
-                keys.push_bytes(self.bytes(&key)).map_err(|_| Handover)?;
-                if self.next_byte()? != b':' {
-                    return Err(Handover);
-                }
-                self.value(values, items, zone)?;
-                set_bit(entry_validity, *len, true);
-                *len += 1;
-                match self.next_byte()? {
-                    b',' => continue,
-                    b'}' => break,
-                    _ => return Err(Handover),
-                }
-            }
-        }
+        self.members(|text, key| {
+            keys.push_bytes(text.bytes(&key)).map_err(|_| Handover)?;
+            text.value(values, items, zone)?;
+            set_bit(entry_validity, *len, true);
+            *len += 1;
+            Ok(())
+        })?;
         set_bit(validity, offsets.len() - 1, true);
         offsets.push(offset(*len).map_err(|_| Handover)?);
-        self.depth -= 1;
         Ok(())
     }
 
@@ -459,35 +451,8 @@ impl<'a> Text<'a> {
             b't' => self.literal(b"true"),
             b'f' => self.literal(b"false"),
             b'n' => self.literal(b"null"),
-            open @ (b'{' | b'[') => {
-                let close = if open == b'{' { b'}' } else { b']' };
-                self.enter()?;
-                self.whitespace();
-                if self.peek()? == close {
-                    self.pos += 1;
-                } else {
-                    loop {
-                        if open == b'{' {
-                            self.whitespace();
-                            if self.peek()? != b'"' {
-                                return Err(Handover);
-                            }
-                            self.string()?;
-                            if self.next_byte()? != b':' {
-                                return Err(Handover);
-                            }
-                        }
-                        self.skip_value()?;
-                        match self.next_byte()? {
-                            b',' => continue,
-                            c if c == close => break,
-                            _ => return Err(Handover),
-                        }
-                    }
-                }
-                self.depth -= 1;
-                Ok(())
-            }
+            b'{' => self.members(|text, _| text.skip_value()),
+            b'[' => self.elements(Self::skip_value),
             _ => self.number().map(|_| ()),
         }
     }
