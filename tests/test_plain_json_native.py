@@ -10,8 +10,9 @@ import math
 import pyarrow as pa
 import pytest
 
+from kafkasource.formats.plain_json.datetimes import fixed_offset
 from kafkasource.formats.plain_json.decode import PlainJsonDecoder
-from kafkasource.formats.plain_json.native_decode import NativePlainJsonDecoder, fixed_offset_seconds
+from kafkasource.formats.plain_json.native_decode import NativePlainJsonDecoder
 from kafkasource.formats.plain_json.options import read_json_options
 from kafkasource.formats.plain_json.schema import read_schema
 from kafkasource.runtime import native_extension
@@ -152,9 +153,10 @@ def test_what_the_native_path_is_unsure_of_the_python_decoder_reads():
 
 
 def test_zone_less_timestamps_read_natively_only_in_a_fixed_zone():
-    assert fixed_offset_seconds("UTC") == 0
-    assert fixed_offset_seconds("+05:30") == 19_800
-    assert fixed_offset_seconds("America/Los_Angeles") is None
+    assert fixed_offset("UTC") == 0
+    assert fixed_offset("+05:30") == 19_800
+    assert fixed_offset("EST") == -18_000  # Java's short ids, as Spark reads them
+    assert fixed_offset("America/Los_Angeles") is None
     payload = pa.array([b'{"created_at": "2024-07-01T12:00:00"}'], pa.binary())
     for time_zone, expected_handed, expected in (("+05:30", 0, "06:30:00"), ("America/Los_Angeles", 1, "19:00:00")):
         python, native = _decoders(ORDER_SCHEMA, timeZone=time_zone)

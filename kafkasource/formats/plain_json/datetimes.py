@@ -77,6 +77,16 @@ def zone(name: str) -> timezone | ZoneInfo | None:
         return None
 
 
+def fixed_offset(name: str) -> int | None:
+    """The offset east of UTC in seconds of a zone that never changes it ("UTC", "+05:30", "EST"); None for a zone
+    with rules (a region) and for no zone."""
+    chosen = zone(name)
+    if not isinstance(chosen, timezone):
+        return None
+    offset = chosen.utcoffset(None)
+    return offset.days * 86_400 + offset.seconds
+
+
 def _segments(text: str) -> tuple[list[int], str | None] | None:
     """Spark's parseTimestampString: [year, month, day, hour, minute, second, micros] and the zone text, or None
     (a time alone included, as Spark would read it as today's)."""

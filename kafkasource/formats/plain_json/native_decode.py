@@ -12,7 +12,6 @@ record the native speed, not its correctness.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import timezone
 
 import pyarrow as pa
 from pyspark.sql.types import (
@@ -31,7 +30,7 @@ from pyspark.sql.types import (
 )
 
 from kafkasource.formats.plain_json.convert import INTEGER_RANGES
-from kafkasource.formats.plain_json.datetimes import zone
+from kafkasource.formats.plain_json.datetimes import fixed_offset
 from kafkasource.formats.plain_json.decode import PlainJsonDecoder
 from kafkasource.formats.plain_json.options import PlainJsonOptions
 from kafkasource.runtime import native_extension
@@ -66,16 +65,6 @@ def native_plan(data_type: DataType, skipped: str | None = None) -> tuple:
     return ("elsewhere",)
 
 
-def fixed_offset_seconds(time_zone: str) -> int | None:
-    """The json.timeZone's offset east of UTC in seconds where it never changes (UTC, +01:00), else None: the native
-    decoder then hands zone-less timestamps over to the Python decoder, which knows the zone's rules."""
-    chosen = zone(time_zone)
-    if not isinstance(chosen, timezone):
-        return None
-    offset = chosen.utcoffset(None)
-    return offset.days * 86_400 + offset.seconds
-
-
 class NativePlainJsonDecoder:
     """Decodes payloads into `schema` as `options` say: natively, and by the Python decoder where the native one hands
     a record over. The same arguments and results as PlainJsonDecoder."""
@@ -85,7 +74,7 @@ class NativePlainJsonDecoder:
         self.arrow_type = self.python.arrow_type
         extension = native_extension.extension()  # the caller asked has("json_decoder") first
         plan = native_plan(schema, self.python.corrupt)
-        self.native = extension.JsonDecoder(column_spec(self.arrow_type), plan, fixed_offset_seconds(options.time_zone))
+        self.native = extension.JsonDecoder(column_spec(self.arrow_type), plan, fixed_offset(options.time_zone))
 
     def decode(self, payloads: pa.Array, writer_schemas: Mapping[int, object] = {}) -> tuple[pa.Array, pa.Array]:
         values, reasons, _ = self.decode_counting(payloads)

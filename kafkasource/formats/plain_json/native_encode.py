@@ -22,13 +22,12 @@ last transition its file lists, where pyarrow's own time zone support stops appl
 from __future__ import annotations
 
 import datetime as dt
-import re
 import zoneinfo
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from kafkasource.formats.plain_json import json_text
+from kafkasource.formats.plain_json import datetimes, json_text
 from kafkasource.runtime import native_extension
 from kafkasource.runtime.native_arrow import binary_array
 
@@ -38,31 +37,12 @@ EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 FIRST_SECOND = int((dt.datetime(1, 1, 2, tzinfo=dt.UTC) - EPOCH).total_seconds())
 LAST_SECOND = int((dt.datetime(9999, 12, 30, tzinfo=dt.UTC) - EPOCH).total_seconds())
 YEAR_10000 = int((dt.datetime(9999, 12, 31, tzinfo=dt.UTC) - EPOCH).total_seconds()) + 86400
-# Spark's fixed offsets ("+05:30", "-08", "+01:02:03") and its names of UTC
-FIXED = re.compile(r"^([+-])(\d\d?)(?::?(\d\d))?(?::?(\d\d))?$")
-UTC_NAMES = {"UTC", "Z", "GMT", "UT", "Etc/UTC", "Etc/GMT"}
 
 
 def available() -> bool:
     """The native encoder: part of the extension, absent from one built without it."""
     ext = native_extension.EXTENSION
     return ext is not None and getattr(ext, "encode_json", None) is not None
-
-
-def fixed_offset(time_zone: str) -> int | None:
-    """The offset in seconds of a zone that has one offset ("UTC", "+05:30"); None for a zone with rules."""
-    if time_zone in UTC_NAMES:
-        return 0
-    for prefix in ("UTC", "GMT", "UT"):  # Java's ZoneId takes "UTC+01:00", "GMT-8": the offset after the prefix
-        if time_zone.startswith(prefix) and time_zone[len(prefix) : len(prefix) + 1] in ("+", "-"):
-            time_zone = time_zone[len(prefix) :]
-            break
-    match = FIXED.match(time_zone)
-    if match is None:
-        return None
-    sign, hours, minutes, seconds = match.groups()
-    offset = int(hours) * 3600 + int(minutes or 0) * 60 + int(seconds or 0)
-    return -offset if sign == "-" else offset
 
 
 def timestamp_seconds(array: pa.Array) -> list[pa.Array]:
@@ -104,13 +84,12 @@ def zone_table(array: pa.Array, time_zone: str) -> tuple[list[int], list[int]]:
     Africa/Freetown, are four days apart), so for each hour that holds a timestamp the offsets at its first and
     last second tell whether one starts inside it, and a bisection finds the second it starts at. An hour costs
     two zoneinfo calls: a batch of recent events spans a few hours."""
-    fixed = fixed_offset(time_zone)
+    fixed = datetimes.fixed_offset(time_zone)  # the source's reading of a zone name (Spark's, short ids included)
     if fixed is not None:
         return [-(2**63)], [fixed]
-    try:
-        zone = zoneinfo.ZoneInfo(time_zone)
-    except (zoneinfo.ZoneInfoNotFoundError, ValueError) as exc:
-        raise ValueError(f"unknown time zone {time_zone!r}") from exc
+    zone = datetimes.zone(time_zone)
+    if not isinstance(zone, zoneinfo.ZoneInfo):
+        raise ValueError(f"unknown time zone {time_zone!r}")
     arrays = [a for a in timestamp_seconds(array) if len(a)]
     if not arrays:
         return [], []
