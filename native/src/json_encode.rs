@@ -22,7 +22,6 @@
 //! works out, with zoneinfo, the UTC offset in force over every hour that holds one of the batch's timestamps, and
 //! hands over that table (the second each offset starts at, and the offset); each value looks its offset up.
 
-use std::ffi::{c_char, CStr};
 use std::io::Write;
 
 use pyo3::exceptions::{PyNotImplementedError, PyValueError};
@@ -30,130 +29,9 @@ use pyo3::prelude::*;
 use pyo3::types::PyCapsule;
 
 use crate::arrow_buffers::{set_bit, BinaryBuffers, BinaryColumn};
-use crate::arrow_ffi::{ArrowArray, ArrowSchema, Owned};
+use crate::arrow_ffi::{ArrowArray, ArrowSchema, Binary, Node, Offsets, Owned};
 
 type Bind<T> = Result<T, String>; // Err: why this column is not covered (Python encodes it)
-
-/// One array of the column and its type, borrowed from the imported structures.
-#[derive(Clone, Copy)]
-struct Node<'a> {
-    schema: &'a ArrowSchema,
-    array: &'a ArrowArray,
-}
-
-/// # Safety
-/// A non-null `text` is NUL-terminated and outlives 'a.
-unsafe fn c_text<'a>(text: *const c_char) -> &'a [u8] {
-    if text.is_null() {
-        b""
-    } else {
-        CStr::from_ptr(text).to_bytes()
-    }
-}
-
-impl<'a> Node<'a> {
-    fn format(&self) -> &'a str {
-        // SAFETY: the producer's format string lives as long as the schema.
-        std::str::from_utf8(unsafe { c_text(self.schema.format) }).unwrap_or("")
-    }
-
-    fn name(&self) -> &'a [u8] {
-        // SAFETY: as for the format.
-        unsafe { c_text(self.schema.name) }
-    }
-
-    fn offset(&self) -> usize {
-        self.array.offset.max(0) as usize
-    }
-
-    fn extent(&self) -> usize {
-        self.offset() + self.array.length.max(0) as usize
-    }
-
-    fn children(&self) -> Bind<Vec<Node<'a>>> {
-        let (n, m) = (self.schema.n_children, self.array.n_children);
-        if n != m || n < 0 || !self.schema.dictionary.is_null() || !self.array.dictionary.is_null() {
-            return Err(format!("an Arrow array of type {} that is dictionary-encoded or malformed", self.format()));
-        }
-        Ok((0..n as usize)
-            .map(|i| {
-                // SAFETY: both structures hold n_children live children (checked equal above).
-                let (schema, array) = unsafe { (&**self.schema.children.add(i), &**self.array.children.add(i)) };
-                Node { schema, array }
-            })
-            .collect())
-    }
-
-    fn buffer(&self, i: usize, bytes: usize) -> Bind<&'a [u8]> {
-        if i as i64 >= self.array.n_buffers {
-            return Err(format!("an Arrow array of type {} with too few buffers", self.format()));
-        }
-        // SAFETY: the array holds n_buffers buffer pointers; a present buffer holds what its type and extent say.
-        let pointer = unsafe { *self.array.buffers.add(i) } as *const u8;
-        if pointer.is_null() {
-            return if bytes == 0 {
-                Ok(&[])
-            } else {
-                Err(format!("an Arrow array of type {} lacks a buffer", self.format()))
-            };
-        }
-        // SAFETY: as above.
-        Ok(unsafe { std::slice::from_raw_parts(pointer, bytes) })
-    }
-
-    fn validity(&self) -> Bind<Option<&'a [u8]>> {
-        // SAFETY: as in `buffer`.
-        if self.array.null_count == 0 || self.array.n_buffers < 1 || unsafe { *self.array.buffers }.is_null() {
-            return Ok(None);
-        }
-        Ok(Some(self.buffer(0, self.extent().div_ceil(8))?))
-    }
-
-    fn offsets(&self, large: bool) -> Bind<Offsets<'a>> {
-        if self.extent() == 0 {
-            return Ok(Offsets { raw: &[], large }); // no row to read (an empty array may have no offsets buffer)
-        }
-        Ok(Offsets { raw: self.buffer(1, (self.extent() + 1) * if large { 8 } else { 4 })?, large })
-    }
-
-    fn binary(&self, large: bool) -> Bind<Binary<'a>> {
-        let offsets = self.offsets(large)?;
-        let data = if self.extent() == 0 { &[][..] } else { self.buffer(2, offsets.at(self.extent()))? };
-        Ok(Binary { offsets, data })
-    }
-
-    fn fixed(&self, width: usize) -> Bind<&'a [u8]> {
-        self.buffer(1, self.extent() * width)
-    }
-}
-
-#[derive(Clone, Copy)]
-struct Offsets<'a> {
-    raw: &'a [u8],
-    large: bool,
-}
-
-impl Offsets<'_> {
-    fn at(&self, i: usize) -> usize {
-        if self.large {
-            i64::from_le_bytes(self.raw[i * 8..i * 8 + 8].try_into().unwrap()).max(0) as usize
-        } else {
-            i32::from_le_bytes(self.raw[i * 4..i * 4 + 4].try_into().unwrap()).max(0) as usize
-        }
-    }
-}
-
-#[derive(Clone, Copy)]
-struct Binary<'a> {
-    offsets: Offsets<'a>,
-    data: &'a [u8],
-}
-
-impl<'a> Binary<'a> {
-    fn get(&self, p: usize) -> &'a [u8] {
-        &self.data[self.offsets.at(p)..self.offsets.at(p + 1)]
-    }
-}
 
 fn le_i64(raw: &[u8], p: usize) -> i64 {
     i64::from_le_bytes(raw[p * 8..p * 8 + 8].try_into().unwrap())
@@ -197,8 +75,8 @@ fn bind<'a>(node: Node<'a>, shift: usize) -> Bind<Slot<'a>> {
         "l" => Enc::Int(node.fixed(8)?, 8),
         "f" => Enc::F32(node.fixed(4)?),
         "g" => Enc::F64(node.fixed(8)?),
-        "u" | "U" => Enc::Str(node.binary(format == "U")?),
-        "z" | "Z" => Enc::Base64(node.binary(format == "Z")?),
+        "u" | "U" => Enc::Str(node.binary()?),
+        "z" | "Z" => Enc::Base64(node.binary()?),
         "tdD" => Enc::Date(node.fixed(4)?),
         f if f.starts_with("d:") => {
             let parts: Vec<&str> = f[2..].split(',').collect();
@@ -222,7 +100,7 @@ fn bind<'a>(node: Node<'a>, shift: usize) -> Bind<Slot<'a>> {
             let mut fields = Vec::new();
             for child in node.children()? {
                 let mut name = Vec::new();
-                write_string(&mut name, child.name());
+                write_string(&mut name, child.name().as_bytes());
                 name.push(b':');
                 fields.push((name, bind(child, child.offset() + shift)?)); // a child's row: its offset + the struct's
             }
