@@ -11,7 +11,8 @@ Reading: Trigger.AvailableNow queries from the first offset, `select("value.*")`
 - built-in + from_json: `format("kafka")` then `from_json(CAST(value AS STRING), DDL)`;
 - kafkasource + from_json: the same over kafkasource's raw rows (what users wrote before valueFormat=json);
 - kafkasource json native / python: `valueFormat=json, valueSchema=DDL`, readPath native (the extension's decoder)
-  or python (the Python read path and decoder).
+  or python (the Python read path and decoder);
+- kafkasource raw: the native read path's `value` bytes, not decoded: the read alone, for the share decoding takes.
 into the noop sink and into Parquet files (a fresh folder per drain). `reading` is the time inside Spark's
 triggers, end to end adds the query's start and stop. All readers must give the same rows (a hash of every field,
 summed, checked before timing).
@@ -40,6 +41,7 @@ from dev import broker as local_broker
 DDL = ("order_id BIGINT, customer STRING, sku STRING, status STRING, currency STRING, amount DOUBLE, "
        "quantity INT, created_at TIMESTAMP, paid BOOLEAN, tags ARRAY<STRING>, region STRING, note STRING")
 READERS = ("built-in + from_json", "kafkasource + from_json", "kafkasource json native", "kafkasource json python")
+READ_ALONE = "kafkasource raw (no decoding)"  # the read without the JSON: what decoding adds to it
 SINKS = ("noop", "parquet")
 POOL = 10_000
 NOTES = ("Leave the parcel at the side door if nobody answers; the dog is friendly but loud. ",
@@ -89,6 +91,8 @@ def frame(spark, reader: str, bootstrap: str, topic: str, stream: bool = True):
 
     source = (spark.readStream if stream else spark.read).option("kafka.bootstrap.servers", bootstrap)
     source = source.option("subscribe", topic).option("startingOffsets", "earliest")
+    if reader == READ_ALONE:
+        return source.format("kafkasource").option("readPath", "native").load().select("value")
     if reader.startswith("kafkasource json"):
         df = (source.format("kafkasource").option("readPath", reader.split()[-1]).option("valueFormat", "json")
               .option("valueSchema", DDL).option("json.timeZone", "UTC").load())
@@ -126,10 +130,11 @@ def read_bench(spark, bootstrap: str, topic: str, args) -> None:
     if len(set(prints.values())) != 1 or next(iter(prints.values()))[0] != args.records:
         raise RuntimeError(f"the readers disagree on the rows: {prints}")
     print(f"same rows from every reader: {prints[READERS[0]]}", flush=True)
-    results: dict[tuple[str, str], list[readers.Drain]] = {(r, s): [] for r in READERS for s in SINKS}
+    timed = (*READERS, READ_ALONE)
+    results: dict[tuple[str, str], list[readers.Drain]] = {(r, s): [] for r in timed for s in SINKS}
     for sink in SINKS:
         for round_ in range(args.warm_up + args.rounds):
-            for reader in READERS[round_ % len(READERS):] + READERS[:round_ % len(READERS)]:
+            for reader in timed[round_ % len(timed):] + timed[:round_ % len(timed)]:
                 result = drain(frame(spark, reader, bootstrap, topic), sink)
                 if result.rows != args.records:
                     raise RuntimeError(f"{reader} read {result.rows:,} rows, expected {args.records:,}")
@@ -144,7 +149,7 @@ def read_bench(spark, bootstrap: str, topic: str, args) -> None:
 
     for sink in SINKS:
         base = medians(READERS[0], sink)
-        for reader in READERS:
+        for reader in timed:
             med = medians(reader, sink)
             print(f"| {sink} | {reader} | {args.records / med['reading']:,.0f} | {args.records / med['seconds']:,.0f} "
                   f"| {base['reading'] / med['reading']:.2f}x | {base['seconds'] / med['seconds']:.2f}x |")
