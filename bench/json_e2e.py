@@ -18,7 +18,8 @@ triggers, end to end adds the query's start and stop. All readers must give the 
 summed, checked before timing).
 
 Writing: a cached DataFrame of the same orders as a struct column, batch-written to a fresh topic: the built-in
-sink fed `to_json(value)`, kafkasource with `valueFormat=json` (writePath native, at-least-once). Rows/s, medians.
+sink fed `to_json(value)`, kafkasource with `valueFormat=json` (writePath native, at-least-once), and kafkasource
+fed `to_json(value)` (the JVM's encoding, our sink). Rows/s, medians.
 Figures and ratios only: bench/JSON.md keeps them.
 """
 
@@ -166,16 +167,20 @@ def write_bench(spark, bootstrap: str, args) -> None:
     data = data.repartition(args.partitions).cache()
     count = data.count()
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    writers = ("built-in + to_json", "kafkasource json")
+    writers = ("built-in + to_json", "kafkasource json", "kafkasource + to_json")
     seconds: dict[str, list[float]] = {w: [] for w in writers}
     for round_ in range(args.warm_up + args.rounds):
-        for writer in writers[round_ % 2:] + writers[:round_ % 2]:
+        for writer in writers[round_ % 3:] + writers[:round_ % 3]:
             topic = f"bench-json-write-{uuid.uuid4().hex[:8]}"
             admin.create_topics([NewTopic(topic, args.partitions, 1)])[topic].result(60)
             started = time.perf_counter()
             if writer == writers[0]:
                 (data.select(F.to_json("value", {"timeZone": "UTC"}).alias("value")).write.format("kafka")
                  .option("kafka.bootstrap.servers", bootstrap).option("topic", topic).save())
+            elif writer == writers[2]:
+                (data.select(F.to_json("value", {"timeZone": "UTC"}).alias("value")).write.format("kafkasource")
+                 .mode("append").option("kafka.bootstrap.servers", bootstrap).option("topic", topic)
+                 .option("writePath", "native").save())
             else:
                 (data.write.format("kafkasource").mode("append").option("kafka.bootstrap.servers", bootstrap)
                  .option("topic", topic).option("valueFormat", "json").option("json.timeZone", "UTC")
