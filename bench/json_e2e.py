@@ -55,7 +55,7 @@ def order(i: int) -> bytes:
 
     seconds, millis = divmod(1_700_000_000_000 + i * 7_777, 1000)
     created = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds)) + f".{millis:03d}Z"
-    note = None if i % 5 == 0 else (NOTES[i % 3] * 4)[: 200 + i % 150] + f' "{i % 10}"'
+    note = None if i % 5 == 0 else (NOTES[i % 3] * 6)[: 330 + i % 150] + f' "{i % 10}"'
     return json.dumps({
         "order_id": i, "customer": f"customer-{i % 9973}", "sku": f"SKU-{i % 500:05d}",
         "status": ("NEW", "PAID", "SHIPPED", "CANCELLED")[i % 4], "currency": "EUR" if i % 3 == 0 else "USD",
