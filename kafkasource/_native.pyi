@@ -144,6 +144,16 @@ class AvroDecoder:
         """(values column, reasons column) of the `length` payloads from row `offset` of the buffers."""
 
 @final
+class JsonDecoder:
+    """Decodes plain JSON payloads into a schema's Arrow column, handing the records off its path to Python."""
+
+    def __init__(self, column: tuple[Any, ...], plan: tuple[Any, ...], zone: int | None) -> None: ...
+    def decode(
+        self, length: int, offset: int, validity: object | None, offsets: object, data: object
+    ) -> tuple[DecodedColumn, list[int]]:
+        """(values column, rows handed over) of the `length` payloads from row `offset` of the buffers."""
+
+@final
 class AvroEncodePlan:
     """A writer schema's encoding plan, built once per process and schema."""
 

@@ -12,6 +12,7 @@ record the native speed, not its correctness.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 from pyspark.sql.types import (
@@ -35,6 +36,9 @@ from kafkasource.formats.plain_json.decode import PlainJsonDecoder
 from kafkasource.formats.plain_json.options import PlainJsonOptions
 from kafkasource.runtime import native_extension
 from kafkasource.runtime.native_arrow import column_spec, decoded_array
+
+if TYPE_CHECKING:
+    from kafkasource import _native
 
 _LEAVES: dict[type, tuple] = {
     BooleanType: ("bool",),
@@ -74,7 +78,9 @@ class NativePlainJsonDecoder:
         self.arrow_type = self.python.arrow_type
         extension = native_extension.extension()  # the caller asked has("json_decoder") first
         plan = native_plan(schema, self.python.corrupt)
-        self.native = extension.JsonDecoder(column_spec(self.arrow_type), plan, fixed_offset(options.time_zone))
+        self.native: _native.JsonDecoder = extension.JsonDecoder(
+            column_spec(self.arrow_type), plan, fixed_offset(options.time_zone)
+        )
 
     def decode(self, payloads: pa.Array, writer_schemas: Mapping[int, object] = {}) -> tuple[pa.Array, pa.Array]:
         values, reasons, _ = self.decode_counting(payloads)
