@@ -41,14 +41,18 @@ def pytest_collection_modifyitems(config, items) -> None:
     """Every test using the `spark` fixture carries the spark marker, so `-m "not spark"` leaves out what starts
     Spark; tests that start it another way (spark-submit, a Connect server, a cluster) are marked in their modules.
     Tests marked `before_admission_control` prove what kafkasource does on pyspark 4.0/4.1 only: on a pyspark with
-    admission control for Python readers they are deselected (counted as such, never as passed or skipped)."""
+    admission control for Python readers they are deselected (counted as such, never as passed or skipped), as are
+    tests marked `lakehouse` on a pyspark that Delta Lake and Iceberg have no jars for (the compatibility run's
+    pyspark has them)."""
+    from dev import lakehouse
     from kafkasource.runtime.spark_api import ADMISSION_CONTROL
 
-    if ADMISSION_CONTROL:
-        older_only = [item for item in items if item.get_closest_marker("before_admission_control")]
-        if older_only:
-            config.hook.pytest_deselected(items=older_only)
-            items[:] = [item for item in items if item not in older_only]
+    left_out = [item for item in items
+                if (ADMISSION_CONTROL and item.get_closest_marker("before_admission_control"))
+                or (not lakehouse.supported() and item.get_closest_marker("lakehouse"))]
+    if left_out:
+        config.hook.pytest_deselected(items=left_out)
+        items[:] = [item for item in items if item not in left_out]
     for item in items:
         if "spark" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.spark)

@@ -39,7 +39,7 @@ def test_example_configs_load_and_pass_option_checks(monkeypatch):
                                      # value = "json": the source decodes it, a record that does not fit kept
                                      "valueFormat": "json", "valueSchema": "order_id BIGINT, customer STRING, amount "
                                      "DOUBLE", "json.mode": "FAILFAST", "onDecodeError": "keep"}
-    assert (config.sink_path, config.checkpoint) == ("/srv/ingest/orders", "/srv/ingest/checkpoint")
+    assert (config.destination.path, config.checkpoint) == ("/srv/ingest/orders", "/srv/ingest/checkpoint")
     assert (config.decoding.value, str(config.trigger)) == ("json", "availableNow")
     assert config.parsed_options(streaming=True).group_id == "orders-ingest"
     for name in ("replay", "lag"):
@@ -73,7 +73,7 @@ def test_the_route_example_and_a_minimal_route_give_the_sinks_options(monkeypatc
 def test_route_and_parquet_configs_refuse_each_others_keys_and_a_bad_sink(tmp_path):
     path = write(tmp_path, ROUTE.replace('topic = "out"', 'topic = "out"\npath = "/data/out"'))
     assert error_of(path, writes_topic=True) == (
-        f"{path}: [sink] path applies to a job that writes Parquet (ingest, replay) only; remove it")
+        f"{path}: [sink] path applies to a job that writes files or tables (ingest, replay) only; remove it")
     assert error_of(write(tmp_path, MINIMAL + 'topic = "out"\n')) == (
         f"{path}: [sink] topic applies to the route job, which writes a topic only; remove it")
     assert error_of(write(tmp_path, MINIMAL + '[transform]\nsql = "SELECT 1"\n')) == (
@@ -147,6 +147,59 @@ def test_bad_config_names_the_key(tmp_path, text, message):
         assert found.startswith(f"{path} is not valid TOML: ")
     else:
         assert found == f"{path}: {message}"
+
+
+DELTA = MINIMAL.replace('path = "/data/orders"', 'format = "delta"\npath = "/data/orders"')
+ICEBERG = MINIMAL.replace('path = "/data/orders"', 'format = "iceberg"\ntable = "lake.db.orders"')
+
+
+def test_delta_and_iceberg_destinations_read_their_keys_and_iceberg_fans_out_by_default(tmp_path):
+    delta = load(write(tmp_path, DELTA + 'options = { mergeSchema = true }\n'
+                                 'table_properties = { "delta.appendOnly" = "true" }\n'), required=("path",))
+    iceberg = load(write(tmp_path, ICEBERG + 'options = { "target-file-size-bytes" = 134217728 }\n'),
+                   required=("path",))
+    by_name = load(write(tmp_path, DELTA.replace('path = "/data/orders"', 'table = "main.orders"')),
+                   required=("path",))
+    parquet = load(write(tmp_path, MINIMAL), required=("path",))
+
+    assert (delta.destination.format, delta.destination.path, delta.destination.table) == ("delta", "/data/orders",
+                                                                                           None)
+    assert dict(delta.destination.options) == {"mergeSchema": "true"}
+    assert dict(delta.destination.table_properties) == {"delta.appendOnly": "true"}
+    assert delta.destination.describe() == "Delta table at /data/orders"
+    assert delta.destination.identifier() == "delta.`/data/orders`"
+    assert (by_name.destination.describe(), by_name.destination.identifier()) == ("Delta table main.orders",
+                                                                                  "main.orders")
+    # Iceberg's writer fails on a date it closed already unless it fans out; a user's own setting wins
+    assert dict(iceberg.destination.options) == {"fanout-enabled": "true", "target-file-size-bytes": "134217728"}
+    assert iceberg.destination.describe() == "Iceberg table lake.db.orders"
+    assert (parquet.destination.format, parquet.destination.describe()) == ("parquet", "Parquet at /data/orders")
+
+
+@pytest.mark.parametrize("text, message", [
+    (MINIMAL.replace('path = "/data/orders"', 'format = "orc"\npath = "/data/orders"'),
+     "[sink] format must be one of parquet, delta, iceberg, got 'orc'"),
+    (MINIMAL.replace('path = "/data/orders"', 'table = "orders"'),
+     '[sink] table: Parquet is written to a folder; set path, or format = "delta" or "iceberg" to write a table '
+     'by name'),
+    (ICEBERG.replace('table = "lake.db.orders"', 'path = "/data/orders"'),
+     '[sink] path: Iceberg tables are written by name in a catalog; set table = "<catalog>.<namespace>.<table>" '
+     'and configure the catalog (spark.sql.catalog.<catalog>)'),
+    (ICEBERG.replace('table = "lake.db.orders"', ''), '[sink] table is required with format = "iceberg": a name in '
+                                                      'a catalog'),
+    (DELTA.replace('path = "/data/orders"', ''), '[sink] needs path (a folder) or table (a name) with format = '
+                                                 '"delta"'),
+    (DELTA + 'table = "main.orders"\n', "[sink] table: set path or table, not both"),
+    (MINIMAL + 'table_properties = { "delta.appendOnly" = "true" }\n',
+     '[sink] table_properties: Parquet files have no table properties; remove them, or set format = "delta" or '
+     '"iceberg"'),
+    (DELTA + 'options = { mergeSchema = ["yes"] }\n',
+     "[sink.options] mergeSchema must be a string, number or boolean, got ['yes']"),
+])
+def test_a_bad_destination_names_the_key_and_what_to_write(tmp_path, text, message):
+    path = write(tmp_path, text)
+    assert error_of(path, required=("path", "checkpoint")) == f"{path}: {message}"
+
 
 
 def test_bad_source_option_is_reported_with_the_file(tmp_path):

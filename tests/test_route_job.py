@@ -9,6 +9,7 @@ import re
 import pytest
 
 from kafkasource.jobs.config import ConfigError, JobConfig, Trigger, ValueDecoding
+from kafkasource.jobs.destination import Destination
 from kafkasource.jobs.route import transformed
 from tests.job_helpers import kill_group, run_job, start_job
 from tests.kafka_helpers import Record, await_condition
@@ -149,7 +150,7 @@ def test_a_new_checkpoint_after_a_batch_the_group_never_committed_is_warned_of(k
 def test_a_transform_the_sink_cannot_write_is_refused_before_the_query_starts(spark, sql, expected):
     records = spark.createDataFrame([(b"k", 1, None)], "key BINARY, id BIGINT, _corrupt BINARY")
     config = JobConfig(path="route.toml", source_options={}, decoding=ValueDecoding("json", "id BIGINT"),
-                       sink_path=None, checkpoint="/ck", partition_by_date=False, trigger=Trigger(True),
+                       destination=Destination(), checkpoint="/ck", partition_by_date=False, trigger=Trigger(True),
                        app_name="route", transform_sql=sql)
 
     with pytest.raises(ConfigError) as raised:

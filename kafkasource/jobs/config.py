@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from kafkasource.errors import OptionError
+from kafkasource.jobs.destination import DESTINATION_KEYS, Destination, parse_destination
 from kafkasource.jobs.tables import ConfigError, Section, did_you_mean
 from kafkasource.jobs.topic_sink import topic_sink_options
 from kafkasource.options import SourceOptions, parse_duration_ms, parse_options
@@ -57,7 +58,7 @@ class JobConfig:
     path: str  # where it was read from, as given: a local path, a shipped file's name or a URI
     source_options: dict[str, str]  # kafkasource options, kafka.* included; secrets included: never print
     decoding: ValueDecoding
-    sink_path: str | None
+    destination: Destination  # the ingest and replay jobs' [sink]: Parquet, Delta or Iceberg
     checkpoint: str | None
     partition_by_date: bool
     trigger: Trigger
@@ -106,7 +107,7 @@ def _read_toml(path: str, data: bytes | None) -> dict:
 
 
 # [sink] keys of a job that writes Parquet (ingest, replay), and of one that writes a topic (route)
-FILE_SINK_KEYS = ("path", "partition_by_date")
+FILE_SINK_KEYS = (*DESTINATION_KEYS, "partition_by_date")
 TOPIC_SINK_KEYS = ("topic", "delivery_guarantee", "transactional_id_prefix", "marker_topic", "value_format", "kafka")
 
 SECTIONS = {
@@ -114,7 +115,7 @@ SECTIONS = {
     "source": None,
     "schema_registry": None,
     "decode": ("value", "schema", "subject", "version", "schema_id", "message", "dead_letter_topic"),
-    "sink": ("path", "checkpoint", "partition_by_date", *TOPIC_SINK_KEYS),
+    "sink": (*FILE_SINK_KEYS, "checkpoint", *TOPIC_SINK_KEYS),
     "transform": ("sql",),
     "job": ("name", "trigger"),
     "metrics": ("port", "host", "textfile", "broker_interval"),
@@ -253,7 +254,7 @@ def load(
         path=path,
         source_options=source_options,
         decoding=ValueDecoding(value, schema, dead_letter_topic),
-        sink_path=sink.text("path", required="path" in required),
+        destination=Destination() if writes_topic else parse_destination(sink, path_required="path" in required),
         checkpoint=sink.text("checkpoint", required="checkpoint" in required),
         partition_by_date=sink.flag("partition_by_date", True),
         trigger=trigger,
@@ -268,7 +269,11 @@ def _check_sink_kind(sink: Section, transform: Section, writes_topic: bool) -> N
     """A key of the other kind of job is a mistake (a Parquet job given a topic, or the reverse): refuse it."""
     wrong = [key for key in (FILE_SINK_KEYS if writes_topic else TOPIC_SINK_KEYS) if key in sink.data]
     if wrong:
-        kind = "a job that writes Parquet (ingest, replay)" if writes_topic else "the route job, which writes a topic"
+        kind = (
+            "a job that writes files or tables (ingest, replay)"
+            if writes_topic
+            else "the route job, which writes a topic"
+        )
         raise ConfigError(f"{sink.where(wrong[0])} applies to {kind} only; remove it")
     if transform.data and not writes_topic:
         raise ConfigError(f"{transform.path}: [transform] applies to the route job only; remove it")

@@ -1,10 +1,12 @@
-"""ingest: Kafka -> Parquet with a checkpoint, committing the group's offsets as batches complete.
+"""ingest: Kafka -> Parquet files, a Delta Lake table or an Apache Iceberg table, with a checkpoint, committing the
+group's offsets as batches complete.
 
     spark-submit jobs/ingest.py --config conf/ingest.example.toml [--trigger availableNow|processingTime=30s]
                                 [--dry-run] [--remote sc://host:port]
 
-The Parquet file sink and the checkpoint make the output exactly-once across crashes and restarts;
-the source commits to the group only what a completed batch wrote, so lag tools see the truth.
+Each format's streaming sink and the checkpoint make the output exactly-once across crashes and restarts
+(destination.py says how); the source commits to the group only what a completed batch wrote, so lag tools see
+the truth.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from kafkasource.jobs import files, plan
+from kafkasource.jobs import destination, files, plan
 from kafkasource.jobs.cli import add_common_arguments, load_config, run_main, session, setup_logging
 from kafkasource.jobs.config import JobConfig
 from kafkasource.jobs.streaming import decoded_records, run_stream, with_trigger
@@ -65,7 +67,7 @@ def dry_run(config: JobConfig, spark) -> int:
         )
     )
     print(
-        f"  sink:       Parquet at {config.sink_path}"
+        f"  sink:       {config.destination.describe()}"
         + (", partitioned by date" if config.partition_by_date else "")
         + f"; value decoded as {config.decoding.value}"
         + (f" ({config.decoding.schema})" if config.decoding.schema else "")
@@ -88,17 +90,13 @@ def dry_run(config: JobConfig, spark) -> int:
 def ingest(config: JobConfig, spark) -> int:
     def start():
         records = decoded_records(config, spark, config.partition_by_date)
-        writer = (
-            records.writeStream.format("parquet")
-            .option("path", config.sink_path)
-            .option("checkpointLocation", config.checkpoint)
-        )
-        if config.partition_by_date:
-            writer = writer.partitionBy("date")
-        return with_trigger(writer, config.trigger).start()
+        destination.prepare_table(spark, config.destination, records, config.partition_by_date)
+        writer = destination.writer(records, config.destination, checkpoint, config.partition_by_date)
+        return destination.start(with_trigger(writer, config.trigger), config.destination)
 
-    assert config.sink_path is not None  # the ingest job's config requires it
-    return run_stream("ingest", config, spark, start, config.sink_path)
+    checkpoint = config.checkpoint
+    assert checkpoint is not None  # the ingest job's config requires it
+    return run_stream("ingest", config, spark, start, config.destination.target)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -89,7 +89,12 @@ def replay(args) -> int:
 def _replay(args, config: JobConfig, spark) -> int:
     config = replace(config, source_options=with_range(config, args.start, args.end))
     options = config.parsed_options(streaming=False)  # checked before Spark starts
-    output = args.output or config.sink_path
+    if config.destination.format != "parquet" and not args.output:
+        raise ConfigError(
+            f"{config.path}: [sink] is a {config.destination.describe()}; replay writes Parquet files "
+            "only: give it a folder with --output"
+        )
+    output = args.output or config.destination.path
     assert output is not None  # without --output, the config's [sink] path is required
     ranges = plan.positions(options, resolve=True)
     planned = sum(s.to_read() for s in ranges)

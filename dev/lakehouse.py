@@ -1,0 +1,139 @@
+"""Delta Lake and Apache Iceberg for the tests and benchmarks: their Spark jars, fetched by Maven from Maven Central
+into the git-ignored cache for the running pyspark; the spark-submit arguments that load them with an Iceberg
+catalog on local disk; and what a table holds durably, read from its own log and metadata files without Spark (so
+that a test can look at it the moment after it killed the job writing it).
+
+    python3 -m dev.lakehouse fetch    # the jars of the running pyspark, into .cache/lakehouse-jars/
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from urllib.parse import unquote, urlparse
+
+import pyarrow.parquet as pq
+import pyspark
+
+from dev.process import REPO_ROOT
+
+# The table formats lag Spark's releases: the newest of each built for a pyspark minor release (Maven Central has
+# no Delta or Iceberg for Spark 4.2 or 4.3 yet). Delta's jar needs its storage jar beside it; Iceberg's runtime jar
+# holds everything.
+FORMAT_JARS = {
+    "4.0": ["io.delta:delta-spark_2.13:4.0.0", "io.delta:delta-storage:4.0.0",
+            "org.apache.iceberg:iceberg-spark-runtime-4.0_2.13:1.10.1"],
+    "4.1": ["io.delta:delta-spark_2.13:4.1.0", "io.delta:delta-storage:4.1.0",
+            "org.apache.iceberg:iceberg-spark-runtime-4.1_2.13:1.12.0"],
+}
+CATALOG = "lake"  # the Iceberg catalog the tests name tables in: lake.<namespace>.<table>
+
+
+def spark_minor() -> str:
+    return ".".join(pyspark.__version__.split(".")[:2])
+
+
+def supported() -> bool:
+    """Whether Delta and Iceberg have jars for the running pyspark."""
+    return spark_minor() in FORMAT_JARS
+
+
+def jars() -> list[Path]:
+    """The running pyspark's Delta and Iceberg jars, fetched once."""
+    artifacts = FORMAT_JARS.get(spark_minor())
+    if artifacts is None:
+        raise RuntimeError(f"no Delta or Iceberg jars are known for pyspark {pyspark.__version__} "
+                           f"(known: {', '.join(FORMAT_JARS)})")
+    folder = REPO_ROOT / ".cache" / "lakehouse-jars" / spark_minor()
+    marker = folder / ".complete"
+    if not marker.exists():
+        mvn = shutil.which("mvn")
+        if mvn is None:
+            raise RuntimeError("`mvn` is not on PATH: Apache Maven fetches the Delta and Iceberg jars")
+        folder.mkdir(parents=True, exist_ok=True)
+        for artifact in artifacts:
+            result = subprocess.run([mvn, "-q", "-B", "dependency:copy", f"-Dartifact={artifact}",
+                                     f"-DoutputDirectory={folder}"], capture_output=True, text=True)
+            if result.returncode != 0:
+                raise RuntimeError(f"Maven could not fetch {artifact}:\n" + (result.stdout + result.stderr)[-3000:])
+        marker.touch()
+    return sorted(folder.glob("*.jar"))
+
+
+def submit_arguments(warehouse: Path) -> tuple[str, ...]:
+    """spark-submit arguments: the jars, Delta's session extension and catalog, and an Iceberg catalog named
+    `lake` keeping its tables under `warehouse` (Iceberg's Hadoop catalog: files only, no server)."""
+    settings = {
+        "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension,"
+                                "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions",
+        "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
+        f"spark.sql.catalog.{CATALOG}": "org.apache.iceberg.spark.SparkCatalog",
+        f"spark.sql.catalog.{CATALOG}.type": "hadoop",
+        f"spark.sql.catalog.{CATALOG}.warehouse": str(warehouse),
+    }
+    conf = [part for key, value in settings.items() for part in ("--conf", f"{key}={value}")]
+    return ("--jars", ",".join(str(j) for j in jars()), *conf)
+
+
+def delta_files(table: Path) -> list[Path]:
+    """The data files of a Delta table's last version: its log's commits (one JSON file each, written whole or
+    not at all) read in order, each file added and not removed since. The log keeps every commit's JSON file beside
+    its periodic checkpoints, so the JSON files alone give the state."""
+    live: dict[str, None] = {}
+    log = table / "_delta_log"
+    for commit in sorted(log.glob("[0-9]*.json")) if log.exists() else []:
+        for line in commit.read_text().splitlines():
+            action = json.loads(line)
+            if "add" in action:
+                live[action["add"]["path"]] = None
+            elif "remove" in action:
+                live.pop(action["remove"]["path"], None)
+    return [table / unquote(path) for path in live]
+
+
+def iceberg_files(warehouse: Path, name: str) -> list[Path]:
+    """The data files of an Iceberg table's current snapshot in a Hadoop catalog (`name`: lake.<namespace>.<table>):
+    the newest metadata file (a commit is the atomic creation of the next vN.metadata.json; version-hint.text
+    is only a hint), its current snapshot's manifest list, the manifests' live entries."""
+    import fastavro
+
+    _, *parts = name.split(".")
+    metadata_dir = warehouse.joinpath(*parts) / "metadata"
+    versions = sorted(metadata_dir.glob("v*.metadata.json"), key=lambda p: int(p.name[1:].split(".")[0])) \
+        if metadata_dir.exists() else []
+    if not versions:
+        return []
+    metadata = json.loads(versions[-1].read_text())
+    current = metadata.get("current-snapshot-id")
+    snapshot = next((s for s in metadata.get("snapshots", []) if s["snapshot-id"] == current), None)
+    if snapshot is None:
+        return []
+    files = []
+    with open(_local(snapshot["manifest-list"]), "rb") as f:
+        manifests = [m["manifest_path"] for m in fastavro.reader(f)]
+    for manifest in manifests:
+        with open(_local(manifest), "rb") as f:
+            files += [_local(e["data_file"]["file_path"]) for e in fastavro.reader(f) if e["status"] != 2]  # 2: deleted
+    return files
+
+
+def _local(uri: str) -> Path:
+    return Path(unquote(urlparse(uri).path))
+
+
+def positions(files: list[Path]) -> list[tuple[int, int]]:
+    """(kafka_partition, kafka_offset) of every row of the data files."""
+    rows: list[tuple[int, int]] = []
+    for path in sorted(files):
+        table = pq.read_table(path, columns=["kafka_partition", "kafka_offset"])
+        rows += zip(table.column("kafka_partition").to_pylist(), table.column("kafka_offset").to_pylist(), strict=True)
+    return rows
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] != ["fetch"]:
+        sys.exit(__doc__)
+    print("\n".join(str(j) for j in jars()))
