@@ -36,8 +36,8 @@ CONNECT = [
 ]
 # Batch read on both read paths (the native one included), a rate-limited stream with group commits, AvailableNow
 # twice, register (tests/test_compat.py), a registry format, batch writes on both write paths, exactly-once batch and
-# stream writes, the ingest job into Delta Lake and Iceberg tables (their jars exist for 4.0 and 4.1 only), and
-# Spark Connect
+# stream writes, the ingest job into Delta Lake and Iceberg tables (their jars exist for 4.0 and 4.1 only), the
+# example Declarative Pipeline, and Spark Connect
 SELECTION = [
     "tests/test_compat.py",
     "tests/test_stream_read.py::test_batch_read_of_an_explicit_offset_range",
@@ -45,6 +45,7 @@ SELECTION = [
     "tests/test_sink.py::test_a_batch_write_lands_every_record_exactly_where_the_columns_say",
     "tests/test_sink_exactly_once.py::test_an_exactly_once_batch_write_writes_every_sample_row_and_marks_its_task",
     "tests/test_lakehouse_jobs.py",
+    "tests/test_pipeline.py",
     *CONNECT,
 ]
 
@@ -53,7 +54,7 @@ def run(minor: str, extra: list[str]) -> tuple[str, str, float, int]:
     pyspark, python_version = TARGETS[minor]
     started = time.monotonic()
     python = virtualenv(VENVS / f"pyspark-{pyspark}", find_python(python_version),
-                        [f"pyspark[connect]=={pyspark}", *PACKAGES])
+                        [f"pyspark[connect,pipelines]=={pyspark}", *PACKAGES])
     prepared = time.monotonic() - started
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in [str(REPO), os.environ.get("PYTHONPATH")] if p)}
     python_seen = subprocess.run([str(python), "-c", "import platform, pyspark; "
