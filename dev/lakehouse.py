@@ -9,8 +9,6 @@ that a test can look at it the moment after it killed the job writing it).
 from __future__ import annotations
 
 import json
-import shutil
-import subprocess
 import sys
 from pathlib import Path
 from urllib.parse import unquote, urlparse
@@ -18,6 +16,7 @@ from urllib.parse import unquote, urlparse
 import pyarrow.parquet as pq
 import pyspark
 
+from dev import maven
 from dev.process import REPO_ROOT
 
 # The table formats lag Spark's releases: the newest of each built for a pyspark minor release (Maven Central has
@@ -48,19 +47,7 @@ def jars() -> list[Path]:
         raise RuntimeError(f"no Delta or Iceberg jars are known for pyspark {pyspark.__version__} "
                            f"(known: {', '.join(FORMAT_JARS)})")
     folder = REPO_ROOT / ".cache" / "lakehouse-jars" / spark_minor()
-    marker = folder / ".complete"
-    if not marker.exists():
-        mvn = shutil.which("mvn")
-        if mvn is None:
-            raise RuntimeError("`mvn` is not on PATH: Apache Maven fetches the Delta and Iceberg jars")
-        folder.mkdir(parents=True, exist_ok=True)
-        for artifact in artifacts:
-            result = subprocess.run([mvn, "-q", "-B", "dependency:copy", f"-Dartifact={artifact}",
-                                     f"-DoutputDirectory={folder}"], capture_output=True, text=True)
-            if result.returncode != 0:
-                raise RuntimeError(f"Maven could not fetch {artifact}:\n" + (result.stdout + result.stderr)[-3000:])
-        marker.touch()
-    return sorted(folder.glob("*.jar"))
+    return maven.fetch(artifacts, folder, "the Delta and Iceberg jars")
 
 
 def submit_arguments(warehouse: Path) -> tuple[str, ...]:

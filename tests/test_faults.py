@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import logging
-import random
 import subprocess
 import time
 from pathlib import Path
@@ -25,7 +24,7 @@ from kafkasource.options import parse_options
 from kafkasource.planning.offsets import TOPIC_IDS_KEY
 from tests import native_coverage
 from tests.cluster_helpers import group_coordinator, log_ends, partition_leaders, replicated_topic
-from tests.job_helpers import durable_positions, kill_group, start_job, write_config
+from tests.job_helpers import alive, durable_positions, kill_at_random_moments, kill_group, start_job, write_config
 from tests.kafka_helpers import KafkaHarness, Record, SequenceProducer, await_condition
 from tests.query_helpers import (
     QUERY_TIMEOUT_S,
@@ -487,31 +486,11 @@ def test_crash_restart_cycles_lose_and_duplicate_nothing(kafka, tmp_path, capsys
     topic = kafka.create_topic(kafka.unique_name("crash"), partitions=2)
     group = kafka.unique_name("crash-group")
     output, log_path = tmp_path / "out", tmp_path / "spark-submit.log"
-    moments = random.Random(20261122)
-    ahead_of_sink: list[str] = []
-
-    def alive(app) -> bool:
-        assert app.poll() is None, f"the application exited on its own:\n{log_path.read_text()[-3000:]}"
-        return True
 
     with SequenceProducer(kafka, topic, 2) as producer:
-        for cycle in range(CRASH_CYCLES):
-            app = submit_stream(kafka, topic, group, tmp_path, log_path)
-            try:
-                durable_before = len(durable_positions(output))
-                await_condition(f"a new durable batch in cycle {cycle}",
-                                lambda app=app, durable_before=durable_before:
-                                    alive(app) and len(durable_positions(output)) > durable_before,
-                                timeout=180)
-                time.sleep(moments.uniform(0, 1.5))  # a random moment of the stream's life
-            finally:
-                kill_group(app)
-            durable = set(durable_positions(output))
-            for partition, offset in kafka.committed(group, topic, 2).items():
-                missing = [o for o in range(offset) if (partition, o) not in durable]
-                if missing:
-                    ahead_of_sink.append(f"cycle {cycle}: partition {partition} committed {offset}, "
-                                         f"the sink lacks {missing[:5]}")
+        ahead_of_sink = kill_at_random_moments(
+            CRASH_CYCLES, lambda: submit_stream(kafka, topic, group, tmp_path, log_path), log_path,
+            lambda: durable_positions(output), lambda: kafka.committed(group, topic, 2), seed=20261122)
         producer.stop()
         ends = await_condition("the log ends", lambda: log_ends(kafka, topic, 2), timeout=60)
         expected = sorted((p, o) for p in range(2) for o in range(ends[p]))
@@ -520,7 +499,8 @@ def test_crash_restart_cycles_lose_and_duplicate_nothing(kafka, tmp_path, capsys
         app = submit_stream(kafka, topic, group, tmp_path, log_path, max_offsets=100_000)
         try:
             await_condition("every record durable",
-                            lambda: alive(app) and set(durable_positions(output)) >= set(expected), timeout=300)
+                            lambda: alive(app, log_path) and set(durable_positions(output)) >= set(expected),
+                            timeout=300)
         finally:
             kill_group(app)
 

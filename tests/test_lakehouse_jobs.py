@@ -7,16 +7,14 @@ have jars for."""
 from __future__ import annotations
 
 import json
-import random
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
 
 from dev import lakehouse
 from tests.cluster_helpers import log_ends
-from tests.job_helpers import kill_group, start_job, write_config
+from tests.job_helpers import alive, kill_at_random_moments, kill_group, start_job, write_config
 from tests.kafka_helpers import KafkaHarness, SequenceProducer, await_condition
 
 pytestmark = [pytest.mark.lakehouse, pytest.mark.spark]  # spark-submit
@@ -68,41 +66,24 @@ def test_sigkilled_ingest_job_lands_every_record_once_and_commits_never_run_ahea
     group = kafka.unique_name(f"lake-{fmt}-group")
     config, log_path = config_for(kafka, fmt, topic, group, tmp_path), tmp_path / "spark-submit.log"
     extra = lakehouse.submit_arguments(tmp_path / "warehouse")
-    moments = random.Random(20261128)
-    ahead_of_table: list[str] = []
 
-    def alive(app: subprocess.Popen) -> bool:
-        assert app.poll() is None, f"the application exited on its own:\n{log_path.read_text()[-3000:]}"
-        return True
+    def start() -> subprocess.Popen:
+        return start_job("ingest", "--config", str(config), log_path=log_path, extra=extra)
 
     with SequenceProducer(kafka, topic, 2) as producer:
-        for cycle in range(KILLS):
-            app = start_job("ingest", "--config", str(config), log_path=log_path, extra=extra)
-            try:
-                before = len(durable(fmt, tmp_path))
-                await_condition(f"a new table version with rows in cycle {cycle}",
-                                lambda app=app, before=before: alive(app) and len(durable(fmt, tmp_path)) > before,
-                                timeout=240)
-                time.sleep(moments.uniform(0, 1.5))  # a random moment of the stream's life
-            finally:
-                kill_group(app)
-            held = set(durable(fmt, tmp_path))
-            for partition, offset in kafka.committed(group, topic, 2).items():
-                missing = [o for o in range(offset) if (partition, o) not in held]
-                if missing:
-                    ahead_of_table.append(f"cycle {cycle}: partition {partition} committed {offset}, "
-                                          f"the table lacks {missing[:5]}")
+        ahead_of_table = kill_at_random_moments(KILLS, start, log_path, lambda: durable(fmt, tmp_path),
+                                                lambda: kafka.committed(group, topic, 2), seed=20261128)
         producer.stop()
         ends = await_condition("the log ends", lambda: log_ends(kafka, topic, 2), timeout=60)
         expected = sorted((p, o) for p in range(2) for o in range(ends[p]))
         # the last run drains the rest in big batches: the restart's cost is the point, not the batch size
         config.write_text(config.read_text().replace("maxOffsetsPerTrigger = 200", "maxOffsetsPerTrigger = 100000"))
-        app = start_job("ingest", "--config", str(config), log_path=log_path, extra=extra)
+        app = start()
         try:
             await_condition("every record in the table",
-                            lambda: alive(app) and set(durable(fmt, tmp_path)) >= set(expected), timeout=300)
+                            lambda: alive(app, log_path) and set(durable(fmt, tmp_path)) >= set(expected), timeout=300)
             await_condition("the group committed the log end",
-                            lambda: alive(app) and kafka.committed(group, topic, 2) == ends, timeout=120)
+                            lambda: alive(app, log_path) and kafka.committed(group, topic, 2) == ends, timeout=120)
         finally:
             kill_group(app)
 
