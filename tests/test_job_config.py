@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from kafkasource.jobs.cli import one_line
 from kafkasource.jobs.config import ConfigError, load, parse_trigger
 from kafkasource.jobs.plan import table
 from kafkasource.jobs.replay import range_option
@@ -293,3 +294,12 @@ def test_a_token_provider_in_source_signs_in_the_source_the_route_sink_and_the_d
     assert producer["oauth_cb"].name == "aws_msk_iam" and dict(producer["oauth_cb"].arguments) == {
         "region": "eu-west-1"}
     assert "group.id" not in producer
+
+
+def test_one_line_of_a_py4j_error_carries_the_jvms_reason():
+    py4j = RuntimeError("An error occurred while calling o43.sql.\n: java.lang.NoClassDefFoundError: "
+                        "org/apache/spark/sql/catalyst/plans/logical/IgnoreCachedData\n\tat org.apache.Foo.bar")
+    assert one_line(py4j) == ("An error occurred while calling o43.sql. java.lang.NoClassDefFoundError: "
+                              "org/apache/spark/sql/catalyst/plans/logical/IgnoreCachedData")
+    assert one_line(RuntimeError("first line\nsecond line")) == "first line"
+

@@ -105,7 +105,10 @@ def one_line(exc: BaseException) -> str:
     found = _OUR_ERROR.search(text)
     if found:
         return f"{found.group(1)}: {found.group(2).strip()}"
-    first = next((line.strip() for line in text.splitlines() if line.strip()), type(exc).__name__)
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    first = lines[0] if lines else type(exc).__name__
+    if first.startswith("An error occurred while calling") and len(lines) > 1:  # Py4J's: the JVM's reason follows
+        first = f"{first} {lines[1].lstrip(': ')}"
     return first if len(first) <= 500 else first[:500] + " ..."
 
 
