@@ -232,10 +232,7 @@ CountingSink = _counting_sink()
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--records", type=int, default=400_000)
-    parser.add_argument("--partitions", type=int, default=4)
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--warm-up", type=int, default=1)
+    readers.add_drain_arguments(parser)
     parser.add_argument("--only", default="read,write", help="read, write or both (comma-separated)")
     args = parser.parse_args(argv)
     broker = local_broker.start()

@@ -182,10 +182,7 @@ def bench(spark, bootstrap: str, topic: str, warehouse: Path, args) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--records", type=int, default=400_000)
-    parser.add_argument("--partitions", type=int, default=4)
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--warm-up", type=int, default=1)
+    readers.add_drain_arguments(parser)
     parser.add_argument("--formats", default=",".join(FORMATS), help="comma-separated: parquet, delta, iceberg")
     args = parser.parse_args(argv)
     args.formats = [f for f in FORMATS if f in args.formats.split(",")]

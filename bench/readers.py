@@ -36,6 +36,14 @@ class Drain(NamedTuple):
     cpu: Cpu | None = None  # what the drain cost the machine's processes (bench/cpu.py)
 
 
+def add_drain_arguments(parser, records: int = 400_000) -> None:
+    """The command line options of a benchmark that drains a topic's JSON orders a few times per reader."""
+    parser.add_argument("--records", type=int, default=records)
+    parser.add_argument("--partitions", type=int, default=4)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--warm-up", type=int, default=1)
+
+
 def spark_drain(spark, reader: str, bootstrap: str, topic: str) -> Drain:
     fmt, options = SPARK_READERS[reader]
     return timed(spark.readStream.format(fmt).option("kafka.bootstrap.servers", bootstrap)
