@@ -256,6 +256,15 @@ def test_bad_config_exits_2_with_one_line(tmp_path):
                              "[sink] partition_by_date must be true or false, got 'yes'\n")
 
 
+def test_replay_of_a_table_config_asks_for_a_folder_before_reading_anything(tmp_path):
+    path = write(tmp_path, DELTA)
+    result = subprocess.run([sys.executable, str(REPO_ROOT / "jobs" / "replay.py"), "--config", str(path),
+                             "--from", "earliest", "--to", "latest"], capture_output=True, text=True, timeout=60)
+    assert (result.returncode, result.stdout) == (2, "")
+    assert result.stderr == (f"replay: configuration error: {path}: [sink] is a Delta table at /data/orders; "
+                             "replay writes Parquet files only: give it a folder with --output\n")
+
+
 def test_metrics_table_is_off_by_default_and_checked(tmp_path):
     assert load(write(tmp_path, MINIMAL)).metrics is None
     path = write(tmp_path, MINIMAL + f'[metrics]\nport = 9108\ntextfile = "{tmp_path}/ingest.prom"\n'

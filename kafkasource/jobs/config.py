@@ -106,7 +106,7 @@ def _read_toml(path: str, data: bytes | None) -> dict:
         raise ConfigError(f"{path} is not valid TOML: {exc}") from None
 
 
-# [sink] keys of a job that writes Parquet (ingest, replay), and of one that writes a topic (route)
+# [sink] keys of a job that writes files or tables (ingest, replay), and of one that writes a topic (route)
 FILE_SINK_KEYS = (*DESTINATION_KEYS, "partition_by_date")
 TOPIC_SINK_KEYS = ("topic", "delivery_guarantee", "transactional_id_prefix", "marker_topic", "value_format", "kafka")
 
