@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
@@ -50,10 +51,10 @@ def jars() -> list[Path]:
     return maven.fetch(artifacts, folder, "the Delta and Iceberg jars")
 
 
-def submit_arguments(warehouse: Path) -> tuple[str, ...]:
-    """spark-submit arguments: the jars, Delta's session extension and catalog, and an Iceberg catalog named
-    `lake` keeping its tables under `warehouse` (Iceberg's Hadoop catalog: files only, no server)."""
-    settings = {
+def session_settings(warehouse: Path) -> dict[str, str]:
+    """Delta's session extension and catalog, and an Iceberg catalog named `lake` keeping its tables under
+    `warehouse` (Iceberg's Hadoop catalog: files only, no server)."""
+    return {
         "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension,"
                                 "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions",
         "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
@@ -61,39 +62,54 @@ def submit_arguments(warehouse: Path) -> tuple[str, ...]:
         f"spark.sql.catalog.{CATALOG}.type": "hadoop",
         f"spark.sql.catalog.{CATALOG}.warehouse": str(warehouse),
     }
-    conf = [part for key, value in settings.items() for part in ("--conf", f"{key}={value}")]
+
+
+def submit_arguments(warehouse: Path) -> tuple[str, ...]:
+    """spark-submit arguments: the jars and session_settings."""
+    conf = [part for key, value in session_settings(warehouse).items() for part in ("--conf", f"{key}={value}")]
     return ("--jars", ",".join(str(j) for j in jars()), *conf)
 
 
-def delta_files(table: Path) -> list[Path]:
-    """The data files of a Delta table's last version: its log's commits (one JSON file each, written whole or
-    not at all) read in order, each file added and not removed since. The log keeps every commit's JSON file beside
-    its periodic checkpoints, so the JSON files alone give the state."""
-    live: dict[str, None] = {}
+def delta_actions(table: Path) -> Iterator[dict]:
+    """The actions of a Delta table's log, oldest first: its commits (one JSON file each, written whole or not at
+    all) read in order. The log keeps every commit's JSON file beside its periodic checkpoints, so the JSON files
+    alone give the table's state."""
     log = table / "_delta_log"
     for commit in sorted(log.glob("[0-9]*.json")) if log.exists() else []:
         for line in commit.read_text().splitlines():
-            action = json.loads(line)
-            if "add" in action:
-                live[action["add"]["path"]] = None
-            elif "remove" in action:
-                live.pop(action["remove"]["path"], None)
+            yield json.loads(line)
+
+
+def delta_files(table: Path) -> list[Path]:
+    """The data files of a Delta table's last version: each file added and not removed since."""
+    live: dict[str, None] = {}
+    for action in delta_actions(table):
+        if "add" in action:
+            live[action["add"]["path"]] = None
+        elif "remove" in action:
+            live.pop(action["remove"]["path"], None)
     return [table / unquote(path) for path in live]
 
 
-def iceberg_files(warehouse: Path, name: str) -> list[Path]:
-    """The data files of an Iceberg table's current snapshot in a Hadoop catalog (`name`: lake.<namespace>.<table>):
-    the newest metadata file (a commit is the atomic creation of the next vN.metadata.json; version-hint.text
-    is only a hint), its current snapshot's manifest list, the manifests' live entries."""
-    import fastavro
-
+def iceberg_metadata(warehouse: Path, name: str) -> dict | None:
+    """The newest metadata of an Iceberg table in a Hadoop catalog (`name`: lake.<namespace>.<table>), None before
+    its first commit: a commit is the atomic creation of the next vN.metadata.json; version-hint.text is only a
+    hint."""
     _, *parts = name.split(".")
     metadata_dir = warehouse.joinpath(*parts) / "metadata"
     versions = sorted(metadata_dir.glob("v*.metadata.json"), key=lambda p: int(p.name[1:].split(".")[0])) \
         if metadata_dir.exists() else []
-    if not versions:
+    return json.loads(versions[-1].read_text()) if versions else None
+
+
+def iceberg_files(warehouse: Path, name: str) -> list[Path]:
+    """The data files of an Iceberg table's current snapshot in a Hadoop catalog: the newest metadata's current
+    snapshot, its manifest list, the manifests' live entries."""
+    import fastavro
+
+    metadata = iceberg_metadata(warehouse, name)
+    if metadata is None:
         return []
-    metadata = json.loads(versions[-1].read_text())
     current = metadata.get("current-snapshot-id")
     snapshot = next((s for s in metadata.get("snapshots", []) if s["snapshot-id"] == current), None)
     if snapshot is None:

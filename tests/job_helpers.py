@@ -68,4 +68,3 @@ def alive(app: subprocess.Popen, log_path: Path) -> bool:
     """True while the job runs; an assertion with its log's end once it exited on its own."""
     assert app.poll() is None, f"the application exited on its own:\n{log_path.read_text()[-3000:]}"
     return True
-

@@ -6,7 +6,6 @@ have jars for."""
 
 from __future__ import annotations
 
-import json
 import subprocess
 from pathlib import Path
 
@@ -48,15 +47,13 @@ def durable(fmt: str, workdir: Path) -> list[tuple[int, int]]:
 
 def table_properties(fmt: str, workdir: Path) -> dict[str, str]:
     if fmt == "delta":
-        commits = sorted((workdir / "out" / "_delta_log").glob("[0-9]*.json"))
         found: dict[str, str] = {}
-        for commit in commits:
-            for line in commit.read_text().splitlines():
-                found.update(json.loads(line).get("metaData", {}).get("configuration", {}))
+        for action in lakehouse.delta_actions(workdir / "out"):
+            found.update(action.get("metaData", {}).get("configuration", {}))
         return found
-    metadata = sorted((workdir / "warehouse" / "db" / "orders" / "metadata").glob("v*.metadata.json"),
-                      key=lambda p: int(p.name[1:].split(".")[0]))
-    return json.loads(metadata[-1].read_text())["properties"]
+    metadata = lakehouse.iceberg_metadata(workdir / "warehouse", TABLE)
+    assert metadata is not None, "the Iceberg table has no metadata"
+    return metadata["properties"]
 
 
 @pytest.mark.parametrize("fmt", ["delta", "iceberg"])
