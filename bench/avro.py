@@ -22,9 +22,7 @@ import io
 import json
 import os
 import random
-import shutil
 import statistics
-import subprocess
 import sys
 import time
 from collections.abc import Iterator
@@ -34,6 +32,7 @@ from typing import NamedTuple
 import pyarrow as pa
 import pyarrow.compute  # noqa: F401  (pa.compute)
 
+from bench.reference import spark_avro_jar
 from kafkasource.formats.avro import decode as avro_decode
 from kafkasource.formats.registry import RegistrySchema
 
@@ -122,24 +121,6 @@ def rate(native: bool, data: pa.BinaryArray, rounds: int) -> tuple[Rate, pa.Arra
 def show(name: str, r: Rate, size: float) -> str:
     return (f"{name}: {r.cpu:,.0f} records per CPU second ({r.cpu * size / 1e6:.1f} MB/s of Avro); "
             f"{r.wall:,.0f} records/s elapsed")
-
-
-# the newest spark-avro on Maven Central, as for the Kafka connector (bench/pom.xml); it loads in pyspark 4.3,
-# whose jars hold the Avro library it needs
-SPARK_AVRO = ("org.apache.spark", "spark-avro_2.13", "4.2.0")
-JARS = Path(__file__).resolve().parent.parent / ".cache" / "avro-bench-jars"
-
-
-def spark_avro_jar() -> Path:
-    group, artifact, version = SPARK_AVRO
-    jar = JARS / f"{artifact}-{version}.jar"
-    if not jar.exists():
-        mvn = shutil.which("mvn")
-        if mvn is None:
-            raise RuntimeError("`mvn` is not on PATH: Apache Maven fetches spark-avro for --spark")
-        subprocess.run([mvn, "-q", "-B", "dependency:copy", f"-Dartifact={group}:{artifact}:{version}",
-                        f"-DoutputDirectory={JARS}"], check=True)
-    return jar
 
 
 def jvm_cpu_seconds(pid: int) -> float:

@@ -37,6 +37,7 @@ from pathlib import Path
 from bench import readers
 from bench.json_e2e import DDL, produce
 from bench.reference import ROOT, reference_jars
+from bench.run import spark_session
 from dev import broker as local_broker
 from dev import lakehouse, maven
 
@@ -59,22 +60,9 @@ def connector_jars() -> list[Path]:
 
 
 def session(warehouse: Path):
-    """bench.run.spark_session's settings, with the table formats' jars and confs (dev/lakehouse.py) added."""
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
-    from pyspark.sql import SparkSession
-
-    arguments = lakehouse.submit_arguments(warehouse)  # --jars J --conf k=v --conf k=v ...
-    settings = dict(a.split("=", 1) for a in arguments[3::2])
-    builder = (SparkSession.builder.master("local[2]").appName("kafkasource-bench-lakehouse")
-               .config("spark.ui.enabled", "false").config("spark.driver.bindAddress", "127.0.0.1")
-               .config("spark.driver.memory", "2g").config("spark.ui.showConsoleProgress", "false")
-               .config("spark.jars", ",".join(str(j) for j in [*connector_jars(), *lakehouse.jars()])))
-    for key, value in settings.items():
-        builder = builder.config(key, value)
-    spark = builder.getOrCreate()
-    spark.sparkContext.setLogLevel("ERROR")
-    return spark
+    """bench.run's session with the built-in connector's and the table formats' jars and catalogs."""
+    return spark_session([*connector_jars(), *lakehouse.jars()], lakehouse.session_settings(warehouse),
+                         app_name="kafkasource-bench-lakehouse")
 
 
 def write_config(folder: Path, fmt: str, bootstrap: str, topic: str, table: str) -> Path:

@@ -7,6 +7,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from dev import maven
+
 ROOT = Path(__file__).resolve().parent.parent
 POM = ROOT / "bench" / "pom.xml"
 JARS_DIR = ROOT / ".cache" / "reference-jars"
@@ -36,15 +38,5 @@ def reference_jars() -> list[Path]:
 
 def spark_avro_jar() -> Path:
     """spark-avro (from_avro, to_avro) of the same Spark version as the Kafka connector, fetched once."""
-    _group, artifact, version = SPARK_AVRO.split(":")
-    jar = AVRO_JARS_DIR / f"{artifact}-{version}.jar"
-    if not jar.exists():
-        mvn = shutil.which("mvn")
-        if mvn is None:
-            raise RuntimeError("`mvn` is not on PATH: Apache Maven fetches spark-avro for the Avro benchmark")
-        AVRO_JARS_DIR.mkdir(parents=True, exist_ok=True)
-        result = subprocess.run([mvn, "-q", "-B", "dependency:copy", f"-Dartifact={SPARK_AVRO}",
-                                 f"-DoutputDirectory={AVRO_JARS_DIR}"], capture_output=True, text=True)
-        if result.returncode != 0 or not jar.exists():
-            raise RuntimeError("Maven could not fetch spark-avro:\n" + (result.stdout + result.stderr)[-3000:])
+    (jar,) = maven.fetch([SPARK_AVRO], AVRO_JARS_DIR, "spark-avro for the Avro benchmark")
     return jar

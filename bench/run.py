@@ -32,6 +32,7 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Mapping
 from importlib.metadata import version
 from pathlib import Path
 
@@ -77,15 +78,19 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return args
 
 
-def spark_session(jars: list[Path]):
+def spark_session(jars: list[Path], settings: Mapping[str, str] | None = None, app_name: str = "kafkasource-bench"):
+    """A local[2] session for the benchmarks, with `jars` and `settings` (a table format's catalog, say)."""
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
     from pyspark.sql import SparkSession
 
-    spark = (SparkSession.builder.master("local[2]").appName("kafkasource-bench")
-             .config("spark.ui.enabled", "false").config("spark.driver.bindAddress", "127.0.0.1")
-             .config("spark.driver.memory", "2g").config("spark.ui.showConsoleProgress", "false")
-             .config("spark.jars", ",".join(str(j) for j in jars)).getOrCreate())
+    builder = (SparkSession.builder.master("local[2]").appName(app_name)
+               .config("spark.ui.enabled", "false").config("spark.driver.bindAddress", "127.0.0.1")
+               .config("spark.driver.memory", "2g").config("spark.ui.showConsoleProgress", "false")
+               .config("spark.jars", ",".join(str(j) for j in jars)))
+    for key, value in (settings or {}).items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark
 
