@@ -81,7 +81,7 @@ def test_new_clients_reconnect_after_20_ms_unless_the_user_says_otherwise():
 def test_batching_compression_and_in_flight_stay_librdkafkas_defaults_under_every_guarantee():
     """bench/PRODUCER.md measured linger.ms, batch.*, compression.type and max.in.flight: none helped, so the sink
     sets none of them; a producer under each guarantee gets exactly the sink's defaults (the partitioner, the quick
-    first connection, idempotence under at-least-once) and the brokers."""
+    first connection, idempotence under at-least-once, quick retries under exactly-once) and the brokers."""
     configs = {
         "at-least-once": parse().producer_config(),
         "exactly-once": parse(deliveryGuarantee="exactly-once", transactionalIdPrefix="p").producer_config(),
@@ -91,7 +91,7 @@ def test_batching_compression_and_in_flight_stay_librdkafkas_defaults_under_ever
     quick = {"partitioner": "murmur2_random", "reconnect.backoff.ms": 20}
     assert configs == {
         "at-least-once": {**quick, "enable.idempotence": True, **brokers},
-        "exactly-once": {**quick, **brokers},
+        "exactly-once": {**quick, "retry.backoff.ms": 10, **brokers},
         "none": {**quick, **brokers},
     }
     measured = {"linger.ms", "batch.size", "batch.num.messages", "compression.type", "max.in.flight"}
