@@ -108,11 +108,12 @@ class TransactionalPool(ClientPool[tuple, Transactional]):
     """This worker's idle transactional producers, one per configuration and transactional.id.
 
     A producer's init_transactions() and its connections to the brokers and the transaction coordinator cost more
-    than a small batch's whole transaction (40 ms against 20 ms on one idle local broker), so a stream's task takes
-    the producer an earlier task of the same Spark partition left in this worker. Spark gives a partition's next
-    task to whichever worker is free, though: when another worker (or another attempt) initialised the same
-    transactional.id meanwhile, the kept producer is fenced. write_transaction finds that out when it sends the
-    batch's marker, before it takes a record, and replaces it (replace_producer)."""
+    than a small batch's whole transaction (a batch of 1,000 records took 0.056 s with a new producer and 0.027 s with
+    a kept one on an idle local broker), so a stream's task takes the producer an earlier task of the same Spark
+    partition left in this worker. Spark gives a partition's next task to whichever worker is free, though: when
+    another worker (or another attempt) initialised the same transactional.id meanwhile, the kept producer is
+    fenced. write_transaction finds that out when it sends the batch's marker, before it takes a record, and
+    replaces it (replace_producer)."""
 
     def __init__(self) -> None:
         super().__init__(close=discard, per_key=1, most_idle=MAX_IDLE_TRANSACTIONAL)
