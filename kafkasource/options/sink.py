@@ -55,13 +55,14 @@ REFUSED_PRODUCER_SETTINGS = {
 # 1 KB values and both guarantees, and compression costs the producer CPU to save bytes only on values that
 # compress (bench/PRODUCER.md has the figures). Users choose otherwise with kafka.*.
 # A new librdkafka client learns the brokers on its bootstrap connection, drops that connection, and may open the
-# next one only once reconnect.backoff.ms / 2 has passed since the first: librdkafka's default of 100 ms holds every
-# new producer and marker consumer 50 ms before its first real request (an exactly-once task makes both when its
-# transactional.id is new to the worker). 20 ms brings that to 11 ms, librdkafka's floor; it is also the first wait
-# before reconnecting to a broker that went away, which then doubles up to reconnect.backoff.max.ms (10 s), as
-# before. The Java clients start at 50 ms.
-CLIENT_DEFAULTS: dict[str, object] = {"reconnect.backoff.ms": 20}
-PRODUCER_DEFAULTS: dict[str, object] = {"partitioner": "murmur2_random", **CLIENT_DEFAULTS}
+# next one only once reconnect.backoff.ms / 2 has passed since the first: librdkafka's default of 100 ms held every
+# new producer 50 ms before its first real request (an exactly-once task makes one whenever its transactional.id is
+# new to the worker). 20 ms brings that to 11 ms, librdkafka's floor; it is also the first wait before reconnecting
+# to a broker that went away, which then doubles up to reconnect.backoff.max.ms (10 s), as before. The Java clients
+# start at 50 ms. The marker's consumer keeps librdkafka's 100 ms: a consumer with a group.id whose brokers are all
+# down tries to reconnect every reconnect.backoff.ms / 2 without backing off (to find its group's coordinator), and
+# a worker keeps up to 64 of them.
+PRODUCER_DEFAULTS: dict[str, object] = {"partitioner": "murmur2_random", "reconnect.backoff.ms": 20}
 AT_LEAST_ONCE_DEFAULTS: dict[str, object] = {"enable.idempotence": True}
 # A kept transactional producer's next transaction begins while the coordinator still completes its last one (it
 # writes the commit markers), and the first request of that next transaction is answered CONCURRENT_TRANSACTIONS,
@@ -116,7 +117,7 @@ class SinkOptions:
         `overrides`: producer-only settings left out, which librdkafka would log a warning about."""
         shared = {k: v for k, v in self.kafka_config.items() if k not in PRODUCER_ONLY}
         signed = sign_in.callback_setting(self.token_provider)
-        return {**CLIENT_DEFAULTS, **shared, "bootstrap.servers": self.bootstrap_servers, **signed, **overrides}
+        return {**shared, "bootstrap.servers": self.bootstrap_servers, **signed, **overrides}
 
     def delivery_timeout_ms(self) -> int:
         """How long librdkafka tries to deliver a record before it reports the record failed."""
