@@ -50,51 +50,30 @@ def test_defaults_are_at_least_once_with_the_java_producers_partitioner_and_idem
     options = parse(**{"kafka.linger.ms": "20"})
     assert (options.bootstrap_servers, options.topic, options.guarantee) == ("broker:9092", "out", "at-least-once")
     assert (options.transactional_id_prefix, options.marker_topic) == (None, None)
-    assert options.producer_config() == {"partitioner": "murmur2_random", "reconnect.backoff.ms": 20,
-                                         "enable.idempotence": True, "linger.ms": "20",
-                                         "bootstrap.servers": "broker:9092"}
+    assert options.producer_config() == {"partitioner": "murmur2_random", "enable.idempotence": True,
+                                         "linger.ms": "20", "bootstrap.servers": "broker:9092"}
     assert options.delivery_timeout_ms() == 300_000
 
 
 def test_users_settings_win_over_the_sinks_defaults_and_none_adds_no_idempotence():
-    options = parse(
-        deliveryGuarantee="none", **{"kafka.partitioner": "consistent_random", "kafka.reconnect.backoff.ms": "100"}
-    )
-    assert options.producer_config() == {"partitioner": "consistent_random", "reconnect.backoff.ms": "100",
-                                         "bootstrap.servers": "broker:9092"}
+    options = parse(deliveryGuarantee="none", **{"kafka.partitioner": "consistent_random"})
+    assert options.producer_config() == {"partitioner": "consistent_random", "bootstrap.servers": "broker:9092"}
     assert parse(**{"kafka.enable.idempotence": "false"}).producer_config()["enable.idempotence"] == "false"
-
-
-def test_new_producers_reconnect_after_20_ms_and_the_marker_consumer_after_librdkafkas_100_unless_the_user_says():
-    """A new client opens its second connection only reconnect.backoff.ms / 2 after its first: the sink's producers
-    start at 20 ms, not librdkafka's 100; the marker's consumer keeps librdkafka's default (a consumer whose brokers
-    are down retries at that pace without backing off); a user's kafka.reconnect.backoff.ms wins for both."""
-    exactly_once = {"deliveryGuarantee": "exactly-once", "transactionalIdPrefix": "p"}
-    ours = parse(**exactly_once)
-    assert ours.producer_config()["reconnect.backoff.ms"] == 20
-    assert "reconnect.backoff.ms" not in ours.client_config() and "bootstrap.servers" in ours.client_config()
-    theirs = parse(**exactly_once, **{"kafka.reconnect.backoff.ms": "250"})
-    assert (theirs.producer_config()["reconnect.backoff.ms"], theirs.client_config()["reconnect.backoff.ms"]) == (
-        "250",
-        "250",
-    )
 
 
 def test_batching_compression_and_in_flight_stay_librdkafkas_defaults_under_every_guarantee():
     """bench/PRODUCER.md measured linger.ms, batch.*, compression.type and max.in.flight: none helped, so the sink
-    sets none of them; a producer under each guarantee gets exactly the sink's defaults (the partitioner, the quick
-    first connection, idempotence under at-least-once, quick retries under exactly-once) and the brokers."""
+    sets none of them; a producer under each guarantee gets exactly the sink's two defaults and the brokers."""
     configs = {
         "at-least-once": parse().producer_config(),
         "exactly-once": parse(deliveryGuarantee="exactly-once", transactionalIdPrefix="p").producer_config(),
         "none": parse(deliveryGuarantee="none").producer_config(),
     }
     brokers = {"bootstrap.servers": "broker:9092"}
-    quick = {"partitioner": "murmur2_random", "reconnect.backoff.ms": 20}
     assert configs == {
-        "at-least-once": {**quick, "enable.idempotence": True, **brokers},
-        "exactly-once": {**quick, "retry.backoff.ms": 10, **brokers},
-        "none": {**quick, **brokers},
+        "at-least-once": {"partitioner": "murmur2_random", "enable.idempotence": True, **brokers},
+        "exactly-once": {"partitioner": "murmur2_random", **brokers},
+        "none": {"partitioner": "murmur2_random", **brokers},
     }
     measured = {"linger.ms", "batch.size", "batch.num.messages", "compression.type", "max.in.flight"}
     assert [sorted(measured & set(c)) for c in configs.values()] == [[], [], []]

@@ -54,23 +54,8 @@ REFUSED_PRODUCER_SETTINGS = {
 # 256 KB per batch, lz4 or zstd, or 1 or 2 requests in flight was not faster in a way that held across 100 B and
 # 1 KB values and both guarantees, and compression costs the producer CPU to save bytes only on values that
 # compress (bench/PRODUCER.md has the figures). Users choose otherwise with kafka.*.
-# A new librdkafka client learns the brokers on its bootstrap connection, drops that connection, and may open the
-# next one only once reconnect.backoff.ms / 2 has passed since the first: librdkafka's default of 100 ms held every
-# new producer 50 ms before its first real request (an exactly-once task makes one whenever its transactional.id is
-# new to the worker). 20 ms brings that to 11 ms, librdkafka's floor; it is also the first wait before reconnecting
-# to a broker that went away, which then doubles up to reconnect.backoff.max.ms (10 s), as before. The Java clients
-# start at 50 ms. The marker's consumer keeps librdkafka's 100 ms: a consumer with a group.id whose brokers are all
-# down tries to reconnect every reconnect.backoff.ms / 2 without backing off (to find its group's coordinator), and
-# a worker keeps up to 64 of them.
-PRODUCER_DEFAULTS: dict[str, object] = {"partitioner": "murmur2_random", "reconnect.backoff.ms": 20}
+PRODUCER_DEFAULTS: dict[str, object] = {"partitioner": "murmur2_random"}
 AT_LEAST_ONCE_DEFAULTS: dict[str, object] = {"enable.idempotence": True}
-# A kept transactional producer's next transaction begins while the coordinator still completes its last one (it
-# writes the commit markers), and the first request of that next transaction is answered CONCURRENT_TRANSACTIONS,
-# which librdkafka retries after retry.backoff.ms: its 100 ms held a stream's back-to-back batches of 1,000 records
-# at 0.107 s each, 10 ms at 0.027 s (bench/TRANSACTIONS.md). A retry for another reason waits 10 ms first, then
-# twice as long each time up to retry.backoff.max.ms (1 s), as before.
-EXACTLY_ONCE_DEFAULTS: dict[str, object] = {"retry.backoff.ms": 10}
-GUARANTEE_DEFAULTS = {"at-least-once": AT_LEAST_ONCE_DEFAULTS, "exactly-once": EXACTLY_ONCE_DEFAULTS}
 # librdkafka's defaults: message.timeout.ms (alias delivery.timeout.ms) and transaction.timeout.ms; a transactional
 # producer without message.timeout.ms takes transaction.timeout.ms for it
 DEFAULT_DELIVERY_TIMEOUT_MS = 300_000
@@ -103,7 +88,7 @@ class SinkOptions:
 
     def producer_config(self, **overrides: object) -> dict[str, object]:
         """librdkafka configuration of the sink's producers: its defaults, the user's kafka.*, then `overrides`."""
-        defaults = {**PRODUCER_DEFAULTS, **GUARANTEE_DEFAULTS.get(self.guarantee, {})}
+        defaults = {**PRODUCER_DEFAULTS, **(AT_LEAST_ONCE_DEFAULTS if self.guarantee == "at-least-once" else {})}
         return {
             **defaults,
             **self.kafka_config,

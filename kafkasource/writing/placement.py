@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+from collections.abc import Iterable, Iterator
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -33,37 +34,39 @@ log = logging.getLogger(__name__)
 METADATA_TIMEOUT_S = 10.0  # the topic's partition count is asked for once per task, this long at most
 
 
-def place_keyless(records: ArrowRecords, partitions: int | None, turn: int) -> ArrowRecords:
-    """`records` with those without a key placed in partition `turn` modulo `partitions`, the topic's partition count
-    (partition_count). Unchanged where the records name their partitions or go to several topics (a topic column),
-    or where the partition count is unknown (None): the partitioner chooses, as without this step."""
+def place_keyless(records: ArrowRecords, metadata: Consumer, turn: int) -> ArrowRecords:
+    """`records` with those without a key placed in partition `turn` modulo the topic's partition count, asked of
+    `metadata` (the task's marker consumer) when the first batch is taken. Unchanged where the records name their
+    partitions or go to several topics (a topic column); where the partition count cannot be learned, the
+    partitioner chooses, as without this step."""
     columns = records.columns
-    if columns.partition or columns.topic is None or not partitions:
+    if columns.partition or columns.topic is None:
         return records
     placed = dataclasses.replace(columns, partition=True)
-    chosen = turn % partitions
-    return ArrowRecords(
-        (batch.append_column(PARTITION, _partition_column(batch, columns, chosen)) for batch in records.batches), placed
-    )
+    return ArrowRecords(_placed(records.batches, columns, metadata, turn), placed)
 
 
-def partition_count(metadata: Consumer, topic: str | None) -> int | None:
-    """How many partitions `topic` (the topic option) has, asked of `metadata` (the task's marker consumer) while the
-    task's producer is made ready, so that the request is not on the task's way; None where there is no topic
-    option or the count cannot be learned (an unknown topic: the producer's own error tells it)."""
-    if topic is None:
-        return None
+def _placed(batches: Iterable, columns: Columns, metadata: Consumer, turn: int) -> Iterator:
+    assert columns.topic is not None  # place_keyless checks it
+    partition: int | None = None
+    for number, batch in enumerate(batches):
+        if number == 0:
+            partition = _partition(metadata, columns.topic, turn)
+        yield batch.append_column(PARTITION, _partition_column(batch, columns, partition))
+
+
+def _partition(metadata: Consumer, topic: str, turn: int) -> int | None:
     try:
         found = metadata.list_topics(topic, timeout=METADATA_TIMEOUT_S).topics.get(topic)
     except KafkaException as exc:
         log.debug("the partitions of %s are unknown (%s): the partitioner places keyless records", topic, exc)
         return None
     if found is None or found.error is not None or not found.partitions:
-        return None
-    return len(found.partitions)
+        return None  # an unknown topic: the producer's own error tells it
+    return turn % len(found.partitions)
 
 
-def _partition_column(batch, columns: Columns, partition: int) -> pa.Array:
+def _partition_column(batch, columns: Columns, partition: int | None) -> pa.Array:
     """The chosen partition for each keyless row, null (the partitioner chooses) for the others."""
     chosen = pa.scalar(partition, pa.int32())
     if not columns.key:

@@ -57,7 +57,7 @@ from kafkasource.writing.markers import (
     send_marker,
 )
 from kafkasource.writing.native_producer import MESSAGE_COLUMNS, NativeProducer, message_batches
-from kafkasource.writing.placement import partition_count, place_keyless
+from kafkasource.writing.placement import place_keyless
 from kafkasource.writing.producer import (
     SinkProducer,
     close,
@@ -108,12 +108,11 @@ class TransactionalPool(ClientPool[tuple, Transactional]):
     """This worker's idle transactional producers, one per configuration and transactional.id.
 
     A producer's init_transactions() and its connections to the brokers and the transaction coordinator cost more
-    than a small batch's whole transaction (a batch of 1,000 records took 0.099 s with a new producer and 0.030 s with
-    a kept one on an idle local broker), so a stream's task takes the producer an earlier task of the same Spark
-    partition left in this worker. Spark gives a partition's next task to whichever worker is free, though: when
-    another worker (or another attempt) initialised the same transactional.id meanwhile, the kept producer is
-    fenced. write_transaction finds that out when it sends the batch's marker, before it takes a record, and
-    replaces it (replace_producer)."""
+    than a small batch's whole transaction (0.3 to 0.7 s on one local broker), so a stream's task takes the producer
+    an earlier task of the same Spark partition left in this worker. Spark gives a partition's next task to
+    whichever worker is free, though: when another worker (or another attempt) initialised the same
+    transactional.id meanwhile, the kept producer is fenced. write_transaction finds that out when it sends the
+    batch's marker, before it takes a record, and replaces it (replace_producer)."""
 
     def __init__(self) -> None:
         super().__init__(close=discard, per_key=1, most_idle=MAX_IDLE_TRANSACTIONAL)
@@ -171,9 +170,8 @@ POOL = TransactionalPool()
 
 class Prepared:
     """A task's transactional producer made ready on a thread of its own while the task reads the rest of its input:
-    taken from the pool or made, and, when new, initialised and its marker read; and the topic's partition count
-    learned, for the keyless records' placement (writing/placement.py). init_transactions(), the connections and
-    the metadata request take tens of milliseconds, which the input a task still receives from Spark covers."""
+    taken from the pool or made, and, when new, initialised and its marker read. init_transactions() and the
+    connections take a few hundred milliseconds, which the input a task still receives from Spark covers."""
 
     def __init__(self, options: SinkOptions, partition_id: int, pool: TransactionalPool = POOL):
         prefix = options.transactional_id_prefix
@@ -184,7 +182,6 @@ class Prepared:
         self.timeout = options.delivery_timeout_ms() / 1000 + CALL_MARGIN_S
         self.kept: Transactional | None = None
         self.reused = False
-        self.partitions: int | None = None  # the topic option's partition count, where learned
         self._error: BaseException | None = None
         self._thread = threading.Thread(target=self._run, name=f"kafkasource-{self.tid}", daemon=True)
         self._thread.start()
@@ -194,7 +191,6 @@ class Prepared:
             self.kept, self.reused = self.pool.acquire(self.options, self.tid, self.group)
             if not self.reused:
                 _make_ready(self.kept, self.options, self.timeout, self.tid)
-            self.partitions = partition_count(self.kept.consumer, self.options.topic)
         except BaseException as exc:  # raised again in the task's thread, by result()
             self._error = exc
 
@@ -265,7 +261,7 @@ def write_transaction(
             healthy = ended
             return Outcome(0, replayed=True)
         earlier = kept.last_marker.followed(batch.query_id) if kept.last_marker else ()
-        placed = place_keyless(digested, prepared.partitions, partition_id + batch.batch_id)
+        placed = place_keyless(digested, kept.consumer, partition_id + batch.batch_id)
         count = _write(kept, options, placed, batch, partition_id, earlier, digest, timeout, tid, began)
         kept.last_marker = Marker(batch.query_id, batch.batch_id, digest.records, digest.hexdigest(), earlier)
         healthy = True
