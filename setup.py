@@ -3,6 +3,22 @@ import re
 import shutil
 
 from setuptools import find_packages, setup
+from setuptools.command.build_py import build_py
+
+PYSPARK_ZIP_PTH = "kafkasource_pyspark_zip.pth"
+
+
+class BuildWithPysparkZipHook(build_py):
+    """Puts kafkasource_pyspark_zip.pth at the wheel's root, so that it lands in site-packages, where Python runs it
+    as it starts (kafkasource_pyspark_zip.py says why). An editable install cannot carry it: scripts/test.sh puts
+    it beside one."""
+
+    def run(self) -> None:
+        super().run()
+        self.copy_file(PYSPARK_ZIP_PTH, os.path.join(self.build_lib, PYSPARK_ZIP_PTH))
+
+    def get_outputs(self, include_bytecode: bool = True) -> list:
+        return [*super().get_outputs(include_bytecode), os.path.join(self.build_lib, PYSPARK_ZIP_PTH)]
 
 
 def version() -> str:
@@ -57,7 +73,8 @@ setup(
     # workers' sys.path, and that listing cannot see modules served by an import hook.
     package_dir={"": "."},
     # a top-level pyspark_* module exposing DefaultSource: Spark registers format("kafkasource") by itself
-    py_modules=["pyspark_kafkasource"],
+    py_modules=["pyspark_kafkasource", "kafkasource_pyspark_zip"],
+    cmdclass={"build_py": BuildWithPysparkZipHook},
     rust_extensions=native_extensions(),
     # py.typed: the package's type hints are checked (mypy, scripts/test.sh) and offered to users' checkers;
     # _native.pyi: the compiled extension's signatures, which the extension itself cannot tell a checker

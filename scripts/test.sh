@@ -4,12 +4,15 @@
 # .cache/), builds Prometheus for the scrape test (go install, once: the binary is kept in .cache/, Go's
 # caches where Go keeps them), builds the docs site with `mkdocs build --strict` (a broken link, anchor or API
 # name fails the run; the site goes to the git-ignored .cache/site), checks native/ with rustfmt and clippy, all the
-# repository's Python with ruff (kafkasource/ also with ruff format and mypy), then runs pytest. The tests start their own Kafka broker and registry on 127.0.0.1; nothing needs to run beforehand.
+# repository's Python with ruff (kafkasource/ and kafkasource_pyspark_zip.py also with ruff format and mypy), then runs pytest. The tests start their own Kafka broker and registry on 127.0.0.1; nothing needs to run beforehand.
 # Where cargo is on PATH, pip builds the native extension; with CI=true (or KAFKASOURCE_REQUIRE_NATIVE=1) pytest
 # refuses to start without it rather than leave the native read tests out (tests/native_coverage.py).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 python3 -m pip install -q -c constraints.txt -e ".[test]"
+# the .pth the wheel puts in site-packages (setup.py, kafkasource_pyspark_zip.py): an editable install cannot carry it,
+# so it goes there by hand, and Spark's Python processes in the suite start as they do under a user's install
+cp kafkasource_pyspark_zip.pth "$(python3 -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/"
 python3 -m dev.broker fetch > /dev/null
 python3 -m dev.prometheus build > /dev/null
 python3 -m dev.registry build > /dev/null
@@ -21,7 +24,7 @@ fi
 (cd native && { rustup -q component add clippy rustfmt || true; } && cargo fmt --check && PYO3_PYTHON="${PYO3_PYTHON:-$(python3 -c 'import sys; print(sys.executable)')}" cargo clippy -q --release --all-targets -- -D warnings)  # PYO3_PYTHON as setuptools-rust sets it: clippy reuses the build above in native/target
 # the lint of all the repository's Python (the package, tests, bench, scripts, dev, jobs, examples, setup.py), the
 # package's format and types (configured in pyproject.toml). After the suite, the compatibility and plain-install runs.
-python3 -m ruff check --quiet . && python3 -m ruff format --check --quiet kafkasource && python3 -m mypy
+python3 -m ruff check --quiet . && python3 -m ruff format --check --quiet kafkasource kafkasource_pyspark_zip.py && python3 -m mypy
 # every import the package makes is of a distribution its requirements bring, by extra (seconds; the plain-install
 # run below proves it in virtualenvs without the test extra)
 python3 -m scripts.check_imports
