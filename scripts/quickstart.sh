@@ -5,5 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 python3 -m pip install -q -c constraints.txt -e ".[spark]"
+# the .pth a wheel installs, which an editable install cannot carry (scripts/test.sh says why it is copied)
+cp kafkasource_pyspark_zip.pth "$(python3 -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/"
 python3 -m dev.broker fetch > /dev/null
 exec python3 -m scripts.quickstart "$@"
