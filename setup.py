@@ -10,8 +10,8 @@ PYSPARK_ZIP_PTH = "kafkasource_pyspark_zip.pth"
 
 class BuildWithPysparkZipHook(build_py):
     """Puts kafkasource_pyspark_zip.pth at the wheel's root, so that it lands in site-packages, where Python runs it
-    as it starts (kafkasource_pyspark_zip.py says why). An editable install cannot carry it: scripts/test.sh puts
-    it beside one."""
+    as it starts (kafkasource_pyspark_zip.py says why). An editable install cannot carry it: scripts/test.sh and
+    scripts/quickstart.sh put it beside theirs."""
 
     def run(self) -> None:
         super().run()
