@@ -25,8 +25,8 @@ SINKS = {
     "iceberg": f'format = "iceberg"\ntable = "{TABLE}"\n'
                'table_properties = { "write.metadata.previous-versions-max" = "7" }',
 }
-# one kill per format: each costs a spark-submit start with the format's jars (45-75 s of the compatibility run on
-# the 2-core machine); the Parquet job's crash test (test_faults.py) runs the same cycle twice, with the same helper
+# one kill per format: each costs a spark-submit start with the format's jars, the longest waits of the compatibility
+# run; the Parquet job's crash test (test_faults.py) runs the same cycle twice, with the same helper
 KILLS = 1
 
 

@@ -1,9 +1,9 @@
 """The sink under SIGKILL on the real broker: a Kafka-to-Kafka query (tests/sink_fault_query.py, a process of its
-own) is killed several times while a producer writes its source, each kill aimed at the moment a batch's records
-are already visible in the target while Spark's commit log has not recorded the batch, and restarted from its
-checkpoint. Under exactly-once a read_committed consumer of the target then sees every source record once, in the
-source's order; the same under at-least-once shows every record at least once, the duplicates being records of the
-batches the kills left unfinished."""
+own) is killed (twice under exactly-once, once under at-least-once) while a producer writes its source, each kill
+aimed at the moment a batch's records are already visible in the target while Spark's commit log has not recorded
+the batch, and restarted from its checkpoint. Under exactly-once a read_committed consumer of the target then sees
+every source record once, in the source's order; the same under at-least-once shows every record at least once, the
+duplicates being records of the batches the kills left unfinished."""
 
 from __future__ import annotations
 
