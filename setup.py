@@ -108,9 +108,10 @@ setup(
         "docs": DOCS,
         # the tests' pyspark, with the Connect client packages that serve the Connect tests only; pex packs the
         # environment the standalone-cluster test ships to executors (dev/packed_env.py); pytest-rerunfailures
-        # runs again a test that Spark's Python worker start failed (pytest.ini says why); the docs' strict build;
+        # runs again a test that Spark's Python worker start failed (pytest.ini says why); pytest-xdist runs the
+        # suite in two processes (scripts/test.sh says why); the docs' strict build;
         # pyspark's pipelines extra: spark-pipelines for the example Declarative Pipeline's test
-        "test": ["pytest>=8", "pytest-rerunfailures>=14", "hypothesis>=6", "pandas>=2,<3",
+        "test": ["pytest>=8", "pytest-rerunfailures>=14", "pytest-xdist>=3", "hypothesis>=6", "pandas>=2,<3",
                  "pyspark[connect,pipelines]>=4.0", REGISTRY, METRICS, *(r for cloud in CLOUDS.values() for r in cloud),
                  "pex>=2.105", *DOCS, *LINT],
         "bench": ["matplotlib>=3"],  # the benchmark's chart

@@ -30,9 +30,10 @@ def pytest_configure(config) -> None:
         raise pytest.UsageError(refusal)
 
 
-# node ids of the collected tests that run the native read path, resp. the native Avro decoder, and of those
-# that ran (reached their call): for the run's summary line
-_native_tests: dict[str, set[str]] = {"read path": set(), "avro": set()}
+# node ids of the tests that ran (reached their call) on the native read path, resp. the native Avro decoder: for the
+# run's summary line. Collection marks those tests with a user property, which a report carries, so this also counts
+# what pytest-xdist's workers ran: they collect, and only their reports reach the process that prints the summary.
+NATIVE_PROPERTY = "native"
 _native_ran: dict[str, set[str]] = {"read path": set(), "avro": set()}
 
 
@@ -60,13 +61,13 @@ def pytest_collection_modifyitems(config, items) -> None:
         for kind, fixtures in (("read path", native_coverage.READ_PATH_FIXTURES),
                                ("avro", native_coverage.AVRO_FIXTURES)):
             if any(params.get(name) == "native" for name in fixtures):
-                _native_tests[kind].add(item.nodeid)
+                item.user_properties.append((NATIVE_PROPERTY, kind))
 
 
 def pytest_runtest_logreport(report) -> None:
     if report.when == "call":
-        for kind, tests in _native_tests.items():
-            if report.nodeid in tests:
+        for name, kind in report.user_properties:
+            if name == NATIVE_PROPERTY:
                 _native_ran[kind].add(report.nodeid)
 
 
