@@ -85,7 +85,20 @@ def kafka_broker(request):
     _announce(request, f"Kafka {local_broker.KAFKA_VERSION} broker up on {broker.bootstrap_servers} "
                        f"in {time.monotonic() - started:.1f} s")
     yield broker
+    _close_pooled_clients()
     broker.stop()
+
+
+def _close_pooled_clients() -> None:
+    """The clients this process's tests left in kafkasource's pools (the tests that call the executors' reads and
+    writes directly), closed while their broker is up: a pooled consumer with a group.id outliving it would log a
+    failed connection every 50 ms until the process exits."""
+    from kafkasource.reading.consumers import POOL as READERS
+    from kafkasource.writing.producer import POOL as PRODUCERS
+    from kafkasource.writing.transactions import POOL as TRANSACTIONAL
+
+    for pool in (READERS, PRODUCERS, TRANSACTIONAL):
+        pool.close_all()
 
 
 def _announce(request, message: str) -> None:
