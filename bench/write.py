@@ -23,7 +23,9 @@ valueFormat=avro against a schema registry (dev/registry.py) and by the built-in
 
 Writes the section "Write throughput" (or "Avro write throughput") of bench/RESULTS.md: records/s and MB/s of
 values, end to end (start() to awaitTermination()) and inside Spark's triggers (progress
-durationMs.triggerExecution summed), medians of the timed writes, ratios to the built-in, and CPU seconds.
+durationMs.triggerExecution summed), medians of the timed writes, ratios to the built-in, each of ours against the
+built-in and exactly-once against at-least-once round by round (the ratio within each timed round, and its median),
+and CPU seconds.
 """
 
 from __future__ import annotations
@@ -392,6 +394,32 @@ def rate_table(results: Results, data_sets: list[datasets.DataSet], sinks: tuple
     return lines
 
 
+def pairs_of(sinks: tuple[Sink, ...]) -> list[tuple[Sink, Sink]]:
+    """(sink, reference) pairs compared round by round: each of ours against the built-in, and exactly-once against
+    at-least-once on the same write path."""
+    ours = [s for s in sinks if not s.builtin and not s.ceiling]
+    pairs = [(s, b) for b in sinks if b.builtin for s in ours]
+    return pairs + [(e, a) for e in ours for a in ours
+                    if e.guarantee == "exactly-once" and a.guarantee == "at-least-once" and e.path == a.path]
+
+
+def round_table(results: Results, data_sets: list[datasets.DataSet], sinks: tuple[Sink, ...]) -> list[str]:
+    """Each pair's ratio of rates within each round, and their median. The sinks of a round write one after the
+    other, so a slow spell of the machine that lasts a round weighs on both sides of its ratio; between rounds the
+    same write's rate has swung by up to 2.4x on the 2-core machine, which a ratio of medians carries over."""
+    pairs = pairs_of(sinks)
+    lines = ["| data set | " + " | ".join(f"{s.name} / {r.name}" for s, r in pairs) + " |",
+             "|" + " --- |" * (1 + len(pairs))]
+    for d in data_sets:
+        cells = []
+        for sink, reference in pairs:
+            rounds = [r.seconds / w.seconds for w, r in zip(results[d.name][sink.name],
+                                                            results[d.name][reference.name], strict=True)]
+            cells.append(f"**{statistics.median(rounds):.2f}** ({', '.join(f'{x:.2f}' for x in rounds)})")
+        lines.append(f"| {d.name} | " + " | ".join(cells) + " |")
+    return lines
+
+
 def cpu_table(results: Results, data_sets: list[datasets.DataSet], sinks: tuple[Sink, ...]) -> list[str]:
     lines = ["| data set | " + " | ".join(s.name for s in sinks) + " |", "|" + " --- |" * (1 + len(sinks))]
     for d in data_sets:
@@ -446,6 +474,10 @@ def report(results: Results, data_sets: list[datasets.DataSet], sinks: tuple[Sin
         "`durationMs.triggerExecution`, summed over its batches: reading the Parquet files, the sink's tasks, "
         "the commit and the offset log).", "",
         *rate_table(results, data_sets, sinks, "inside triggers", args.avro), "",
+        "### Round by round", "",
+        "End to end, the ratio of two sinks' rates within each timed round (the sinks of a round write one after "
+        "the other), their median in bold, each round's in brackets.", "",
+        *(round_table(results, data_sets, sinks) if pairs_of(sinks) else ["(no two sinks to compare)"]), "",
         "### CPU per write", "",
         "CPU seconds of the median write by that measure: total (the broker / Spark's JVM / the Python "
         "processes), from /proc (bench/cpu.py).", "",
