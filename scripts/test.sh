@@ -30,8 +30,9 @@ python3 -m ruff check --quiet . && python3 -m ruff format --check --quiet kafkas
 python3 -m scripts.check_imports
 status=0
 # two pytest-xdist workers, each with a broker and a Spark of its own, a test file on one worker (--dist loadfile: a
-# module's fixtures start once): most of the suite's time is spent waiting, on JVM starts, broker failovers and
-# timeouts, so two at once halve little but the wall clock. `-n 0` (in the arguments) runs it in one process.
+# module's fixtures start once): most of the suite's time is spent waiting on JVM starts, broker failovers and
+# timeouts rather than computing, so two workers share the cores without slowing each other much. `-n 0` among the
+# arguments runs it in one process.
 python3 -m pytest -n 2 --dist loadfile "$@" || status=$?
 # the compatibility run (scripts/compat.py): a small selection again on the newest pyspark 4.1, Spark Connect
 # included, in a virtualenv of its own kept in .cache/compat; the plain-install run (scripts/plain_install.py): the
