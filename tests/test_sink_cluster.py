@@ -69,12 +69,14 @@ COPIES = [("exactly-once", NATIVE, "python", "sync"), ("at-least-once", "python"
                                                          "async")]
 
 
-# A task's transaction can stall after its coordinator's SIGKILL (seen with librdkafka 2.12.1, the native write
-# path): the producer does not reach the coordinator that took over, which aborts the transaction once
-# transaction.timeout.ms passes, and the query makes no progress for the whole wait. That stall, and only it, runs
-# the scenario once more; the summary counts it as "rerun". (A marker's patterns replace pytest.ini's, so it names
-# pytest.ini's own, the Python worker's missed connect-back, again.)
+# A task's transaction can stall after its coordinator's SIGKILL (seen with librdkafka 2.12.1 and 2.16.0, the native
+# write path): the producer does not reach the coordinator that took over, which aborts the transaction once
+# transaction.timeout.ms passes, and the query makes no progress for the whole wait; or the next task's new producer
+# does not reach it either, and its init_transactions() times out, which fails the query. That stall, and only it,
+# runs the scenario once more; the summary counts it as "rerun". (A marker's patterns replace pytest.ini's, so it
+# names pytest.ini's own, the Python worker's missed connect-back, again.)
 @pytest.mark.flaky(reruns=1, only_rerun=[r"timed out after \d+ s waiting for \d+ more records visible",
+                                         r"(?s)in init_transactions\b.*_TIMED_OUT",
                                          "Python worker failed to connect back"])
 @pytest.mark.parametrize(("guarantee", "write_path", "read_path", "commit_mode"), COPIES,
                          ids=[c[0] for c in COPIES])
