@@ -33,7 +33,8 @@ status=0
 # module's fixtures start once): most of the suite's time is spent waiting on JVM starts, broker failovers and
 # timeouts rather than computing, so two workers share the cores without slowing each other much. `-n 0` among the
 # arguments runs it in one process.
-python3 -m pytest -n 2 --dist loadfile "$@" || status=$?
+# (not the default yet: two of this session's three two-worker runs failed a test the one-process runs pass)
+python3 -m pytest -n 0 "$@" || status=$?
 # the compatibility run (scripts/compat.py): a small selection again on the newest pyspark 4.1, Spark Connect
 # included, in a virtualenv of its own kept in .cache/compat; the plain-install run (scripts/plain_install.py): the
 # package's wheel in virtualenvs holding only pyspark 4.0 (Python 3.12) or 4.3 (Python 3.13) and the test runner,
