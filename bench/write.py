@@ -408,6 +408,8 @@ def round_table(results: Results, data_sets: list[datasets.DataSet], sinks: tupl
     other, so a slow spell of the machine that lasts a round weighs on both sides of its ratio; between rounds the
     same write's rate has swung by up to 2.4x on the 2-core machine, which a ratio of medians carries over."""
     pairs = pairs_of(sinks)
+    if not pairs:
+        return ["(no two sinks to compare)"]
     lines = ["| data set | " + " | ".join(f"{s.name} / {r.name}" for s, r in pairs) + " |",
              "|" + " --- |" * (1 + len(pairs))]
     for d in data_sets:
@@ -477,7 +479,7 @@ def report(results: Results, data_sets: list[datasets.DataSet], sinks: tuple[Sin
         "### Round by round", "",
         "End to end, the ratio of two sinks' rates within each timed round (the sinks of a round write one after "
         "the other), their median in bold, each round's in brackets.", "",
-        *(round_table(results, data_sets, sinks) if pairs_of(sinks) else ["(no two sinks to compare)"]), "",
+        *round_table(results, data_sets, sinks), "",
         "### CPU per write", "",
         "CPU seconds of the median write by that measure: total (the broker / Spark's JVM / the Python "
         "processes), from /proc (bench/cpu.py).", "",
