@@ -53,6 +53,7 @@ from dev import broker as local_broker
 SECTION, AVRO_SECTION = OWN_SECTIONS[1], OWN_SECTIONS[2]
 BUILT_IN = "built-in"
 GUARANTEES = ("at-least-once", "exactly-once")
+PREFIXES = ("per-set", "per-write")
 # a Python sink that drops every batch Spark hands it: what the hand-off alone costs, the bound of any Python sink
 CEILING = "Python sink ceiling"
 DROP_FORMAT = "kafkasource-bench-drop"
@@ -143,6 +144,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="comma-separated sinks to run (default: all), by name or by a word of it "
                              "(built-in, at-least-once, exactly-once, python, ...)")
     parser.add_argument("--avro", action="store_true", help="the Avro struct value instead of the byte data sets")
+    parser.add_argument("--prefix", choices=PREFIXES, default=PREFIXES[0],
+                        help="exactly-once's transactionalIdPrefix: one per data set, the same in every round, as a "
+                             "job's configuration names one (per-set, the default), or a new one for every write "
+                             "(per-write: every task makes a new transactional producer)")
     parser.add_argument("--results", default=str(Path(__file__).parent / "RESULTS.md"), help="Markdown to write")
     args = parser.parse_args(argv)
     if args.scale <= 0 or args.repeat < 1 or args.warm_up < 0:
@@ -323,13 +328,21 @@ def framed(df, sink: Sink, schema_id: int | None):
     return df.select(F.concat(F.lit(magic), to_avro(fields, json.dumps(AVRO_SCHEMA))).alias("value"))
 
 
-def sink_options(sink: Sink, bootstrap: str, topic: str, registry: str | None, subject: str | None) -> dict:
+def transactional_prefix(data_set: datasets.DataSet, topic: str, per: str) -> str:
+    """exactly-once's transactionalIdPrefix: the set's own, kept from write to write as a job keeps the one its
+    configuration names, so a worker's transactional producers serve its later writes; or, per write, the topic's,
+    so that every task makes and initialises a new one."""
+    return f"{topic}-tx" if per == "per-write" else f"bench-write-{data_set.name}-tx"
+
+
+def sink_options(sink: Sink, bootstrap: str, topic: str, registry: str | None, subject: str | None,
+                 prefix: str) -> dict:
     options = {"kafka.bootstrap.servers": bootstrap, "topic": topic}
     if sink.builtin or sink.ceiling:
         return options
     options["deliveryGuarantee"] = sink.guarantee
     if sink.guarantee == "exactly-once":
-        options["transactionalIdPrefix"] = f"{topic}-tx"
+        options["transactionalIdPrefix"] = prefix
     if sink.path:
         options["writePath"] = sink.path
     if registry is not None:
@@ -338,15 +351,16 @@ def sink_options(sink: Sink, bootstrap: str, topic: str, registry: str | None, s
 
 
 def write_once(spark, meter: cpu.Meter, sink: Sink, bootstrap: str, data_set: datasets.DataSet, folder: Path,
-               avro: tuple[str, str, int] | None) -> Write:
+               avro: tuple[str, str, int] | None, per: str) -> Write:
     """One timed write of the set into a fresh topic, checked, the topic deleted after."""
     topic = f"write-{data_set.name}-{uuid.uuid4().hex[:8]}"
+    prefix = transactional_prefix(data_set, topic, per)
     create_topic(bootstrap, topic, data_set.partitions)
     registry, subject, schema_id = avro if avro else (None, None, None)
     df = framed(source(spark, folder, avro is not None), sink, schema_id)
     checkpoint = tempfile.mkdtemp(prefix="kafkasource-bench-write-")
     writer = (df.writeStream.format("kafka" if sink.builtin else DROP_FORMAT if sink.ceiling else "kafkasource")
-              .options(**sink_options(sink, bootstrap, topic, registry, subject))
+              .options(**sink_options(sink, bootstrap, topic, registry, subject, prefix))
               .option("checkpointLocation", checkpoint).trigger(availableNow=True))
     try:
         with meter.measuring() as used:
@@ -363,7 +377,7 @@ def write_once(spark, meter: cpu.Meter, sink: Sink, bootstrap: str, data_set: da
         if not sink.ceiling:
             check_count(bootstrap, topic, sink, data_set, bytes([0]) + schema_id.to_bytes(4, "big") if avro else None)
         if sink.guarantee == "exactly-once":
-            check_tasks(bootstrap, f"{topic}-tx", data_set)
+            check_tasks(bootstrap, prefix, data_set)
         delete_topic(bootstrap, topic)  # kept when the write failed, for a look at what it holds
         assert used.cpu is not None
         return Write(elapsed, inside, rows, used.cpu)
@@ -463,7 +477,11 @@ def report(results: Results, data_sets: list[datasets.DataSet], sinks: tuple[Sin
         "medians of the timed writes. After every write the topic held exactly the set's record count (end "
         "offsets; for exactly-once, what a read_committed consumer reads), or the run would have failed. "
         "Sinks: the built-in `format(\"kafka\")` (Kafka's Java producer, at-least-once, its only guarantee); "
-        f"kafkasource with `deliveryGuarantee` at-least-once and exactly-once (one transaction per task), {paths}; "
+        f"kafkasource with `deliveryGuarantee` at-least-once and exactly-once (one transaction per task; "
+        + ("one `transactionalIdPrefix` per data set, the same in every write, so a Python worker's transactional "
+           "producers serve the next write's tasks" if args.prefix == "per-set" else
+           "a new `transactionalIdPrefix` for every write, so every task makes and initialises a new transactional "
+           "producer") + f"), {paths}; "
         "and the Python sink ceiling: a Python stream writer (`DataSourceStreamArrowWriter`) that takes every "
         "Arrow batch Spark hands it and drops it, so its rate is what the hand-off from Spark's JVM to a Python "
         "writer allows, the bound of any Python sink on this machine (no topic is written: no count to check). "
@@ -521,7 +539,7 @@ def main(argv: list[str] | None = None) -> int:
             for round_ in range(args.warm_up + args.repeat):
                 label = f"warm-up {round_ + 1}" if round_ < args.warm_up else f"round {round_ - args.warm_up + 1}"
                 for sink in sinks[round_ % len(sinks):] + sinks[:round_ % len(sinks)]:
-                    w = write_once(spark, meter, sink, bootstrap, d, folders[d.name], avro)
+                    w = write_once(spark, meter, sink, bootstrap, d, folders[d.name], avro, args.prefix)
                     if round_ >= args.warm_up:
                         results[d.name][sink.name].append(w)
                     print(f"{label}: {d.name:9s} {sink.name:34s} {w.seconds:7.2f} s {d.records / w.seconds:10,.0f} "
