@@ -6,7 +6,7 @@ with one TransactionalPool for all batches (what a Python worker does since it k
 new pool per batch (what every batch cost before: init_transactions, new connections, the marker read, and what a
 batch costs still when Spark gives the partition's task to another Python worker than the last one), the latter
 also with init_transactions() called at once, without the metadata request the writer sends a new producer first
-(transactions._learn_brokers). Prints the median and spread of the seconds per batch, wall time, and how many
+(transactional_pool.learn_brokers). Prints the median and spread of the seconds per batch, wall time, and how many
 batches took over 0.4 s, checked against the topic's read_committed contents.
 
     python3 -m bench.transactions [--batches 20] [--records 1000]
@@ -25,7 +25,8 @@ from dev import broker as dev_broker
 from kafkasource.options.sink import parse_sink_options
 from kafkasource.writing import transactions
 from kafkasource.writing.markers import MarkedBatch
-from kafkasource.writing.transactions import TransactionalPool, write_transaction
+from kafkasource.writing.transactional_pool import TransactionalPool
+from kafkasource.writing.transactions import write_transaction
 
 SLOW_S = 0.4  # a batch slower than this is counted: librdkafka's coordinator re-query alone is a 500 ms timer
 
@@ -83,16 +84,16 @@ def main() -> None:
         print(f"{args.batches} batches of {args.records:,} × 100 B, one partition, seconds per batch (wall):")
         print(f"| producer | median s | min s | max s | batches over {SLOW_S} s | records/s (median) |")
         print("| --- | --- | --- | --- | --- | --- |")
-        learning = transactions._learn_brokers
+        learning = transactions.learn_brokers
         for label, kept, learns in (("new per batch, init_transactions() at once", False, False),
                                     ("new per batch", False, True), ("kept across batches", True, True)):
-            transactions._learn_brokers = learning if learns else (lambda producer: None)
+            transactions.learn_brokers = learning if learns else (lambda producer: None)
             # the first batch makes the producer either way; the figures are the batches after it
             try:
                 seconds = run(broker.bootstrap_servers, f"txn-{'kept' if kept else 'new'}-{learns}", args.batches,
                               args.records, kept)[1:]
             finally:
-                transactions._learn_brokers = learning
+                transactions.learn_brokers = learning
             median = statistics.median(seconds)
             print(f"| {label} | {median:.3f} | {min(seconds):.3f} | {max(seconds):.3f} | "
                   f"{sum(s > SLOW_S for s in seconds)} of {len(seconds)} | {args.records / median:,.0f} |")

@@ -95,7 +95,7 @@ def _close_pooled_clients() -> None:
     failed connection every 50 ms until the process exits."""
     from kafkasource.reading.consumers import POOL as READERS
     from kafkasource.writing.producer import POOL as PRODUCERS
-    from kafkasource.writing.transactions import POOL as TRANSACTIONAL
+    from kafkasource.writing.transactional_pool import POOL as TRANSACTIONAL
 
     for pool in (READERS, PRODUCERS, TRANSACTIONAL):
         pool.close_all()

@@ -20,7 +20,8 @@ from kafkasource.writing.failures import DeliveryError, delivery_error
 from kafkasource.writing.markers import MarkedBatch
 from kafkasource.writing.producer import close, new_producer, send
 from kafkasource.writing.rows import ArrowRecords, Columns
-from kafkasource.writing.transactions import Outcome, TransactionalPool, write_transaction
+from kafkasource.writing.transactional_pool import TransactionalPool
+from kafkasource.writing.transactions import Outcome, write_transaction
 from tests.kafka_helpers import Record
 from tests.query_helpers import stream
 from tests.sink_helpers import (

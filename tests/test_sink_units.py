@@ -3,6 +3,8 @@ marker, and the words of its errors. No broker, no Spark session."""
 
 from __future__ import annotations
 
+import threading
+
 import pyarrow as pa
 import pytest
 from confluent_kafka import KafkaError, KafkaException
@@ -12,6 +14,8 @@ from kafkasource.errors import ColumnError, ExactlyOnceError, OptionError
 from kafkasource.options.sink import parse_sink_options
 from kafkasource.records.schema import HEADERS_DDL_TYPE
 from kafkasource.runtime import native_extension
+from kafkasource.writing import transactional_pool
+from kafkasource.writing.deliveries import Deliveries
 from kafkasource.writing.digest import RecordDigest
 from kafkasource.writing.failures import delivery_error
 from kafkasource.writing.markers import (
@@ -27,6 +31,7 @@ from kafkasource.writing.markers import (
 )
 from kafkasource.writing.replicas import Shortfall
 from kafkasource.writing.rows import NULL_TOPIC, Columns, check_columns, messages, native_batch
+from kafkasource.writing.transactional_pool import Transactional, TransactionalPool
 from kafkasource.writing.transactions import _abort, transactional_id
 from kafkasource.writing.writer import OVERWRITE_REFUSED, batch_writer
 
@@ -336,6 +341,42 @@ def test_the_native_batch_checks_only_its_own_rows_and_casts_to_32_bit_offsets()
 def test_ids_derive_from_the_prefix_and_the_spark_partition():
     assert transactional_id("sink-a", 3) == "sink-a-3"
     assert marker_group("sink-a", 3) == "sink-a-3"
+
+
+class AskedProducer:
+    """A producer whose metadata request is answered only when the test says so."""
+
+    def __init__(self, transactional_id: str) -> None:
+        self.transactional_id = transactional_id
+        self.asked, self.answer, self.answered = threading.Event(), threading.Event(), False
+
+    def list_topics(self, timeout: float) -> None:
+        self.asked.set()
+        self.answered = self.answer.wait(10)
+
+
+def test_a_spare_asks_for_the_brokers_when_made_and_is_handed_over_once_answered(monkeypatch):
+    """A worker whose tasks of an id move makes a spare producer for it when a task ends, and the spare's first
+    metadata request starts on its own thread then, not when a fence calls for the spare: take_spare() waits for
+    the answer, so the replacement's init_transactions() starts with the brokers known."""
+    monkeypatch.setattr(transactional_pool, "make_producer", lambda options, deliveries, **config: AskedProducer(
+        str(config["transactional.id"])))
+    pool = TransactionalPool()
+    kept = Transactional(AskedProducer("first"), Deliveries(), None, "sink-3", ("sink-3",), moves=True)  # type: ignore
+
+    pool.release(kept, True, parse(deliveryGuarantee="exactly-once", transactionalIdPrefix="sink"), "sink-3")
+    spare = kept.spare
+    assert isinstance(spare, AskedProducer) and spare.transactional_id == "sink-3" and pool.spares == 1
+    assert spare.asked.wait(10)  # asked at once, with no task waiting for it
+    taken: list = []
+    taker = threading.Thread(target=lambda: taken.append(kept.take_spare()))
+    taker.start()
+    taker.join(0.3)
+    assert taker.is_alive() and taken == []  # still waiting for the answer
+    spare.answer.set()
+    taker.join(10)
+    assert taken == [spare] and spare.answered
+    assert (kept.spare, kept.spare_learning) == (None, None)
 
 
 def test_a_marker_round_trips_through_its_metadata_and_offset():

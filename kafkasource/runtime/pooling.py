@@ -1,5 +1,5 @@
 """What the pools of Kafka clients in a Python worker share (reading/consumers.py, writing/producer.py,
-writing/transactions.py): Spark reuses its Python workers across tasks and batches, so a client outlives the task
+writing/transactional_pool.py): Spark reuses its Python workers across tasks and batches, so a client outlives the task
 that made it, and each pool keeps idle clients for the next task of the same configuration.
 
 ClientPool is that keeping: the worker's idle clients by key, each with the time it went idle, handed out again to

@@ -76,7 +76,7 @@ class NativeProducer:
 
     def learn_brokers(self, timeout: float) -> bool:
         """A metadata request for the brokers alone, answered within `timeout` (True) or not; see
-        transactions._learn_brokers."""
+        transactional_pool.learn_brokers."""
         return self.native.learn_brokers(_ms(timeout))
 
     def init_transactions(self, timeout: float) -> None:

@@ -5,7 +5,7 @@ at-least-once and none writes.
 Spark reuses Python workers across batches and jobs, so a producer outlives a task: the pool keeps it per
 configuration (as the reading side keeps its consumers), and a producer that saw any failure is closed rather than
 handed to the next task, which must not meet the reports of records it never wrote. Transactional producers have
-a pool of their own, by transactional.id (writing/transactions.py), since one may be fenced while it waits.
+a pool of their own, by transactional.id (writing/transactional_pool.py), since one may be fenced while it waits.
 """
 
 from __future__ import annotations

@@ -8,17 +8,13 @@ a retried or speculative attempt of the same task takes the same id, and its ini
 attempt (whose commit then fails) and ends any transaction that attempt left open. The marker is read after
 init_transactions(), which settles any transaction of an older attempt first.
 
-A task's producer outlives it: each worker keeps one per transactional.id it wrote (TransactionalPool), so a batch
-costs one transaction, not a new producer's initialisation and connections. A kept producer puts the marker into
-its transaction before any record; the coordinator refuses that when the id was initialised elsewhere since (Spark
-gave the partition's task to another worker meanwhile, or another sink took the prefix), and the task starts again
-with a new producer, which reads the marker that other producer left. Otherwise nobody committed under this id since
-this producer's last transaction, so the marker is the one it committed last.
-
-Spark moves a stream's sink between Python workers at every batch: a task runs two (its read and its sink), and the
-next task's sink takes the worker the read gave back first. So a worker whose producer of an id was fenced once
-keeps a spare one for it, connected between tasks, and the marker's consumer: a replacement is init_transactions()
-and a marker read on open connections, not new clients' connections and metadata.
+A task's producer outlives it: each worker keeps one per transactional.id it wrote (writing/transactional_pool.py),
+so a batch costs one transaction, not a new producer's initialisation and connections. A kept producer puts the
+marker into its transaction before any record; the coordinator refuses that when the id was initialised elsewhere
+since (Spark gave the partition's task to another worker meanwhile, or another sink took the prefix), and the task
+starts again with a new producer (the worker's spare for that id), which reads the marker that other producer left.
+Otherwise nobody committed under this id since this producer's last transaction, so the marker is the one it
+committed last.
 
 The marker goes into the transaction twice: first without the task's count and digest (the fence check), then,
 after the last record, with them; the group coordinator keeps the later of two offsets a transaction commits for
@@ -33,10 +29,9 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
 from kafkasource.options.sink import SinkOptions
-from kafkasource.runtime.pooling import ClientPool
 from kafkasource.runtime.secrets import masked
 from kafkasource.writing.deliveries import Deliveries
 from kafkasource.writing.digest import RecordDigest
@@ -48,7 +43,6 @@ from kafkasource.writing.markers import (
     Verdict,
     check_replay,
     judge,
-    marker_consumer,
     marker_group,
     marker_metadata,
     marker_topic,
@@ -56,25 +50,16 @@ from kafkasource.writing.markers import (
     read_marker,
     send_marker,
 )
-from kafkasource.writing.native_producer import MESSAGE_COLUMNS, NativeProducer, message_batches
+from kafkasource.writing.native_producer import MESSAGE_COLUMNS, message_batches
 from kafkasource.writing.placement import place_keyless
-from kafkasource.writing.producer import (
-    SinkProducer,
-    close,
-    drain,
-    fatal_cause,
-    make_producer,
-    send_records,
-)
+from kafkasource.writing.producer import drain, fatal_cause, send_records
 from kafkasource.writing.rows import ArrowRecords, Message
+from kafkasource.writing.transactional_pool import POOL, Transactional, TransactionalPool, discard, learn_brokers
 
 log = logging.getLogger(__name__)
 
 CALL_MARGIN_S = 30  # a transactional call waits for the brokers this long beyond the delivery timeout
 INIT_SLICE_S = 1.0  # init_transactions() waits this long at a time between serving the error callback
-LEARN_BROKERS_S = 1.0  # a new transactional producer's first metadata request waits this long at most
-# kept producers per worker: one per partition its tasks wrote, of every sink; the least recently used goes first
-MAX_IDLE_TRANSACTIONAL = 64
 
 
 def transactional_id(prefix: str, partition_id: int) -> str:
@@ -88,90 +73,12 @@ class Outcome:
     replayed: bool = False  # the marker showed the batch already written, over the same records: none was written
 
 
-@dataclass
-class Transactional:
-    """A transactional producer a worker keeps between tasks, with the consumer that reads its marker and names the
-    marker's group to the transaction."""
-
-    producer: SinkProducer
-    deliveries: Deliveries
-    consumer: Consumer
-    group: str  # the marker's group, which the consumer joins in name only
-    key: tuple
-    last_marker: Marker | None = None  # what this producer's group holds: read at init, then what it committed
-    closed: bool = False
-    moves: bool = False  # this worker found the producer of this id fenced once: Spark moves its tasks between workers
-    spare: SinkProducer | None = None  # not initialised: the next replacement, made where the tasks move
-
-
-class TransactionalPool(ClientPool[tuple, Transactional]):
-    """This worker's idle transactional producers, one per configuration and transactional.id.
-
-    A producer's init_transactions() and its connections to the brokers and the transaction coordinator cost more
-    than a small batch's whole transaction (0.3 to 0.7 s on one local broker), so a stream's task takes the producer
-    an earlier task of the same Spark partition left in this worker. Spark gives a partition's next task to
-    whichever worker is free, though: when another worker (or another attempt) initialised the same
-    transactional.id meanwhile, the kept producer is fenced. write_transaction finds that out when it sends the
-    batch's marker, before it takes a record, and replaces it (replace_producer)."""
-
-    def __init__(self) -> None:
-        super().__init__(close=discard, per_key=1, most_idle=MAX_IDLE_TRANSACTIONAL)
-        self.created, self.spares = 0, 0  # producers made while a task waited, and spares (the tests read them)
-
-    def acquire(self, options: SinkOptions, tid: str, group: str) -> tuple[Transactional, bool]:
-        """A kept producer for `tid` (True) or a new one, not yet initialised (False)."""
-        key = (tid, group, tuple(sorted((k, str(v)) for k, v in options.producer_config().items())))
-        kept = self.take(key)
-        if kept is not None:
-            kept.deliveries.reset()
-            return kept, True
-        deliveries = Deliveries()
-        producer = make_producer(options, deliveries, **{"transactional.id": tid})
-        consumer = marker_consumer(options, group)
-        self.created += 1
-        return Transactional(producer, deliveries, consumer, group, key), False
-
-    def replace_producer(self, kept: Transactional, options: SinkOptions, tid: str) -> None:
-        """The fenced producer closed and its spare, or a new one, in its place (not initialised); the marker's
-        consumer stays. From now on this id keeps a spare in this worker."""
-        close(kept.producer)
-        kept.deliveries.reset()
-        if kept.spare is not None:
-            kept.producer, kept.spare = kept.spare, None
-        else:
-            kept.producer = make_producer(options, kept.deliveries, **{"transactional.id": tid})
-            self.created += 1
-        kept.last_marker = None
-        kept.moves = True
-
-    def release(self, kept: Transactional, healthy: bool, options: SinkOptions, tid: str) -> None:
-        """Back into the pool after a task whose transaction ended (committed, or none begun), with a spare producer
-        where this id's tasks move between workers; closed otherwise. librdkafka connects the spare in the
-        background: making it costs the task about a millisecond."""
-        if healthy and kept.moves and kept.spare is None:
-            kept.spare = make_producer(options, kept.deliveries, **{"transactional.id": tid})
-            self.spares += 1
-        self.give_back(kept.key, kept, healthy)
-
-
-def discard(kept: Transactional) -> None:
-    """Close a producer that leaves the pool (and its consumer); a second call does nothing."""
-    if kept.closed:
-        return
-    kept.closed = True
-    kept.consumer.close()
-    close(kept.producer)
-    if kept.spare is not None:
-        close(kept.spare)
-
-
-POOL = TransactionalPool()
-
-
 class Prepared:
-    """A task's transactional producer made ready on a thread of its own while the task reads the rest of its input:
-    taken from the pool or made, and, when new, initialised and its marker read. init_transactions() and the
-    connections take a few hundred milliseconds, which the input a task still receives from Spark covers."""
+    """A task's transactional producer: the one this worker kept for its transactional.id, taken at once, or else a
+    new one, made, initialised and its marker read on a thread of its own while the task reads the rest of its
+    input. init_transactions() and the connections take a few hundred milliseconds, which the input a task still
+    receives from Spark covers; a thread started for a kept producer would only wait for the task's thread to let go
+    of the GIL (10 to 20 ms under Spark's load)."""
 
     def __init__(self, options: SinkOptions, partition_id: int, pool: TransactionalPool = POOL):
         prefix = options.transactional_id_prefix
@@ -180,26 +87,28 @@ class Prepared:
         self.tid = transactional_id(prefix, partition_id)
         self.group = marker_group(prefix, partition_id)
         self.timeout = options.delivery_timeout_ms() / 1000 + CALL_MARGIN_S
-        self.kept: Transactional | None = None
-        self.reused = False
+        self.kept: Transactional | None = pool.take_kept(options, self.tid, self.group)
+        self.reused = self.kept is not None
         self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, name=f"kafkasource-{self.tid}", daemon=True)
-        self._thread.start()
+        self._thread: threading.Thread | None = None
+        if self.kept is None:
+            self._thread = threading.Thread(target=self._run, name=f"kafkasource-{self.tid}", daemon=True)
+            self._thread.start()
 
     def _run(self) -> None:
         try:
-            self.kept, self.reused = self.pool.acquire(self.options, self.tid, self.group)
-            if not self.reused:
-                _make_ready(self.kept, self.options, self.timeout, self.tid)
+            self.kept = self.pool.make(self.options, self.tid, self.group)
+            _make_ready(self.kept, self.options, self.timeout, self.tid)
         except BaseException as exc:  # raised again in the task's thread, by result()
             self._error = exc
 
     def done(self) -> bool:
-        return not self._thread.is_alive()
+        return self._thread is None or not self._thread.is_alive()
 
     def result(self) -> tuple[Transactional, bool]:
         """The producer, ready, and whether it is a kept one; what making it ready raised, raised here."""
-        self._thread.join()
+        if self._thread is not None:
+            self._thread.join()
         if self._error is not None:
             if self.kept is not None:
                 discard(self.kept)
@@ -376,7 +285,7 @@ def _init_transactions(kept: Transactional, options: SinkOptions, timeout: float
     out. librdkafka resumes the same initialisation when the call is repeated after a timeout."""
     producer, deliveries = kept.producer, kept.deliveries
     deadline = time.monotonic() + timeout
-    _learn_brokers(producer)
+    learn_brokers(producer)
     while True:
         try:
             producer.init_transactions(max(min(INIT_SLICE_S, deadline - time.monotonic()), 0.1))
@@ -388,20 +297,6 @@ def _init_transactions(kept: Transactional, options: SinkOptions, timeout: float
                 raise refused from None
             if not exc.args[0].retriable() or time.monotonic() >= deadline:
                 raise
-
-
-def _learn_brokers(producer: SinkProducer) -> None:
-    """Let a new producer learn the brokers before init_transactions(). librdkafka sends its first FindCoordinator
-    on the bootstrap connection, which it drops as soon as the first metadata names the brokers; when that answer
-    comes in between, the request is lost and the coordinator is asked again only by a 500 ms timer
-    (bench/TRANSACTIONS.md). Not answered in time, init_transactions() goes on and reports what is wrong."""
-    try:
-        if isinstance(producer, NativeProducer):
-            producer.learn_brokers(LEARN_BROKERS_S)
-        else:
-            producer.list_topics(timeout=LEARN_BROKERS_S)
-    except KafkaException:
-        pass
 
 
 def _transaction_error(
