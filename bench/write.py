@@ -328,11 +328,12 @@ def framed(df, sink: Sink, schema_id: int | None):
     return df.select(F.concat(F.lit(magic), to_avro(fields, json.dumps(AVRO_SCHEMA))).alias("value"))
 
 
-def transactional_prefix(data_set: datasets.DataSet, topic: str, per: str) -> str:
-    """exactly-once's transactionalIdPrefix: the set's own, kept from write to write as a job keeps the one its
-    configuration names, so a worker's transactional producers serve its later writes; or, per write, the topic's,
-    so that every task makes and initialises a new one."""
-    return f"{topic}-tx" if per == "per-write" else f"bench-write-{data_set.name}-tx"
+def transactional_prefix(sink: Sink, data_set: datasets.DataSet, topic: str, per: str) -> str:
+    """exactly-once's transactionalIdPrefix: the set's own for the sink's write path, kept from write to write as a
+    job keeps the one its configuration names, so a worker's transactional producers serve its later writes (two
+    paths under one prefix would fence each other's); or, per write, the topic's, so that every task makes and
+    initialises a new one."""
+    return f"{topic}-tx" if per == "per-write" else f"bench-write-{data_set.name}-{sink.path or 'auto'}-tx"
 
 
 def sink_options(sink: Sink, bootstrap: str, topic: str, registry: str | None, subject: str | None,
@@ -354,7 +355,7 @@ def write_once(spark, meter: cpu.Meter, sink: Sink, bootstrap: str, data_set: da
                avro: tuple[str, str, int] | None, per: str) -> Write:
     """One timed write of the set into a fresh topic, checked, the topic deleted after."""
     topic = f"write-{data_set.name}-{uuid.uuid4().hex[:8]}"
-    prefix = transactional_prefix(data_set, topic, per)
+    prefix = transactional_prefix(sink, data_set, topic, per)
     create_topic(bootstrap, topic, data_set.partitions)
     registry, subject, schema_id = avro if avro else (None, None, None)
     df = framed(source(spark, folder, avro is not None), sink, schema_id)
@@ -478,8 +479,8 @@ def report(results: Results, data_sets: list[datasets.DataSet], sinks: tuple[Sin
         "offsets; for exactly-once, what a read_committed consumer reads), or the run would have failed. "
         "Sinks: the built-in `format(\"kafka\")` (Kafka's Java producer, at-least-once, its only guarantee); "
         f"kafkasource with `deliveryGuarantee` at-least-once and exactly-once (one transaction per task; "
-        + ("one `transactionalIdPrefix` per data set, the same in every write, so a Python worker's transactional "
-           "producers serve the next write's tasks" if args.prefix == "per-set" else
+        + ("one `transactionalIdPrefix` per data set and write path, the same in every write, so a Python worker's "
+           "transactional producers serve the next write's tasks" if args.prefix == "per-set" else
            "a new `transactionalIdPrefix` for every write, so every task makes and initialises a new transactional "
            "producer") + f"), {paths}; "
         "and the Python sink ceiling: a Python stream writer (`DataSourceStreamArrowWriter`) that takes every "

@@ -31,7 +31,7 @@ from kafkasource.writing.markers import (
 )
 from kafkasource.writing.replicas import Shortfall
 from kafkasource.writing.rows import NULL_TOPIC, Columns, check_columns, messages, native_batch
-from kafkasource.writing.transactional_pool import Transactional, TransactionalPool
+from kafkasource.writing.transactional_pool import Transactional, TransactionalPool, pool_key
 from kafkasource.writing.transactions import _abort, transactional_id
 from kafkasource.writing.writer import OVERWRITE_REFUSED, batch_writer
 
@@ -377,6 +377,17 @@ def test_a_spare_asks_for_the_brokers_when_made_and_is_handed_over_once_answered
     taker.join(10)
     assert taken == [spare] and spare.answered
     assert (kept.spare, kept.spare_learning) == (None, None)
+
+
+def test_a_kept_transactional_producer_goes_only_to_a_task_of_its_write_path():
+    """Two sinks with one prefix but different writePath values never share a kept producer: a writePath=python task
+    is not handed the native producer a writePath=native task left, though the id and settings are the same."""
+    def key(path: str) -> tuple:
+        return pool_key(parse(deliveryGuarantee="exactly-once", transactionalIdPrefix="sink", writePath=path),
+                        "sink-0", "sink-0")
+
+    assert key("python") == key("python")
+    assert key("python") != key("native")
 
 
 def test_a_marker_round_trips_through_its_metadata_and_offset():

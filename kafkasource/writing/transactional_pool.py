@@ -114,18 +114,24 @@ class TransactionalPool(ClientPool[tuple, Transactional]):
         """Back into the pool after a task whose transaction ended (committed, or none begun), with a spare producer
         where this id's tasks move between workers; closed otherwise. Making the spare costs the task about a
         millisecond: it learns the brokers on its own thread."""
-        if healthy and kept.moves and kept.spare is None:
-            kept.spare = make_producer(options, kept.deliveries, **{"transactional.id": tid})
-            kept.spare_learning = threading.Thread(
-                target=learn_brokers, args=(kept.spare,), name=f"kafkasource-spare-{tid}", daemon=True
-            )
-            kept.spare_learning.start()
-            self.spares += 1
-        self.give_back(kept.key, kept, healthy)
+        try:
+            if healthy and kept.moves and kept.spare is None:
+                spare = make_producer(options, kept.deliveries, **{"transactional.id": tid})
+                learning = threading.Thread(
+                    target=learn_brokers, args=(spare,), name=f"kafkasource-spare-{tid}", daemon=True
+                )
+                kept.spare = spare  # before the thread starts: a start that fails still leaves the spare to close
+                learning.start()
+                kept.spare_learning = learning
+                self.spares += 1
+        finally:  # kept, or closed: never left out of the pool open
+            self.give_back(kept.key, kept, healthy)
 
 
 def pool_key(options: SinkOptions, tid: str, group: str) -> tuple:
-    return (tid, group, tuple(sorted((k, str(v)) for k, v in options.producer_config().items())))
+    """Which kept producer a task may take: of its transactional.id and marker group, the same write path (a
+    writePath=python task is not handed a native producer) and the same librdkafka configuration."""
+    return (tid, group, options.native(), tuple(sorted((k, str(v)) for k, v in options.producer_config().items())))
 
 
 def discard(kept: Transactional) -> None:

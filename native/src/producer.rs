@@ -532,7 +532,7 @@ impl Producer {
     }
 
     /// One metadata request for the brokers alone, waited for up to `timeout_ms`; whether it was answered. Why a
-    /// new transactional producer asks it first: `_learn_brokers` in kafkasource/writing/transactions.py.
+    /// new transactional producer asks it first: `learn_brokers` in kafkasource/writing/transactional_pool.py.
     fn learn_brokers(&self, py: Python<'_>, timeout_ms: i32) -> PyResult<bool> {
         let handle = self.handle()?;
         let answered = py.allow_threads(|| {
