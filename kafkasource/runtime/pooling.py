@@ -22,8 +22,8 @@ Client = TypeVar("Client")
 
 
 class ClientPool(Generic[Key, Client]):
-    """Idle clients of this worker process, by key; safe to share between threads (the tasks of one worker may
-    run at once, and a client closed after a failure may be closed on another thread than the one that took it).
+    """Idle clients of this worker process, by key; safe to share between threads (the task's own, and any other
+    thread of the worker that takes or gives back a client).
 
     `close` closes a client that leaves the pool. `per_key`:
     how many idle clients of one key are kept (the newest; None: all); `most_idle`: how many in all (the least
