@@ -242,6 +242,12 @@ def drain(
         )
 
 
+def producer_kind(options: SinkOptions) -> tuple:
+    """What makes two producers interchangeable between tasks: the same write path (a writePath=python task is not
+    handed a native producer) and the same librdkafka configuration. The pools key their producers by it."""
+    return (options.native(), *sorted((k, str(v)) for k, v in options.producer_config().items()))
+
+
 @dataclass
 class Pooled:
     producer: SinkProducer
@@ -256,7 +262,7 @@ class ProducerPool(ClientPool[tuple, Pooled]):
         super().__init__(close=lambda pooled: close(pooled.producer), per_key=1)
 
     def acquire(self, options: SinkOptions) -> Pooled:
-        key = (options.native(), *sorted((k, str(v)) for k, v in options.producer_config().items()))
+        key = producer_kind(options)
         pooled = self.take(key)
         if pooled is None:
             deliveries = Deliveries()

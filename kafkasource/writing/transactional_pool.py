@@ -27,7 +27,7 @@ from kafkasource.runtime.pooling import ClientPool
 from kafkasource.writing.deliveries import Deliveries
 from kafkasource.writing.markers import Marker, marker_consumer
 from kafkasource.writing.native_producer import NativeProducer
-from kafkasource.writing.producer import SinkProducer, close, make_producer
+from kafkasource.writing.producer import SinkProducer, close, make_producer, producer_kind
 
 LEARN_BROKERS_S = 1.0  # a new transactional producer's first metadata request waits this long at most
 # kept producers per worker: one per partition its tasks wrote, of every sink; the least recently used goes first
@@ -129,9 +129,8 @@ class TransactionalPool(ClientPool[tuple, Transactional]):
 
 
 def pool_key(options: SinkOptions, tid: str, group: str) -> tuple:
-    """Which kept producer a task may take: of its transactional.id and marker group, the same write path (a
-    writePath=python task is not handed a native producer) and the same librdkafka configuration."""
-    return (tid, group, options.native(), tuple(sorted((k, str(v)) for k, v in options.producer_config().items())))
+    """Which kept producer a task may take: of its transactional.id and marker group, and of its kind."""
+    return (tid, group, producer_kind(options))
 
 
 def discard(kept: Transactional) -> None:
