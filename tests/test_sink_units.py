@@ -10,11 +10,11 @@ import pytest
 from confluent_kafka import KafkaError, KafkaException
 from pyspark.sql.types import ArrayType, BinaryType, IntegerType, LongType, StringType, StructField, StructType
 
-from kafkasource.errors import ColumnError, ExactlyOnceError, OptionError
+from kafkasource.errors import ColumnError, ExactlyOnceError, KafkaSourceError, OptionError
 from kafkasource.options.sink import parse_sink_options
 from kafkasource.records.schema import HEADERS_DDL_TYPE
 from kafkasource.runtime import native_extension
-from kafkasource.writing import transactional_pool
+from kafkasource.writing import task, transactional_pool
 from kafkasource.writing.deliveries import Deliveries
 from kafkasource.writing.digest import RecordDigest
 from kafkasource.writing.failures import delivery_error
@@ -388,6 +388,32 @@ def test_a_kept_transactional_producer_goes_only_to_a_task_of_its_write_path():
 
     assert key("python") == key("python")
     assert key("python") != key("native")
+
+
+class ProducerTaken(Exception):
+    """Raised by the test's stand-in for Prepared: a task went as far as taking its producer."""
+
+
+def test_a_batch_write_task_without_its_write_id_fails_before_it_takes_a_producer(monkeypatch):
+    """An exactly-once batch task that was not handed its write's id fails before a producer is taken or made for
+    it, so no kept producer is left out of its worker's pool by the failure."""
+    taken: list[int] = []
+
+    def prepared(options, partition_id):
+        taken.append(partition_id)
+        raise ProducerTaken
+
+    monkeypatch.setattr(task, "Prepared", prepared)
+    options, columns = parse(deliveryGuarantee="exactly-once", transactionalIdPrefix="sink"), check_columns(
+        StructType([StructField("value", BinaryType())]), "out")
+    rows = pa.record_batch([pa.array([b"v"], pa.binary())], names=["value"])
+
+    with pytest.raises(KafkaSourceError, match="a batch write's task without the write's id"):
+        task.write_task(options, columns, [rows], task.TaskInfo(2, 0, None), streaming=False, write_id=None)
+    assert taken == []
+    with pytest.raises(ProducerTaken):  # with its id, the same task goes on to take its producer
+        task.write_task(options, columns, [rows], task.TaskInfo(2, 0, None), streaming=False, write_id="w")
+    assert taken == [2]
 
 
 def test_a_marker_round_trips_through_its_metadata_and_offset():

@@ -96,8 +96,9 @@ def write_task(
     first, rest = _peek(batches)
     if first is None:  # no rows: no producer, no transaction (a replay of an empty task is empty again)
         return SinkCommitMessage(task.partition_id, 0)
-    prepared = None
+    prepared = batch = None
     if options.guarantee == "exactly-once":  # the producer is made ready while the rest of the input comes
+        batch = task.batch if streaming else MarkedBatch(_batch_write_id(write_id), 0, stream=False)
         prepared = Prepared(options, task.partition_id)
         try:
             rest = _read_ahead(rest, prepared.done)
@@ -110,9 +111,7 @@ def write_task(
     columns = encoded_columns(columns, options.encoding)
     # the native producer reads the batches' columns itself; confluent-kafka's takes one record at a time
     records = ArrowRecords(encoded, columns)
-    if options.guarantee == "exactly-once":
-        batch = task.batch if streaming else MarkedBatch(_batch_write_id(write_id), 0, stream=False)
-        assert batch is not None  # checked above
+    if batch is not None:
         outcome = write_transaction(options, task.partition_id, records, batch, prepared=prepared)
     else:
         outcome = Outcome(write_plain(options, records))
