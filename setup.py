@@ -96,6 +96,8 @@ setup(
     install_requires=[
         "pyarrow>=15",
         "confluent-kafka>=2.6",
+        # the digest of what an exactly-once task wrote (kafkasource/writing/digest.py): XXH3, 128 bits
+        "xxhash>=3.0",
     ],
     extras_require={
         # Spark 4.0 brought the Python Data Source API; what 4.2 added is used where present (docs/support.md)

@@ -25,7 +25,7 @@ from dev.process import CACHE_DIR
 
 CACHE = CACHE_DIR / "bare-python"
 # what must import there (the executors' read) and what must not
-NEEDED = ("pyspark", "pyarrow", "confluent_kafka")
+NEEDED = ("pyspark", "pyarrow", "confluent_kafka", "xxhash")
 ABSENT = ("kafkasource", "pyspark_kafkasource")
 
 

@@ -49,7 +49,7 @@ def _pins() -> list[str]:
     """The dependencies at the versions this interpreter has, so executors run what the driver runs."""
     from importlib.metadata import version
 
-    return [f"pyarrow=={version('pyarrow')}", f"confluent-kafka=={version('confluent-kafka')}"]
+    return [f"{name}=={version(name)}" for name in ("pyarrow", "confluent-kafka", "xxhash")]
 
 
 def build(target: Path) -> Path:

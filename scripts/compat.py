@@ -26,8 +26,8 @@ VENVS = Path(os.environ.get("KAFKASOURCE_COMPAT_VENVS", REPO / ".cache" / "compa
 TARGETS = {"4.1": ("4.1.4", None)}
 
 # What the selection needs besides pyspark; versions from constraints.txt where it pins them
-PACKAGES = ["confluent-kafka[schemaregistry,avro,json,protobuf]", "pyarrow>=15", "pandas>=2,<3", "pytest>=8",
-            "pytest-rerunfailures>=14"]
+PACKAGES = ["confluent-kafka[schemaregistry,avro,json,protobuf]", "pyarrow>=15", "xxhash>=3.0", "pandas>=2,<3",
+            "pytest>=8", "pytest-rerunfailures>=14"]
 
 # Spark Connect: a batch read, and a stream with bounded batches and group commits
 CONNECT = [

@@ -130,8 +130,8 @@ DIGEST = "<digest>"  # what batch_markers shows of a marker's digest, once it ch
 
 def batch_markers(kafka: KafkaHarness, prefix: str, marker_topic: str, tasks: int) -> list[tuple[int, dict]]:
     """Each exactly-once task's batch marker: the committed offset of group `<prefix>-<task>` on partition 0 of the
-    marker topic, and its metadata as JSON, its digest (32 hexadecimal digits, checked here) shown as DIGEST, its time
-    (checked here) left out."""
+    marker topic, and its metadata as JSON, its digest (`xxh3:` and 32 hexadecimal digits, checked here) shown as
+    DIGEST, its time (checked here) left out."""
     markers = []
     for task in range(tasks):
         consumer = kafka.consumer(f"{prefix}-{task}")
@@ -141,7 +141,7 @@ def batch_markers(kafka: KafkaHarness, prefix: str, marker_topic: str, tasks: in
             consumer.close()
         fields = json.loads(marker.metadata)
         if "digest" in fields:
-            assert re.fullmatch("[0-9a-f]{32}", fields["digest"]), fields
+            assert re.fullmatch("xxh3:[0-9a-f]{32}", fields["digest"]), fields
             fields["digest"] = DIGEST
             # when the task wrote it: within the last hour, by this machine's clock
             assert 0 <= time.time() * 1000 - fields.pop("at") < 3_600_000, fields

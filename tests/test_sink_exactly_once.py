@@ -11,11 +11,13 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
-from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
 from kafkasource.errors import ExactlyOnceError
 from kafkasource.options.sink import parse_sink_options
+from kafkasource.writing import transactions
 from kafkasource.writing.deliveries import Deliveries
+from kafkasource.writing.digest import SHA256, RecordDigest
 from kafkasource.writing.failures import DeliveryError, delivery_error
 from kafkasource.writing.markers import MarkedBatch
 from kafkasource.writing.producer import close, new_producer, send
@@ -341,6 +343,46 @@ def test_a_replay_over_other_records_or_behind_the_marker_fails_and_commits_noth
     assert batch_markers(kafka, prefix, topic, 1) == [
         (3, {"kind": "kafkasource-sink-marker", "queryId": "q", "batchId": 2, "partition": 0, "records": 1,
              "digest": DIGEST})]
+
+
+def test_a_batch_an_earlier_kafkasource_marked_with_sha256_is_still_recognised_when_replayed(
+        kafka, write_path, monkeypatch):
+    """Markers written before the digest took XXH3 hold a SHA-256 digest without a prefix. A replay of their batch is
+    hashed that way: over the same records it is skipped, over other records it fails naming both digests. The
+    next batch's marker holds an XXH3 digest."""
+    topic = kafka.create_topic(kafka.unique_name("upgraded"), 1)
+    prefix = kafka.unique_name("upgraded-sink")
+    options = parse_sink_options(base(kafka, topic=topic, deliveryGuarantee="exactly-once",
+                                      transactionalIdPrefix=prefix, writePath=write_path), streaming=True)
+    pool = TransactionalPool()
+
+    def write(batch_id: int, *values: bytes) -> Outcome:
+        return write_transaction(options, 0, iter([(topic, None, v, None, 0) for v in values]),
+                                 MarkedBatch("q", batch_id), pool)
+
+    def marker_digest() -> str:
+        consumer = kafka.consumer(f"{prefix}-0")
+        try:
+            (marker,) = consumer.committed([TopicPartition(topic, 0)], timeout=30)
+        finally:
+            consumer.close()
+        return json.loads(marker.metadata)["digest"]
+
+    try:
+        with monkeypatch.context() as earlier:  # the sink as it was: SHA-256 for every digest
+            earlier.setattr(transactions, "RecordDigest", lambda columns: RecordDigest(columns, SHA256))
+            assert write(0, b"a", b"b") == Outcome(2)
+        legacy = marker_digest()
+        assert re.fullmatch("[0-9a-f]{32}", legacy), legacy
+        assert write(0, b"a", b"b") == Outcome(0, replayed=True)
+        with pytest.raises(ExactlyOnceError) as changed:
+            write(0, b"a", b"c")
+        assert write(1, b"c") == Outcome(1)
+        assert re.fullmatch("xxh3:[0-9a-f]{32}", marker_digest())
+    finally:
+        pool.close_all()
+    assert f"as 2 records of digest {legacy}, but the task now holds 2 records of digest " in str(changed.value)
+    assert [r[3] for r in read_topic(kafka, topic, 1, read_committed=True)] == [b"a", b"b", b"c"]
 
 
 def test_two_queries_taking_turns_under_one_prefix_fail_while_a_new_checkpoint_takes_over(kafka, caplog):

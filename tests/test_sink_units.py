@@ -16,7 +16,7 @@ from kafkasource.records.schema import HEADERS_DDL_TYPE
 from kafkasource.runtime import native_extension
 from kafkasource.writing import task, transactional_pool
 from kafkasource.writing.deliveries import Deliveries
-from kafkasource.writing.digest import RecordDigest
+from kafkasource.writing.digest import SHA256, XXH3, RecordDigest, hash_of
 from kafkasource.writing.failures import delivery_error
 from kafkasource.writing.markers import (
     EARLIER_KEPT,
@@ -483,8 +483,8 @@ def test_a_marker_remembers_a_bounded_list_of_the_writes_before_it():
 
 # --- what a task wrote: its count and digest ---------------------------------------------------------------
 
-def digest_of(columns, *batches) -> tuple[int, str]:
-    digest = RecordDigest(columns)
+def digest_of(columns, *batches, hashing: str = XXH3) -> tuple[int, str]:
+    digest = RecordDigest(columns, hashing)
     for batch in batches:
         digest.add(batch)
     return digest.records, digest.hexdigest()
@@ -512,17 +512,22 @@ def test_the_digest_does_not_depend_on_how_the_rows_are_cut_into_batches():
 
 
 def test_the_digest_of_a_sliced_batch_is_the_one_markers_already_keep():
-    """The digest's bytes are fixed: a marker written by an earlier kafkasource is checked against it. This value was
-    computed by the earlier implementation (numpy's to_numpy), over a batch whose columns start at an offset."""
+    """The digest's bytes are fixed: a marker written by an earlier kafkasource is checked against it. The SHA-256
+    value, the hash of markers before XXH3, was computed by the first implementation (numpy's to_numpy), over a batch
+    whose columns start at an offset; a marker names its hash, so a replay is hashed the way its marker was."""
     batch = pa.RecordBatch.from_arrays([pa.array(["x", "a", None, "ccc"]), pa.array([b"0", b"1", b"22", None]),
                                         pa.array([9, 0, None, 7], pa.int64())],
                                        names=["key", "value", "partition"]).slice(1)
     columns = Columns(topic="t", key=True, headers=False, partition=True)
-    assert digest_of(columns, batch) == (3, "6b7e7779cf9556f4c2f00caa092ec805")
-    assert digest_of(columns, batch.slice(0, 0), batch) == (3, "6b7e7779cf9556f4c2f00caa092ec805")
     unsliced = pa.RecordBatch.from_arrays([pa.array(["a", None, "ccc"]), pa.array([b"1", b"22", None]),
                                            pa.array([0, None, 7], pa.int64())], names=["key", "value", "partition"])
-    assert digest_of(columns, unsliced) == (3, "6b7e7779cf9556f4c2f00caa092ec805")
+    for hashing, expected in ((SHA256, "6b7e7779cf9556f4c2f00caa092ec805"),
+                              (XXH3, "xxh3:bb58863a2f95e33c93be5347ab97339f")):
+        assert digest_of(columns, batch, hashing=hashing) == (3, expected)
+        assert digest_of(columns, batch.slice(0, 0), batch, hashing=hashing) == (3, expected)
+        assert digest_of(columns, unsliced, hashing=hashing) == (3, expected)
+        assert hash_of(expected) == hashing
+    assert hash_of(None) == SHA256  # a marker of a kafkasource that kept no digest: never compared
 
 
 # --- the words of delivery errors -------------------------------------------------------------------------

@@ -9,6 +9,14 @@ query whose partitions changed) fails instead of skipping rows that were never w
 The digest does not depend on how Spark cut the task's rows into Arrow batches: each column is hashed as two
 streams of its own (the lengths of its values, a null as -1, and their bytes), and the streams' digests are hashed
 together at the end. Nulls' bytes are never read (Arrow leaves their content undefined).
+
+The hash is XXH3 with 128 bits, and a digest says so: `xxh3:` and 32 hexadecimal digits. It guards against a replay
+Spark plans over other records by mistake (a rewound checkpoint, a changed query), not against records crafted to
+collide, which only someone who can also rewrite the query's checkpoint could bring. For records as they occur, two
+different sets share a digest with probability 2^-128, as with a cryptographic hash cut to 128 bits, and XXH3 takes
+a fraction of SHA-256's CPU (bench/DIGEST.md), which an exactly-once task spends beside its producer. A digest
+without the prefix is SHA-256 cut to 128 bits, which kafkasource wrote into its markers before: a replay of a batch
+such a marker names is hashed that way, so it is still recognised after an upgrade.
 """
 
 from __future__ import annotations
@@ -16,30 +24,48 @@ from __future__ import annotations
 import hashlib
 import queue
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from typing import Protocol
+
+import xxhash
 
 from kafkasource.records.schema import HEADERS, KEY, PARTITION, TOPIC, VALUE
 from kafkasource.writing.rows import Columns
 
-# SHA-256, cut to 128 bits: a replay over other records goes unnoticed with probability 2^-128. Where the CPU has SHA
-# instructions (x86 since Ice Lake and Zen, ARMv8), OpenSSL's SHA-256 hashed twice as fast as BLAKE2b on the test
-# machine (bench/write_native.py prints what the digest costs beside the writes).
 DIGEST_BYTES = 16
+XXH3 = "xxh3"  # the digest's hash, and the prefix that names it in a marker
+SHA256 = "sha256"  # the hash of a digest without a prefix (markers of an earlier kafkasource)
+
+
+class _Hash(Protocol):
+    def update(self, data, /) -> None: ...
+
+    def digest(self) -> bytes: ...
+
+    def hexdigest(self) -> str: ...
+
+
+HASHES: dict[str, Callable[[], _Hash]] = {XXH3: xxhash.xxh3_128, SHA256: hashlib.sha256}
+
+
+def hash_of(digest: str | None) -> str:
+    """The hash a marker's digest was taken with, so that a replay is hashed the same way."""
+    return XXH3 if digest is not None and digest.startswith(XXH3 + ":") else SHA256
 
 
 class RecordDigest:
-    """The count and digest of the record batches passed through `over()`."""
+    """The count and digest of the record batches passed through `over()`, taken with `hashing` (a name in HASHES)."""
 
-    def __init__(self, columns: Columns):
+    def __init__(self, columns: Columns, hashing: str = XXH3):
         self._columns = columns
-        self._streams: dict[str, hashlib._Hash] = {}
+        self._hashing = hashing
+        self._streams: dict[str, _Hash] = {}
         self.records = 0
 
     def over(self, batches: Iterable) -> Iterator:
         """The same batches, each counted as it passes and hashed on a thread of its own, in order, while the producer
-        takes it (hashing and Arrow's kernels release the GIL: on the test machine the digest inline cost an
-        exactly-once task a tenth of its time with 100-byte values, a quarter with 1 KB ones). Once the batches
-        are exhausted, the digest is complete; what hashing raised is raised then."""
+        takes it (hashing and Arrow's kernels release the GIL, so the digest overlaps the producer's work). Once the
+        batches are exhausted, the digest is complete; what hashing raised is raised then."""
         hasher = _Hasher(self)
         try:
             for batch in batches:
@@ -66,16 +92,17 @@ class RecordDigest:
             self._numbers(PARTITION, batch.column(PARTITION))
 
     def hexdigest(self) -> str:
-        total = hashlib.sha256()
+        total = HASHES[self._hashing]()
         total.update(self.records.to_bytes(8, "little"))
         for name in sorted(self._streams):
             total.update(name.encode() + b"\0" + self._streams[name].digest())
-        return total.hexdigest()[: DIGEST_BYTES * 2]
+        digits = total.hexdigest()[: DIGEST_BYTES * 2]
+        return digits if self._hashing == SHA256 else f"{self._hashing}:{digits}"
 
-    def _stream(self, name: str) -> hashlib._Hash:
+    def _stream(self, name: str) -> _Hash:
         found = self._streams.get(name)
         if found is None:
-            found = self._streams[name] = hashlib.sha256()
+            found = self._streams[name] = HASHES[self._hashing]()
         return found
 
     def _numbers(self, name: str, column) -> None:

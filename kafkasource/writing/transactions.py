@@ -34,7 +34,7 @@ from confluent_kafka import KafkaError, KafkaException, TopicPartition
 from kafkasource.options.sink import SinkOptions
 from kafkasource.runtime.secrets import masked
 from kafkasource.writing.deliveries import Deliveries
-from kafkasource.writing.digest import RecordDigest
+from kafkasource.writing.digest import RecordDigest, hash_of
 from kafkasource.writing.failures import FENCED, DeliveryError, delivery_error, transaction_timed_out, where
 from kafkasource.writing.markers import (
     MARKER_PARTITION,
@@ -141,8 +141,6 @@ def write_transaction(
     prepared = prepared or Prepared(options, partition_id, pool)
     tid, timeout, prefix = prepared.tid, prepared.timeout, prepared.prefix
     arrow = records if isinstance(records, ArrowRecords) else _as_arrow(records)
-    digest = RecordDigest(arrow.columns)
-    digested = ArrowRecords(digest.over(arrow.batches), arrow.columns)
     kept, reused = prepared.result()
     healthy = False
     try:
@@ -162,15 +160,20 @@ def write_transaction(
             raise
         if verdict is Verdict.COMPARE:
             ended = not began or _abort(kept.producer, None, True, timeout, tid, options)
-            for _ in digested.batches:  # Spark's input is read to its end, and its digest taken
-                pass
             assert kept.last_marker is not None
+            # Spark's input is read to its end, and its digest taken the way the marker's was
+            digest = RecordDigest(arrow.columns, hash_of(kept.last_marker.digest))
+            for _ in digest.over(arrow.batches):
+                pass
             check_replay(kept.last_marker, batch, prefix, partition_id, digest.records, digest.hexdigest())
             _log_replay(batch, partition_id, digest.records)
             healthy = ended
             return Outcome(0, replayed=True)
         earlier = kept.last_marker.followed(batch.query_id) if kept.last_marker else ()
-        placed = place_keyless(digested, kept.consumer, partition_id + batch.batch_id)
+        digest = RecordDigest(arrow.columns)
+        placed = place_keyless(
+            ArrowRecords(digest.over(arrow.batches), arrow.columns), kept.consumer, partition_id + batch.batch_id
+        )
         count = _write(kept, options, placed, batch, partition_id, earlier, digest, timeout, tid, began)
         kept.last_marker = Marker(batch.query_id, batch.batch_id, digest.records, digest.hexdigest(), earlier)
         healthy = True
