@@ -308,12 +308,11 @@ def test_a_producer_fenced_before_a_record_says_fenced_not_only_fatal_error(kafk
     assert read_topic(kafka, topic, 1, read_committed=True) == []
 
 
-def test_a_replay_over_other_records_or_behind_the_marker_fails_and_commits_nothing(kafka, write_path):
-    """A task may skip a batch only when its marker names the same batch of the same query over the same records:
-    a marker ahead of the batch means a rewound checkpoint, a marker at the batch over other records a changed
-    input. Both fail before anything is committed, saying what the marker holds."""
-    topic = kafka.create_topic(kafka.unique_name("rewound"), 1)
-    prefix = kafka.unique_name("rewound-sink")
+def one_partition_sink(kafka, name: str, write_path: str):
+    """A one-partition topic, an exactly-once sink's prefix for it, a pool of the sink's producers, and a function
+    that writes values as Spark partition 0's task of a batch of query q."""
+    topic = kafka.create_topic(kafka.unique_name(name), 1)
+    prefix = kafka.unique_name(f"{name}-sink")
     options = parse_sink_options(base(kafka, topic=topic, deliveryGuarantee="exactly-once",
                                       transactionalIdPrefix=prefix, writePath=write_path), streaming=True)
     pool = TransactionalPool()
@@ -322,6 +321,14 @@ def test_a_replay_over_other_records_or_behind_the_marker_fails_and_commits_noth
         return write_transaction(options, 0, iter([(topic, None, v, None, 0) for v in values]),
                                  MarkedBatch("q", batch_id), pool)
 
+    return topic, prefix, pool, write
+
+
+def test_a_replay_over_other_records_or_behind_the_marker_fails_and_commits_nothing(kafka, write_path):
+    """A task may skip a batch only when its marker names the same batch of the same query over the same records:
+    a marker ahead of the batch means a rewound checkpoint, a marker at the batch over other records a changed
+    input. Both fail before anything is committed, saying what the marker holds."""
+    topic, prefix, pool, write = one_partition_sink(kafka, "rewound", write_path)
     try:
         assert [write(0, b"a"), write(1, b"b", b"c"), write(2, b"d")] == [Outcome(1), Outcome(2), Outcome(1)]
         with pytest.raises(ExactlyOnceError) as rewound:
@@ -350,15 +357,7 @@ def test_a_batch_an_earlier_kafkasource_marked_with_sha256_is_still_recognised_w
     """Markers written before the digest took XXH3 hold a SHA-256 digest without a prefix. A replay of their batch is
     hashed that way: over the same records it is skipped, over other records it fails naming both digests. The
     next batch's marker holds an XXH3 digest."""
-    topic = kafka.create_topic(kafka.unique_name("upgraded"), 1)
-    prefix = kafka.unique_name("upgraded-sink")
-    options = parse_sink_options(base(kafka, topic=topic, deliveryGuarantee="exactly-once",
-                                      transactionalIdPrefix=prefix, writePath=write_path), streaming=True)
-    pool = TransactionalPool()
-
-    def write(batch_id: int, *values: bytes) -> Outcome:
-        return write_transaction(options, 0, iter([(topic, None, v, None, 0) for v in values]),
-                                 MarkedBatch("q", batch_id), pool)
+    topic, prefix, pool, write = one_partition_sink(kafka, "upgraded", write_path)
 
     def marker_digest() -> str:
         consumer = kafka.consumer(f"{prefix}-0")
