@@ -6,7 +6,7 @@
 1. An arm64 Debian 12 root (glibc 2.36, CPython 3.11) unpacked from Debian's packages, and qemu-aarch64-static
    from Debian's amd64 package, into .cache/aarch64/ (dpkg -x; apt keeps package lists of its own there, so the
    machine's own apt state is neither needed nor changed).
-2. The wheel, with the aarch64 wheels of pyarrow, confluent-kafka and fastavro from PyPI (pip --target for that
+2. The wheel, with the aarch64 wheels of pyarrow, confluent-kafka, fastavro and xxhash from PyPI (pip --target for that
    platform); pyspark and py4j, pure Python, come from this machine's install (`import kafkasource` wants one).
 3. A local broker (dev.broker) holds records of every shape: keys, null keys and values, headers, 3 partitions.
    The emulated Python runs scripts/arch_probe.py: it reads them through the wheel's native extension and
@@ -83,7 +83,7 @@ def install(wheel: Path, site: Path) -> None:
     from importlib.metadata import version
 
     platforms = [f"--platform={p}" for p in PLATFORMS]
-    pinned = [f"{name}=={version(name)}" for name in ("pyarrow", "confluent-kafka", "fastavro")]
+    pinned = [f"{name}=={version(name)}" for name in ("pyarrow", "confluent-kafka", "fastavro", "xxhash")]
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--disable-pip-version-check", "--target", str(site),
                     *platforms, "--only-binary=:all:", "--python-version=3.11", "--implementation=cp", "--no-deps",
                     *pinned, str(wheel)], check=True)
