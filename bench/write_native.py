@@ -133,6 +133,11 @@ def main(argv: list[str] | None = None) -> int:
                     print(f"exactly-once  {path:6s} hashing skipped: {skipped:,.0f} records/s; with the digest "
                           f"{medians[path] / skipped:.2f}x of that", flush=True)
     finally:
+        from kafkasource.writing import producer, transactional_pool
+
+        # the producers and marker consumers the task writer kept, closed while their broker still answers
+        transactional_pool.POOL.close_all()
+        producer.POOL.close_all()
         if broker is not None:
             broker.stop()
     return 0
