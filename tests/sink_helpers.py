@@ -134,19 +134,24 @@ def batch_markers(kafka: KafkaHarness, prefix: str, marker_topic: str, tasks: in
     DIGEST, its time (checked here) left out."""
     markers = []
     for task in range(tasks):
-        consumer = kafka.consumer(f"{prefix}-{task}")
-        try:
-            (marker,) = consumer.committed([TopicPartition(marker_topic, 0)], timeout=30)
-        finally:
-            consumer.close()
-        fields = json.loads(marker.metadata)
+        offset, fields = batch_marker(kafka, prefix, marker_topic, task)
         if "digest" in fields:
             assert re.fullmatch("xxh3:[0-9a-f]{32}", fields["digest"]), fields
             fields["digest"] = DIGEST
             # when the task wrote it: within the last hour, by this machine's clock
             assert 0 <= time.time() * 1000 - fields.pop("at") < 3_600_000, fields
-        markers.append((marker.offset, fields))
+        markers.append((offset, fields))
     return markers
+
+
+def batch_marker(kafka: KafkaHarness, prefix: str, marker_topic: str, task: int) -> tuple[int, dict]:
+    """The batch marker of the task of Spark partition `task`, as it is stored: its offset and its metadata as JSON."""
+    consumer = kafka.consumer(f"{prefix}-{task}")
+    try:
+        (marker,) = consumer.committed([TopicPartition(marker_topic, 0)], timeout=30)
+    finally:
+        consumer.close()
+    return marker.offset, json.loads(marker.metadata)
 
 
 def without_offsets(records: list[Out]) -> list[tuple]:

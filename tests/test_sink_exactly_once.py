@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
-from confluent_kafka import KafkaError, KafkaException, TopicPartition
+from confluent_kafka import KafkaError, KafkaException
 
 from kafkasource.errors import ExactlyOnceError
 from kafkasource.options.sink import parse_sink_options
@@ -29,6 +29,7 @@ from tests.query_helpers import stream
 from tests.sink_helpers import (
     DIGEST,
     PARTITIONS,
+    batch_marker,
     batch_markers,
     expected_records,
     finish_available_now,
@@ -360,12 +361,7 @@ def test_a_batch_an_earlier_kafkasource_marked_with_sha256_is_still_recognised_w
     topic, prefix, pool, write = one_partition_sink(kafka, "upgraded", write_path)
 
     def marker_digest() -> str:
-        consumer = kafka.consumer(f"{prefix}-0")
-        try:
-            (marker,) = consumer.committed([TopicPartition(topic, 0)], timeout=30)
-        finally:
-            consumer.close()
-        return json.loads(marker.metadata)["digest"]
+        return batch_marker(kafka, prefix, topic, 0)[1]["digest"]
 
     try:
         with monkeypatch.context() as earlier:  # the sink as it was: SHA-256 for every digest
