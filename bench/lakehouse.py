@@ -189,7 +189,7 @@ def main(argv: list[str] | None = None) -> int:
 
         kafkasource.register(spark)
         print(f"{args.records:,} orders of {size:.0f} B on average over {args.partitions} partitions; pyspark "
-              f"{pyspark.__version__}, {', '.join(lakehouse.FORMAT_JARS[lakehouse.spark_minor()])}", flush=True)
+              f"{pyspark.__version__}, {', '.join(lakehouse.format_jars(lakehouse.spark_minor()))}", flush=True)
         bench(spark, broker.bootstrap_servers, topic, warehouse, args)
         print(f"load average at the end {os.getloadavg()[0]:.1f}")
         spark.stop()

@@ -20,6 +20,7 @@ from kafkasource.errors import (
     NoCommittedOffsetError,
     OptionError,
     SignInError,
+    TableFormatJarError,
 )
 from kafkasource.registration import register
 from kafkasource.runtime import logs
@@ -45,4 +46,5 @@ __all__ = [
     "DeliveryError",
     "ExactlyOnceError",
     "ContinuousTriggerError",
+    "TableFormatJarError",
 ]

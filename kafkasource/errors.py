@@ -61,3 +61,8 @@ class ExactlyOnceError(DeliveryError):
     """An exactly-once sink found that writing (or skipping) this task could lose or duplicate records: the
     checkpoint is behind what the sink already wrote, a replayed batch holds other records than the ones written,
     or another live sink writes under the same transactionalIdPrefix. Nothing of the task was committed."""
+
+
+class TableFormatJarError(KafkaSourceError):
+    """The ingest job's Delta Lake or Iceberg jar was built for another Spark than the one it runs on: the message
+    names the jar, the Spark and the jar that fits."""

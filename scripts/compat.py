@@ -36,7 +36,7 @@ CONNECT = [
 ]
 # Batch read on both read paths (the native one included), a rate-limited stream with group commits, AvailableNow
 # twice, register (tests/test_compat.py), a registry format, batch writes on both write paths, exactly-once batch and
-# stream writes, the ingest job into Delta Lake and Iceberg tables (their jars exist for 4.0 and 4.1 only), the
+# stream writes, the ingest job into Delta Lake and Iceberg tables (both have jars for 4.0 and 4.1 only), the
 # example Declarative Pipeline, and Spark Connect
 SELECTION = [
     "tests/test_compat.py",

@@ -38,20 +38,24 @@ def start_job(job: str, *args: str, log_path: Path, **kwargs) -> subprocess.Pope
 
 def kill_at_random_moments(kills: int, start: Callable[[], subprocess.Popen], log_path: Path,
                            durable: Callable[[], list[tuple[int, int]]], committed: Callable[[], dict[int, int]],
-                           seed: int) -> list[str]:
-    """Start a streaming job `kills` times; each time wait for a new durable batch, let it run a random moment
-    (0-1.5 s), SIGKILL it whole, then compare the group's committed offsets with what is `durable` ((partition,
-    offset) of every row the sink holds). The places where a commit ran ahead of the sink, named; none is right."""
+                           seed: int, progress: Callable[[], int] | None = None,
+                           progress_per_run: int = 1) -> list[str]:
+    """Start a streaming job `kills` times; each time wait for a new durable batch (and, given `progress`, a count of
+    what the sink has done, for `progress_per_run` more in this run), let it run a random moment (0-1.5 s), SIGKILL
+    it whole, then compare the group's committed offsets with what is `durable` ((partition, offset) of every row
+    the sink holds). The places where a commit ran ahead of the sink, named; none is right."""
     from tests.kafka_helpers import await_condition
 
     moments = random.Random(seed)
     ahead: list[str] = []
+    count = progress or (lambda: 0)
     for cycle in range(kills):
         app = start()
         try:
-            before = len(durable())
+            rows_before, done = len(durable()), count() + progress_per_run
             await_condition(f"a new durable batch in cycle {cycle}",
-                            lambda app=app, before=before: alive(app, log_path) and len(durable()) > before,
+                            lambda app=app, rows=rows_before, done=done:
+                            alive(app, log_path) and len(durable()) > rows and (progress is None or count() >= done),
                             timeout=240)
             time.sleep(moments.uniform(0, 1.5))  # a random moment of the stream's life
         finally:

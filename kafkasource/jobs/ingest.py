@@ -14,7 +14,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from kafkasource.jobs import destination, files, plan
+from kafkasource.errors import TableFormatJarError
+from kafkasource.jobs import destination, files, plan, table_jars
 from kafkasource.jobs.cli import add_common_arguments, load_config, run_main, session, setup_logging
 from kafkasource.jobs.config import JobConfig
 from kafkasource.jobs.streaming import decoded_records, run_stream, with_trigger
@@ -96,7 +97,18 @@ def ingest(config: JobConfig, spark) -> int:
 
     checkpoint = config.checkpoint
     assert checkpoint is not None  # the ingest job's config requires it
-    return run_stream("ingest", config, spark, start, config.destination.target)
+    spark_version = spark.version
+    try:
+        return run_stream("ingest", config, spark, start, config.destination.target)
+    except Exception as exc:  # a table format's jar built for another Spark fails only at its first call that differs
+        fmt = config.destination.format
+        line = None
+        if fmt in table_jars.FORMATS:
+            text = table_jars.failure_text(exc)
+            line = table_jars.mismatch(text, fmt, spark_version, table_jars.loaded_jar(spark, fmt))
+        if line is None:
+            raise
+        raise TableFormatJarError(line) from exc
 
 
 def main(argv: list[str] | None = None) -> int:
