@@ -18,8 +18,10 @@ from collections import Counter
 
 import pytest
 
-from kafkasource.writing.markers import marker_group
-from kafkasource.writing.transactions import transactional_id
+from kafkasource.options.sink import parse_sink_options
+from kafkasource.writing.markers import MarkedBatch, marker_group
+from kafkasource.writing.transactional_pool import TransactionalPool
+from kafkasource.writing.transactions import Outcome, transactional_id, write_transaction
 from tests import native_coverage
 from tests.cluster_helpers import group_coordinator, log_ends, replicated_topic, report
 from tests.kafka_helpers import KafkaHarness, Record, SequenceProducer, await_condition
@@ -139,6 +141,51 @@ def test_a_copy_query_writes_each_record_through_dying_leaders_and_coordinators(
     report(capsys, f"{guarantee} copy (writePath={write_path}, readPath={read_path}, commitMode={commit_mode}) on 3 "
                    f"brokers, RF 3, min.insync.replicas 2: {'; '.join(outages)}; {sum(ends.values())} records, "
                    f"0 lost, {duplicated} duplicated; the source group committed the log end")
+
+
+@pytest.mark.parametrize("write_path", native_coverage.WRITE_PATHS)
+def test_a_kept_producers_marker_goes_on_when_its_groups_coordinator_shuts_down_cleanly(cluster, kafka, capsys,
+                                                                                        write_path):
+    """librdkafka's own reproduction of its coordinator bug, on real brokers: a transactional producer kept from the
+    task before sends its batch marker just after the node coordinating the marker's group stopped cleanly and left
+    the cluster's metadata. librdkafka keeps that node cached as the coordinator and, until another of the
+    producer's connections goes up or down, never looks it up again: without the sink's connections.max.idle.ms the
+    call waited past 180 s, the node's restart included. With it, the batch commits within the bound below, once."""
+    topic = replicated_topic(kafka, "marker-coordinator", 1)
+    pool = TransactionalPool()
+
+    def writer(prefix: str):
+        options = parse_sink_options({"kafka.bootstrap.servers": kafka.bootstrap_servers, "topic": topic,
+                                      "deliveryGuarantee": "exactly-once", "transactionalIdPrefix": prefix,
+                                      "writePath": write_path}, streaming=True)
+        return lambda batch_id: write_transaction(options, 0, iter([(topic, None, f"v{batch_id}".encode(), None, 0)]),
+                                                  MarkedBatch("q", batch_id), pool)
+
+    try:
+        # a write under another prefix first: the coordinators' topics exist only once a transaction used them
+        warm_up = kafka.unique_name("warm-up")
+        writer(warm_up)(0)
+        # a prefix whose marker group is coordinated by another node than its transactions: the bug is the group's
+        prefix = next(p for p in (kafka.unique_name("marker-coordinator") for _ in range(50))
+                      if cluster.group_coordinator(marker_group(p, 0)) != cluster.transaction_coordinator(
+                          transactional_id(p, 0)))
+        write = writer(prefix)
+        pool.created = 0
+        assert [write(0), write(1)] == [Outcome(1), Outcome(1)] and pool.created == 1  # one producer, kept
+        victim = cluster.group_coordinator(marker_group(prefix, 0))
+        cluster.stop_node(victim)
+        await_condition("the stopped node out of the cluster's metadata",
+                        lambda: len(kafka.admin.list_topics(timeout=10).brokers) == 2)
+        began = time.monotonic()
+        assert write(2) == Outcome(1)
+        took = time.monotonic() - began
+    finally:
+        pool.close_all()
+        cluster.restart_down()
+    assert took < 30 and pool.created == 1  # the kept producer's own marker went through
+    assert [r[3] for r in read_topic(kafka, topic, 1, read_committed=True)] == [b"v0", b"v0", b"v1", b"v2"]
+    report(capsys, f"writePath={write_path}: a kept producer's marker after its group's coordinator (node {victim}) "
+                   f"stopped cleanly committed in {took:.1f} s")
 
 
 def test_a_batch_write_with_acks_all_loses_nothing_while_a_leader_dies(spark, cluster, kafka, capsys):

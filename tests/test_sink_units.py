@@ -4,17 +4,19 @@ marker, and the words of its errors. No broker, no Spark session."""
 from __future__ import annotations
 
 import threading
+import time
 
 import pyarrow as pa
 import pytest
-from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka import KafkaError, KafkaException, TopicPartition
 from pyspark.sql.types import ArrayType, BinaryType, IntegerType, LongType, StringType, StructField, StructType
 
+from dev.process import wait
 from kafkasource.errors import ColumnError, ExactlyOnceError, KafkaSourceError, OptionError
 from kafkasource.options.sink import parse_sink_options
 from kafkasource.records.schema import HEADERS_DDL_TYPE
 from kafkasource.runtime import native_extension
-from kafkasource.writing import task, transactional_pool
+from kafkasource.writing import bounded, task, transactional_pool, transactions
 from kafkasource.writing.deliveries import Deliveries
 from kafkasource.writing.digest import SHA256, XXH3, RecordDigest, hash_of
 from kafkasource.writing.failures import delivery_error
@@ -68,7 +70,8 @@ def test_users_settings_win_over_the_sinks_defaults_and_none_adds_no_idempotence
 
 def test_batching_compression_and_in_flight_stay_librdkafkas_defaults_under_every_guarantee():
     """bench/PRODUCER.md measured linger.ms, batch.*, compression.type and max.in.flight: none helped, so the sink
-    sets none of them; a producer under each guarantee gets exactly the sink's two defaults and the brokers."""
+    sets none of them; a producer under each guarantee gets exactly the sink's defaults and the brokers (exactly-once
+    closes idle connections, which wakes a marker waiting on a coordinator that left the cluster)."""
     configs = {
         "at-least-once": parse().producer_config(),
         "exactly-once": parse(deliveryGuarantee="exactly-once", transactionalIdPrefix="p").producer_config(),
@@ -77,9 +80,12 @@ def test_batching_compression_and_in_flight_stay_librdkafkas_defaults_under_ever
     brokers = {"bootstrap.servers": "broker:9092"}
     assert configs == {
         "at-least-once": {"partitioner": "murmur2_random", "enable.idempotence": True, **brokers},
-        "exactly-once": {"partitioner": "murmur2_random", **brokers},
+        "exactly-once": {"partitioner": "murmur2_random", "connections.max.idle.ms": 5000, **brokers},
         "none": {"partitioner": "murmur2_random", **brokers},
     }
+    idle = {"kafka.connections.max.idle.ms": "60000"}  # a user's own setting wins
+    exactly_once = parse(deliveryGuarantee="exactly-once", transactionalIdPrefix="p", **idle)
+    assert exactly_once.producer_config()["connections.max.idle.ms"] == "60000"
     measured = {"linger.ms", "batch.size", "batch.num.messages", "compression.type", "max.in.flight"}
     assert [sorted(measured & set(c)) for c in configs.values()] == [[], [], []]
     # the same search finds such a setting when a user gives one
@@ -377,6 +383,69 @@ def test_a_spare_asks_for_the_brokers_when_made_and_is_handed_over_once_answered
     taker.join(10)
     assert taken == [spare] and spare.answered
     assert (kept.spare, kept.spare_learning) == (None, None)
+
+
+class StuckMarkerProducer:
+    """A producer whose marker call returns only when the test says so, as librdkafka's does while it cannot find
+    the marker group's coordinator; it records being closed."""
+
+    def __init__(self) -> None:
+        self.called, self.release, self.closed = threading.Event(), threading.Event(), threading.Event()
+
+    def send_offsets_to_transaction(self, offsets, metadata, timeout) -> None:
+        self.called.set()
+        self.release.wait(30)
+
+    def purge(self) -> None:
+        pass
+
+    def flush(self, timeout: float) -> int:
+        return 0
+
+    def close(self) -> None:
+        self.closed.set()
+
+
+class MarkerConsumer:
+    def __init__(self) -> None:
+        self.closed = False
+
+    def consumer_group_metadata(self) -> str:
+        return "group metadata"
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def test_a_bounded_call_gives_its_result_or_its_error_and_a_stuck_one_fails_within_its_bound():
+    assert bounded.bounded(lambda: 7, 5, lambda: None, "a quick call") == 7
+    with pytest.raises(KafkaException, match="refused"):
+        bounded.bounded(lambda: (_ for _ in ()).throw(KafkaException(KafkaError(KafkaError._FENCED, "refused"))),
+                        5, lambda: None, "a refused call")
+    release, abandoned = threading.Event(), []
+    started = time.monotonic()
+    with pytest.raises(bounded.StuckCall, match=r"^a stuck call did not return within 0 s: librdkafka still waits"):
+        bounded.bounded(lambda: release.wait(30), 0.3, lambda: abandoned.append("closed"), "a stuck call")
+    assert 0.3 <= time.monotonic() - started < 5 and abandoned == []
+    release.set()
+    assert wait(lambda: abandoned == ["closed"], 10, 0.01)  # given up: cleaned up on the call's thread once it returned
+
+
+def test_a_stuck_marker_fails_its_task_and_its_producer_is_closed_only_after_the_call_returned(monkeypatch):
+    """librdkafka's marker call may outlive its own timeout (a coordinator it cannot find): the task gives up at
+    the timeout plus a margin, nothing closes the producer while the call runs, and the call's thread closes it
+    once the call returns."""
+    monkeypatch.setattr(transactions, "STUCK_MARGIN_S", 0.2)
+    producer, consumer = StuckMarkerProducer(), MarkerConsumer()
+    kept = Transactional(producer, Deliveries(), consumer, "sink-0", ("sink-0",))  # type: ignore[arg-type]
+    started = time.monotonic()
+    with pytest.raises(bounded.StuckCall, match="^the batch marker of group sink-0 did not return within 0 s"):
+        transactions._send(kept, TopicPartition("out", 0, 5, "{}"), 0.1)
+    assert 0.3 <= time.monotonic() - started < 5 and producer.called.is_set()
+    transactional_pool.discard(kept)  # what the task's release does with an unhealthy producer: nothing, yet
+    assert kept.stuck and not producer.closed.is_set() and not consumer.closed
+    producer.release.set()
+    assert producer.closed.wait(10) and wait(lambda: consumer.closed and kept.closed, 10, 0.01)
 
 
 def test_a_kept_transactional_producer_goes_only_to_a_task_of_its_write_path():

@@ -56,6 +56,17 @@ REFUSED_PRODUCER_SETTINGS = {
 # compress (bench/PRODUCER.md has the figures). Users choose otherwise with kafka.*.
 PRODUCER_DEFAULTS: dict[str, object] = {"partitioner": "murmur2_random"}
 AT_LEAST_ONCE_DEFAULTS: dict[str, object] = {"enable.idempotence": True}
+# A transactional producer's batch marker (send_offsets_to_transaction) goes to the marker group's coordinator, which
+# librdkafka caches. When that broker shuts down cleanly it leaves the cluster's metadata, and librdkafka (2.10 and
+# later, including the 2.12.1 and 2.16.0 both write paths bundle) ends the broker's thread but keeps it cached as the
+# coordinator: the marker then waits for some other broker connection of the producer to go up or down before it
+# looks the coordinator up again, and with nothing else to send none does, so the call never returns (librdkafka
+# issues 5511 and 5456, both open). Closing idle connections is such a change: with 5 s (librdkafka shortens it by
+# up to 2 s of jitter) a marker sent while its coordinator was gone returned after 4 s instead of hanging for good,
+# on a 3-node cluster and both write paths. The cost: a stream whose batches come more than 5 s apart reconnects to
+# its brokers at each batch.
+EXACTLY_ONCE_DEFAULTS: dict[str, object] = {"connections.max.idle.ms": 5000}
+GUARANTEE_DEFAULTS = {"at-least-once": AT_LEAST_ONCE_DEFAULTS, "exactly-once": EXACTLY_ONCE_DEFAULTS}
 # librdkafka's defaults: message.timeout.ms (alias delivery.timeout.ms) and transaction.timeout.ms; a transactional
 # producer without message.timeout.ms takes transaction.timeout.ms for it
 DEFAULT_DELIVERY_TIMEOUT_MS = 300_000
@@ -88,7 +99,7 @@ class SinkOptions:
 
     def producer_config(self, **overrides: object) -> dict[str, object]:
         """librdkafka configuration of the sink's producers: its defaults, the user's kafka.*, then `overrides`."""
-        defaults = {**PRODUCER_DEFAULTS, **(AT_LEAST_ONCE_DEFAULTS if self.guarantee == "at-least-once" else {})}
+        defaults = {**PRODUCER_DEFAULTS, **GUARANTEE_DEFAULTS.get(self.guarantee, {})}
         return {
             **defaults,
             **self.kafka_config,

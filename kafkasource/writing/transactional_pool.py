@@ -49,6 +49,7 @@ class Transactional:
     moves: bool = False  # this worker found the producer of this id fenced once: Spark moves its tasks between workers
     spare: SinkProducer | None = None  # not initialised: the next replacement, made where the tasks move
     spare_learning: threading.Thread | None = None  # the spare's first metadata request, under way
+    stuck: bool = False  # a call of the producer's did not return in time: closed by that call's thread, if ever
 
     def take_spare(self) -> SinkProducer | None:
         """The spare, out of this entry, once its first metadata request is answered (or has given up)."""
@@ -134,8 +135,9 @@ def pool_key(options: SinkOptions, tid: str, group: str) -> tuple:
 
 
 def discard(kept: Transactional) -> None:
-    """Close a producer that leaves the pool (and its consumer); a second call does nothing."""
-    if kept.closed:
+    """Close a producer that leaves the pool (and its consumer); a second call does nothing, nor does a call while
+    one of the producer's calls is stuck (closing it then is not safe: discard_stuck closes it later)."""
+    if kept.closed or kept.stuck:
         return
     kept.closed = True
     kept.consumer.close()
@@ -143,6 +145,12 @@ def discard(kept: Transactional) -> None:
     spare = kept.take_spare()
     if spare is not None:
         close(spare)
+
+
+def discard_stuck(kept: Transactional) -> None:
+    """Close a producer given up while a call of its was stuck, once that call returned (on the call's thread)."""
+    kept.stuck = False
+    discard(kept)
 
 
 POOL = TransactionalPool()

@@ -33,6 +33,7 @@ from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
 from kafkasource.options.sink import SinkOptions
 from kafkasource.runtime.secrets import masked
+from kafkasource.writing.bounded import StuckCall, bounded
 from kafkasource.writing.deliveries import Deliveries
 from kafkasource.writing.digest import RecordDigest, hash_of
 from kafkasource.writing.failures import FENCED, DeliveryError, delivery_error, transaction_timed_out, where
@@ -54,11 +55,19 @@ from kafkasource.writing.native_producer import MESSAGE_COLUMNS, message_batches
 from kafkasource.writing.placement import place_keyless
 from kafkasource.writing.producer import drain, fatal_cause, send_records
 from kafkasource.writing.rows import ArrowRecords, Message
-from kafkasource.writing.transactional_pool import POOL, Transactional, TransactionalPool, discard, learn_brokers
+from kafkasource.writing.transactional_pool import (
+    POOL,
+    Transactional,
+    TransactionalPool,
+    discard,
+    discard_stuck,
+    learn_brokers,
+)
 
 log = logging.getLogger(__name__)
 
 CALL_MARGIN_S = 30  # a transactional call waits for the brokers this long beyond the delivery timeout
+STUCK_MARGIN_S = 15  # a marker call not returned this long after its own timeout is given up (writing/bounded.py)
 INIT_SLICE_S = 1.0  # init_transactions() waits this long at a time between serving the error callback
 
 
@@ -230,7 +239,18 @@ def _send_first_marker(
 
 
 def _send(kept: Transactional, offset: TopicPartition, timeout: float) -> None:
-    send_marker(kept.producer, kept.consumer, offset, kept.group, timeout)
+    """The marker into the transaction, waited for at most its timeout and a margin: a call still running then is
+    stuck in librdkafka (writing/bounded.py), and the task fails rather than wait for good."""
+    try:
+        bounded(
+            lambda: send_marker(kept.producer, kept.consumer, offset, kept.group, timeout),
+            timeout + STUCK_MARGIN_S,
+            lambda: discard_stuck(kept),
+            f"the batch marker of group {kept.group}",
+        )
+    except StuckCall:
+        kept.stuck = True  # nothing may close or abort it while the call runs: discard_stuck does, once it returns
+        raise
 
 
 def _log_replay(batch: MarkedBatch, partition_id: int, records: int) -> None:
@@ -273,6 +293,8 @@ def _write(
         error = _transaction_error(exc.args[0], deliveries, options, tid, time.monotonic() - opened)
         _abort(producer, exc.args[0], begun, timeout, tid, options)
         raise error from None
+    except StuckCall:  # its transaction ends when a new producer of the id fences this one, or by its timeout
+        raise
     except DeliveryError as exc:
         _abort(producer, None, begun, timeout, tid, options)
         raise transaction_timed_out(exc, options, tid, time.monotonic() - opened) or exc from None
