@@ -66,7 +66,7 @@ def progress(fmt: str, workdir: Path) -> int:
     can leave one out); Iceberg: its commits."""
     if fmt == "delta":
         versions, checkpoints = lakehouse.delta_versions(workdir / "out")
-        return sum(1 for c in checkpoints if c < versions[-1])
+        return sum(1 for c in checkpoints if c < versions[-1]) if versions else 0
     return commits(fmt, workdir)
 
 

@@ -137,7 +137,18 @@ def pool_key(options: SinkOptions, tid: str, group: str) -> tuple:
 def discard(kept: Transactional) -> None:
     """Close a producer that leaves the pool (and its consumer); a second call does nothing, nor does a call while
     one of the producer's calls is stuck (closing it then is not safe: discard_stuck closes it later)."""
-    if kept.closed or kept.stuck:
+    if not kept.stuck:
+        _close(kept)
+
+
+def discard_stuck(kept: Transactional) -> None:
+    """Close a producer given up while a call of its was stuck, once that call returned (on the call's thread, the
+    only one that closes it from then on)."""
+    _close(kept)
+
+
+def _close(kept: Transactional) -> None:
+    if kept.closed:
         return
     kept.closed = True
     kept.consumer.close()
@@ -145,12 +156,6 @@ def discard(kept: Transactional) -> None:
     spare = kept.take_spare()
     if spare is not None:
         close(spare)
-
-
-def discard_stuck(kept: Transactional) -> None:
-    """Close a producer given up while a call of its was stuck, once that call returned (on the call's thread)."""
-    kept.stuck = False
-    discard(kept)
 
 
 POOL = TransactionalPool()

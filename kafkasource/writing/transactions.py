@@ -249,7 +249,7 @@ def _send(kept: Transactional, offset: TopicPartition, timeout: float) -> None:
             f"the batch marker of group {kept.group}",
         )
     except StuckCall:
-        kept.stuck = True  # nothing may close or abort it while the call runs: discard_stuck does, once it returns
+        kept.stuck = True  # nothing in this thread may close or abort it now: discard_stuck does, once the call returns
         raise
 
 
