@@ -85,7 +85,11 @@ def fetch_jars() -> Path:
 def java_command(main_class: str, *args: str, log4j_config: Path | None = None,
                  system_properties: Mapping[str, str] | None = None) -> list[str]:
     java = require("java", "run the Kafka broker")
-    cmd = [java, "-Xmx512m", "-XX:+UseG1GC", "-Djava.awt.headless=true", "-cp", str(fetch_jars() / "*")]
+    # C1 alone and the serial collector: a test's broker carries a few thousand records a second, and on a 2-core
+    # machine a node starting with C2's compiler threads took the CPU its cluster's controller needed to answer
+    # heartbeats in time (brokers fenced for seconds)
+    cmd = [java, "-Xmx512m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Djava.awt.headless=true",
+           "-cp", str(fetch_jars() / "*")]
     if log4j_config is not None:
         cmd.append(f"-Dlog4j2.configurationFile={log4j_config}")
     cmd += [f"-D{name}={value}" for name, value in (system_properties or {}).items()]

@@ -20,10 +20,11 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
 
 from dev.broker import Broker, BrokerError, await_answer, cluster_id, format_storage, launch
-from dev.process import free_port, port_answers
+from dev.process import free_port, port_answers, wait
 
 # partitions of the internal topics the coordinators live on; a key's coordinator leads the partition
 # abs(javaHashCode(key)) % partitions of its topic (Kafka's own rule for both). Their counts differ: an exactly-once
@@ -148,6 +149,33 @@ class KafkaCluster:
         for node_id, node in enumerate(self.nodes, 1):
             if not node.is_running():
                 self.restart(node_id, timeout)
+
+    def fully_replicated(self) -> bool:
+        """Whether every partition of every topic, the coordinators' own included, has a leader and all its
+        replicas in sync (False while the metadata cannot be read)."""
+        admin = AdminClient({"bootstrap.servers": self.bootstrap_servers, "log_level": QUIET})
+        try:
+            topics = admin.list_topics(timeout=10).topics
+        except KafkaException:
+            return False
+        return all(p.leader >= 0 and len(p.isrs) == len(p.replicas) for t in topics.values()
+                   for p in t.partitions.values())
+
+    def rolling_restart(self, how: str, down: float = 10, timeout: float = 180) -> list[tuple[int, float]]:
+        """Each node in turn stopped (`how`: "clean", SIGTERM, or "kill", SIGKILL), kept down `down` seconds and
+        started again; the next goes once every partition is fully replicated again, as an operator's rolling
+        restart waits for. Each node with the seconds from its stop to that point."""
+        outages = []
+        for node_id in range(1, len(self.nodes) + 1):
+            began = time.monotonic()
+            self.kill(node_id) if how == "kill" else self.stop_node(node_id)
+            time.sleep(down)
+            self.restart(node_id)
+            if not wait(self.fully_replicated, timeout, interval=0.5):
+                raise BrokerError(f"node {node_id} restarted, but some partition was not fully replicated again "
+                                  f"within {timeout:.0f} s")
+            outages.append((node_id, time.monotonic() - began))
+        return outages
 
     def stop(self) -> None:
         """End every process of the cluster with SIGKILL: its logs are thrown away after, and a clean stop, one

@@ -448,6 +448,37 @@ def test_a_stuck_marker_fails_its_task_and_its_producer_is_closed_only_after_the
     assert producer.closed.wait(10) and wait(lambda: consumer.closed and kept.closed, 10, 0.01)
 
 
+class UnansweredMarkerProducer:
+    """A kept producer whose first marker call fails with `code` after the timeout it was given."""
+
+    def __init__(self, code: int) -> None:
+        self.code, self.timeouts, self.calls = code, [], []
+
+    def begin_transaction(self) -> None:
+        self.calls.append("begin")
+
+    def send_offsets_to_transaction(self, offsets, metadata, timeout) -> None:
+        self.timeouts.append(timeout)
+        raise KafkaException(KafkaError(self.code, "Failed to add offsets to transaction on broker TxnCoordinator"))
+
+    def abort_transaction(self, timeout=None) -> None:
+        self.calls.append("abort")
+
+
+@pytest.mark.parametrize("code", [KafkaError._TIMED_OUT, KafkaError.COORDINATOR_NOT_AVAILABLE, KafkaError._FENCED])
+def test_a_kept_producer_whose_first_marker_goes_unanswered_is_replaced_within_its_short_timeout(code):
+    """A kept producer's first marker, sent before any record is taken, is given FIRST_MARKER_TIMEOUT_S rather than
+    the transaction's timeout; timed out, refused by a coordinator that moved, or fenced, it asks for a new
+    producer (False) instead of failing the task, and is not aborted (the new producer's init ends its
+    transaction)."""
+    producer = UnansweredMarkerProducer(code)
+    kept = Transactional(producer, Deliveries(), MarkerConsumer(), "sink-0", ("sink-0",))  # type: ignore[arg-type]
+    options = parse(deliveryGuarantee="exactly-once", transactionalIdPrefix="sink")
+    began = transactions._send_first_marker(kept, options, MarkedBatch("q", 3), 0, 60.0, "sink-0")
+    assert began is False and producer.calls == ["begin"]
+    assert producer.timeouts == [transactions.FIRST_MARKER_TIMEOUT_S] and transactions.FIRST_MARKER_TIMEOUT_S < 60
+
+
 def test_a_kept_transactional_producer_goes_only_to_a_task_of_its_write_path():
     """Two sinks with one prefix but different writePath values never share a kept producer: a writePath=python task
     is not handed the native producer a writePath=native task left, though the id and settings are the same."""

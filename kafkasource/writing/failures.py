@@ -20,6 +20,13 @@ TOO_LARGE = {KafkaError.MSG_SIZE_TOO_LARGE}
 UNKNOWN_TOPIC = {KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_TOPIC}
 FENCED = {KafkaError._FENCED, KafkaError.PRODUCER_FENCED, KafkaError.INVALID_PRODUCER_EPOCH}
 TIMED_OUT = {KafkaError._MSG_TIMED_OUT, KafkaError._TIMED_OUT, KafkaError.REQUEST_TIMED_OUT}
+# a coordinator that did not answer, or no longer coordinates: a new client looks it up again
+COORDINATOR_UNANSWERED = TIMED_OUT | {
+    KafkaError.COORDINATOR_NOT_AVAILABLE,
+    KafkaError.NOT_COORDINATOR,
+    KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+    KafkaError._TRANSPORT,
+}
 TOO_FEW_REPLICAS = {KafkaError.NOT_ENOUGH_REPLICAS, KafkaError.NOT_ENOUGH_REPLICAS_AFTER_APPEND}
 # failures whose cause may be too few in-sync replicas: the caller asks the cluster (writing/replicas.py) and hands
 # delivery_error what it found

@@ -36,7 +36,14 @@ from kafkasource.runtime.secrets import masked
 from kafkasource.writing.bounded import StuckCall, bounded
 from kafkasource.writing.deliveries import Deliveries
 from kafkasource.writing.digest import RecordDigest, hash_of
-from kafkasource.writing.failures import FENCED, DeliveryError, delivery_error, transaction_timed_out, where
+from kafkasource.writing.failures import (
+    COORDINATOR_UNANSWERED,
+    FENCED,
+    DeliveryError,
+    delivery_error,
+    transaction_timed_out,
+    where,
+)
 from kafkasource.writing.markers import (
     MARKER_PARTITION,
     MarkedBatch,
@@ -69,6 +76,16 @@ log = logging.getLogger(__name__)
 CALL_MARGIN_S = 30  # a transactional call waits for the brokers this long beyond the delivery timeout
 STUCK_MARGIN_S = 15  # a marker call not returned this long after its own timeout is given up (writing/bounded.py)
 INIT_SLICE_S = 1.0  # init_transactions() waits this long at a time between serving the error callback
+# A kept producer's first marker is its first request to its coordinators since its last batch, and needs a few
+# round trips. One that waits longer is held by a coordinator the producer still has cached but that went away or
+# stopped answering (a node restarted: librdkafka may keep the stale coordinator until another of its connections
+# changes state). No record was taken from the input yet, so a new producer, which looks both coordinators up
+# again, takes over at the cost of one init_transactions().
+# A first marker call that outlives its timeout (librdkafka's call can block past it) is given up this long after
+# it, and a new producer takes over all the same: its trigger stays within FIRST_MARKER_TIMEOUT_S + this margin and
+# one init_transactions()
+FIRST_MARKER_TIMEOUT_S = 10.0
+FIRST_MARKER_STUCK_MARGIN_S = 5.0
 
 
 def transactional_id(prefix: str, partition_id: int) -> str:
@@ -153,12 +170,24 @@ def write_transaction(
     kept, reused = prepared.result()
     healthy = False
     try:
-        began = reused and _send_first_marker(kept, options, batch, partition_id, timeout, tid)
+        try:
+            began = reused and _send_first_marker(kept, options, batch, partition_id, timeout, tid)
+        except StuckCall:
+            # the stuck producer is closed on its call's thread once the call returns (writing/bounded.py); no record
+            # was taken yet, so a new producer of the id writes the batch, and its init fences the stuck one
+            log.warning(
+                "the kept producer %s did not begin its batch within %.0f s: a new producer takes over",
+                tid,
+                FIRST_MARKER_TIMEOUT_S + FIRST_MARKER_STUCK_MARGIN_S,
+            )
+            kept, began, reused = pool.make(options, tid, prepared.group), False, False
+            _make_ready(kept, options, timeout, tid)
         if reused and not began:
-            # the kept producer is fenced, before any record was taken: another worker or attempt initialised this
-            # transactional.id since this worker's last batch, or another sink took the prefix; a new producer
-            # fences that one in turn and reads the marker it left, which judge() weighs
-            log.info("the kept producer %s was fenced since its last batch: replacing it", tid)
+            # the kept producer is fenced (another worker or attempt initialised this transactional.id since this
+            # worker's last batch, or another sink took the prefix) or its coordinators did not answer, before any
+            # record was taken; a new producer fences that one in turn and reads the marker it left, which judge()
+            # weighs
+            log.info("the kept producer %s cannot begin its batch: replacing it", tid)
             pool.replace_producer(kept, options, tid)
             _make_ready(kept, options, timeout, tid)
         try:
@@ -219,18 +248,31 @@ def _marker_offset(
 def _send_first_marker(
     kept: Transactional, options: SinkOptions, batch: MarkedBatch, partition_id: int, timeout: float, tid: str
 ) -> bool:
-    """A kept producer's transaction begun with the batch's marker in it (True), or the producer found fenced
-    (False). The marker is its first call to reach the transaction coordinator, which refuses it when
-    another producer initialised the same id since; nothing is taken from the input before it."""
+    """A kept producer's transaction begun with the batch's marker in it (True), or the producer found fenced or
+    its coordinators unanswering within FIRST_MARKER_TIMEOUT_S (False: the caller puts a new one in its place). The
+    marker is its first call to reach the transaction coordinator, which refuses it when another producer
+    initialised the same id since; nothing is taken from the input before it."""
     kept.producer.begin_transaction()
     earlier = kept.last_marker.followed(batch.query_id) if kept.last_marker else ()
     try:
-        _send(kept, _marker_offset(options, batch, partition_id, earlier, None), timeout)
+        _send(
+            kept,
+            _marker_offset(options, batch, partition_id, earlier, None),
+            min(timeout, FIRST_MARKER_TIMEOUT_S),
+            FIRST_MARKER_STUCK_MARGIN_S,
+        )
     except KafkaException as exc:
         error = exc.args[0]
         if error.code() == KafkaError._FATAL:
             error = fatal_cause(kept.producer, error)
         if error.code() in FENCED or error.fatal():
+            return False
+        if error.code() in COORDINATOR_UNANSWERED:
+            log.warning(
+                "the kept producer %s could not begin its transaction (%s): a new producer takes over",
+                tid,
+                masked(error.str(), options.producer_config()),
+            )
             return False
         failure = _transaction_error(error, kept.deliveries, options, tid)
         _abort(kept.producer, error, True, timeout, tid, options)
@@ -238,13 +280,14 @@ def _send_first_marker(
     return True
 
 
-def _send(kept: Transactional, offset: TopicPartition, timeout: float) -> None:
+def _send(kept: Transactional, offset: TopicPartition, timeout: float, margin: float | None = None) -> None:
     """The marker into the transaction, waited for at most its timeout and a margin: a call still running then is
-    stuck in librdkafka (writing/bounded.py), and the task fails rather than wait for good."""
+    stuck in librdkafka (writing/bounded.py), and the task fails rather than wait for good. `margin`: STUCK_MARGIN_S
+    unless given."""
     try:
         bounded(
             lambda: send_marker(kept.producer, kept.consumer, offset, kept.group, timeout),
-            timeout + STUCK_MARGIN_S,
+            timeout + (STUCK_MARGIN_S if margin is None else margin),
             lambda: discard_stuck(kept),
             f"the batch marker of group {kept.group}",
         )
