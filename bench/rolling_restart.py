@@ -66,13 +66,6 @@ class Writer(threading.Thread):
         self.pool.close_all()
 
 
-def in_sync_everywhere(admin: AdminClient, nodes: int) -> bool:
-    topics = admin.list_topics(timeout=10).topics
-    return all(len(p.isrs) == nodes for name, t in topics.items() if name in (TOPIC, "__consumer_offsets",
-                                                                              "__transaction_state")
-               for p in t.partitions.values())
-
-
 def read_back(bootstrap: str) -> Counter[bytes]:
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "rolling-check", "enable.auto.commit": False,
                          "isolation.level": "read_committed", "enable.partition.eof": True})
@@ -112,16 +105,8 @@ def main() -> None:
         writer = Writer(options)
         writer.start()
         time.sleep(10)  # steady state first
-        outages = []
-        for node in (1, 2, 3):
-            began = time.monotonic()
-            cluster.kill(node) if args.stop == "kill" else cluster.stop_node(node)
-            time.sleep(args.down)
-            cluster.restart(node)
-            while not in_sync_everywhere(admin, 3):
-                time.sleep(0.5)
-            outages.append((node, began, time.monotonic()))
-            time.sleep(5)
+        outages = cluster.rolling_restart(args.stop, down=args.down)
+        time.sleep(5)  # steady state after
         writer.stop_requested.set()
         writer.join(600)
         found = read_back(cluster.bootstrap_servers)
@@ -136,7 +121,7 @@ def main() -> None:
           f"connections.max.idle.ms={args.idle_ms if args.idle_ms is not None else 'the sink default'}): "
           f"{len(writer.batches)} batches, {len(expected):,} records; worst batch {max(seconds):.1f} s, longest "
           f"between two batches {max(gaps):.1f} s; lost {lost}, duplicated {duplicated}; "
-          f"node outages {', '.join(f'{n}: {e - b:.0f} s' for n, b, e in outages)}")
+          f"node outages {', '.join(f'{n}: {seconds:.0f} s' for n, seconds in outages)}")
     for failure, count in writer.failures.most_common():
         print(f"  {count} x {failure}")
 
