@@ -16,7 +16,7 @@ from kafkasource.errors import ColumnError, ExactlyOnceError, KafkaSourceError, 
 from kafkasource.options.sink import parse_sink_options
 from kafkasource.records.schema import HEADERS_DDL_TYPE
 from kafkasource.runtime import native_extension
-from kafkasource.writing import bounded, task, transactional_pool, transactions
+from kafkasource.writing import bounded, markers, task, transactional_pool, transactions
 from kafkasource.writing.deliveries import Deliveries
 from kafkasource.writing.digest import SHA256, XXH3, RecordDigest, hash_of
 from kafkasource.writing.failures import delivery_error
@@ -477,6 +477,44 @@ def test_a_kept_producer_whose_first_marker_goes_unanswered_is_replaced_within_i
     began = transactions._send_first_marker(kept, options, MarkedBatch("q", 3), 0, 60.0, "sink-0")
     assert began is False and producer.calls == ["begin"]
     assert producer.timeouts == [transactions.FIRST_MARKER_TIMEOUT_S] and transactions.FIRST_MARKER_TIMEOUT_S < 60
+
+
+class BusyCoordinatorProducer(UnansweredMarkerProducer):
+    """A kept producer whose transaction coordinator answers its first `busy` marker calls with CONCURRENT_TRANSACTIONS
+    (retriable, as librdkafka hands it back once its own few retries are used up), then takes the marker."""
+
+    def __init__(self, busy: int) -> None:
+        super().__init__(KafkaError.CONCURRENT_TRANSACTIONS)
+        self.busy = busy
+
+    def send_offsets_to_transaction(self, offsets, metadata, timeout) -> None:
+        self.timeouts.append(timeout)
+        if len(self.timeouts) <= self.busy:
+            raise KafkaException(KafkaError(self.code, "Failed to add offsets to transaction on broker "
+                                            "TxnCoordinator/2: Broker: Producer attempted to update a transaction "
+                                            "while another concurrent operation on the same transaction was ongoing",
+                                            retriable=True))
+
+
+def test_a_marker_the_coordinator_refuses_for_now_is_tried_again_within_its_timeout(monkeypatch):
+    """A coordinator still completing the previous transaction refuses the next marker with CONCURRENT_TRANSACTIONS
+    for a while after a node went away: the marker is tried again, each try given what is left of the marker's
+    timeout, and the batch goes on with the same producer. Refused until that timeout passed, the kept producer asks
+    for a new one (False) instead of failing the task."""
+    monkeypatch.setattr(markers, "MARKER_RETRY_BACKOFF_S", 0.01)
+    options = parse(deliveryGuarantee="exactly-once", transactionalIdPrefix="sink")
+    producer = BusyCoordinatorProducer(busy=2)
+    kept = Transactional(producer, Deliveries(), MarkerConsumer(), "sink-0", ("sink-0",))  # type: ignore[arg-type]
+    assert transactions._send_first_marker(kept, options, MarkedBatch("q", 3), 0, 60.0, "sink-0") is True
+    assert producer.calls == ["begin"] and len(producer.timeouts) == 3
+    assert transactions.FIRST_MARKER_TIMEOUT_S >= producer.timeouts[0] > producer.timeouts[1] > producer.timeouts[2]
+
+    monkeypatch.setattr(transactions, "FIRST_MARKER_TIMEOUT_S", 0.2)
+    producer = BusyCoordinatorProducer(busy=10_000)
+    kept = Transactional(producer, Deliveries(), MarkerConsumer(), "sink-0", ("sink-0",))  # type: ignore[arg-type]
+    began = time.monotonic()
+    assert transactions._send_first_marker(kept, options, MarkedBatch("q", 3), 0, 60.0, "sink-0") is False
+    assert time.monotonic() - began < 5 and len(producer.timeouts) > 2 and producer.calls == ["begin"]
 
 
 def test_a_kept_transactional_producer_goes_only_to_a_task_of_its_write_path():

@@ -225,9 +225,35 @@ def read_marker(consumer: Consumer, options: SinkOptions, timeout: float) -> Mar
     return parse_marker(found.offset, found.metadata)
 
 
+# between two tries of a marker the coordinator refused for now: a few of librdkafka's own retry backoffs
+MARKER_RETRY_BACKOFF_S = 0.25
+
+
 def send_marker(producer, consumer: Consumer, offset: TopicPartition, group: str, timeout: float) -> None:
-    """The marker's offset into the open transaction: the native producer names the group by its id alone,
-    confluent-kafka's takes the marker consumer's group metadata."""
+    """The marker's offset into the open transaction, tried again until `timeout` while the coordinator refuses it
+    for now: right after a node went away, the coordinator still writing the task's previous commit into partitions
+    whose leaders moved answers CONCURRENT_TRANSACTIONS for seconds, and librdkafka retries that only a few times
+    (about 400 ms) before it hands the retriable error back to the caller. An error that needs the transaction
+    aborted is never tried again."""
+    deadline, left = time.monotonic() + timeout, timeout
+    while True:
+        try:
+            _send_marker_once(producer, consumer, offset, group, left)
+            return
+        except KafkaException as exc:
+            error = exc.args[0]
+            if not error.retriable() or error.txn_requires_abort() or error.fatal():
+                raise
+            if time.monotonic() + MARKER_RETRY_BACKOFF_S >= deadline:
+                raise
+            log.info("the batch marker of group %s is tried again: %s", group, error.str())
+        time.sleep(MARKER_RETRY_BACKOFF_S)
+        left = max(deadline - time.monotonic(), 0.1)
+
+
+def _send_marker_once(producer, consumer: Consumer, offset: TopicPartition, group: str, timeout: float) -> None:
+    """The native producer names the group by its id alone, confluent-kafka's takes the marker consumer's group
+    metadata."""
     if isinstance(producer, NativeProducer):
         producer.send_marker(offset.topic, offset.partition, offset.offset, offset.metadata, group, timeout)
     else:

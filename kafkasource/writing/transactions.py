@@ -267,7 +267,7 @@ def _send_first_marker(
             error = fatal_cause(kept.producer, error)
         if error.code() in FENCED or error.fatal():
             return False
-        if error.code() in COORDINATOR_UNANSWERED:
+        if error.code() in COORDINATOR_UNANSWERED or error.retriable():  # still refused once its time was up
             log.warning(
                 "the kept producer %s could not begin its transaction (%s): a new producer takes over",
                 tid,
