@@ -239,13 +239,14 @@ def format_storage(data_dir: Path, properties: str, cluster: str, *format_args: 
         raise BrokerError(f"formatting {what} failed:\n{fmt.stdout}{fmt.stderr}")
 
 
-def launch(data_dir: Path, system_properties: Mapping[str, str] | None = None) -> subprocess.Popen:
+def launch(data_dir: Path, system_properties: Mapping[str, str] | None = None, niceness: int = 0) -> subprocess.Popen:
     """Start the broker process over the configuration and storage already in `data_dir`, with JVM
-    `system_properties` (settings Kafka reads only from the JVM, such as the URLs its OAuth code may call)."""
+    `system_properties` (settings Kafka reads only from the JVM, such as the URLs its OAuth code may call), at
+    `niceness` (below 0 only where the user may raise a priority: elsewhere `nice` says so and runs it as it is)."""
     console = open(data_dir / "broker.out", "ab")
-    process = subprocess.Popen(java_command("kafka.Kafka", str(data_dir / "server.properties"),
-                                             log4j_config=data_dir / "log4j2.properties",
-                                             system_properties=system_properties),
+    command = java_command("kafka.Kafka", str(data_dir / "server.properties"),
+                           log4j_config=data_dir / "log4j2.properties", system_properties=system_properties)
+    process = subprocess.Popen((["nice", "-n", str(niceness)] if niceness else []) + command,
                                stdout=console, stderr=subprocess.STDOUT, start_new_session=True)
     console.close()
     return process

@@ -5,6 +5,7 @@ whole again."""
 from __future__ import annotations
 
 import logging
+from datetime import datetime
 
 from confluent_kafka import IsolationLevel, KafkaException, TopicPartition
 from confluent_kafka.admin import NewTopic, OffsetSpec
@@ -51,3 +52,13 @@ def report(capsys, line: str, tag: str = "sink cluster") -> None:
     log.info(line)
     with capsys.disabled():
         print(f"\n[{tag}] {line}")
+
+
+def triggers(progress: list) -> tuple[float, float, int, dict]:
+    """A query's longest trigger and longest time between two batches' starts, in seconds, its batches, and where
+    the longest trigger's time went (its progress's durationMs)."""
+    batches = sorted(progress, key=lambda p: p["batchId"])
+    worst = max(batches, key=lambda p: p["durationMs"]["triggerExecution"])
+    starts = [datetime.fromisoformat(p["timestamp"].replace("Z", "+00:00")).timestamp() for p in batches]
+    gap = max((b - a for a, b in zip(starts, starts[1:], strict=False)), default=0.0)
+    return worst["durationMs"]["triggerExecution"] / 1000, gap, len(batches), dict(worst["durationMs"])

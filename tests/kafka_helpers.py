@@ -10,8 +10,12 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic, OffsetSpec
+
+# what a group's coordinator answers while it moves to another node
+COORDINATOR_MOVING = {KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_NOT_AVAILABLE,
+                      KafkaError.COORDINATOR_LOAD_IN_PROGRESS}
 
 
 def await_condition(what: str, condition: Callable[[], object], query=None, timeout: float = 60):
@@ -171,12 +175,20 @@ class KafkaHarness:
         finally:
             consumer.close()
 
-    def committed(self, group_id: str, topic: str, partitions: int) -> dict[int, int]:
-        """The group's committed offsets for the topic (partitions without a commit are left out)."""
+    def committed(self, group_id: str, topic: str, partitions: int, timeout: float = 30) -> dict[int, int]:
+        """The group's committed offsets for the topic (partitions without a commit are left out), asked again
+        within `timeout` while the group's coordinator moves (a node of a cluster stopping or starting)."""
+        deadline = time.monotonic() + timeout
         consumer = self.consumer(group_id)
         try:
-            result = consumer.committed([TopicPartition(topic, p) for p in range(partitions)], timeout=10)
-            return {tp.partition: tp.offset for tp in result if tp.offset >= 0}
+            while True:
+                try:
+                    result = consumer.committed([TopicPartition(topic, p) for p in range(partitions)], timeout=10)
+                    return {tp.partition: tp.offset for tp in result if tp.offset >= 0}
+                except KafkaException as exc:
+                    if exc.args[0].code() not in COORDINATOR_MOVING or time.monotonic() > deadline:
+                        raise
+                time.sleep(0.5)
         finally:
             consumer.close()
 

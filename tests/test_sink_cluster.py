@@ -17,7 +17,6 @@ import sys
 import threading
 import time
 from collections import Counter
-from datetime import datetime
 
 import pytest
 
@@ -27,7 +26,7 @@ from kafkasource.writing.markers import MarkedBatch, marker_group
 from kafkasource.writing.transactional_pool import TransactionalPool
 from kafkasource.writing.transactions import Outcome, transactional_id, write_transaction
 from tests import native_coverage
-from tests.cluster_helpers import log_ends, replicated_topic, report
+from tests.cluster_helpers import log_ends, replicated_topic, report, triggers
 from tests.kafka_helpers import KafkaHarness, Record, SequenceProducer, await_condition
 from tests.sink_helpers import copy_query, finish_available_now, read_topic, write_batch
 
@@ -55,8 +54,10 @@ def kafka(cluster) -> KafkaHarness:
 
 # No trigger may take longer while a node goes away and comes back. Every wait of a task's transaction is bounded
 # (its first marker by 15 s, delivery, marker and commit by the 60 s transaction timeout and their margins), so a
-# trigger past this is a wait the sink does not bound. Most runs stay under 16 s; some reach 34-73 s, waiting in the
-# write (addBatch) for reasons not found yet, which is why this is not the 30 s the rolling-restart issue asks.
+# trigger past this is a wait the sink does not bound. Most runs stay under 25 s. Runs beside another busy process
+# reached 40-58 s, spent waiting for leaders that moved twice: the controller, kept from the CPU for 2.5 s, fenced
+# a live broker (dev/kafka_cluster.py now runs it ahead of the rest). Too few runs since then to hold it to the
+# rolling-restart issue's 30 s.
 TRIGGER_BOUND_S = 120
 
 
@@ -94,31 +95,39 @@ class FileFeed:
             n += 1
 
 
-class KeptProducerQuery:
-    """tests/kept_producer_query.py in a process of its own: a file stream whose sink keeps its producer."""
+class QueryProcess:
+    """tests/query_process.py in a process of its own, answering as much of a StreamingQuery as the tests ask:
+    recentProgress, lastProgress, status, exception() (a failure once the process ended with one)."""
 
-    def __init__(self, tmp_path, bootstrap: str, folder, topic: str, prefix: str, write_path: str) -> None:
-        self.progress_file, self.stop_file = tmp_path / "kept-progress.jsonl", tmp_path / "kept-stop"
-        config = tmp_path / "kept.json"
-        config.write_text(json.dumps({"bootstrap": bootstrap, "folder": str(folder), "topic": topic, "prefix": prefix,
-                                      "writePath": write_path, "checkpoint": str(tmp_path / "kept-checkpoint"),
+    def __init__(self, folder, name: str, master: str, source: str, read: dict, write: dict) -> None:
+        self.progress_file, self.stop_file = folder / f"{name}-progress.jsonl", folder / f"{name}-stop"
+        config = folder / f"{name}.json"
+        config.write_text(json.dumps({"master": master, "source": source, "read": read, "write": write,
+                                      "checkpoint": str(folder / f"{name}-checkpoint"),
                                       "progress": str(self.progress_file), "stop": str(self.stop_file)}))
-        self.stderr = tmp_path / "kept.err"
+        self.stderr = folder / f"{name}.err"
         with open(self.stderr, "wb") as err:
-            self.process = subprocess.Popen([sys.executable, "-m", "tests.kept_producer_query", str(config)],
+            self.process = subprocess.Popen([sys.executable, "-m", "tests.query_process", str(config)],
                                             cwd=REPO_ROOT, stdout=subprocess.DEVNULL, stderr=err)
 
-    def failure(self) -> str:
+    def exception(self) -> str | None:
+        if self.process.poll() in (None, 0):
+            return None
         return self.stderr.read_text(errors="replace")[-3000:]
 
-    def running(self) -> bool:
-        assert self.process.poll() is None, f"the kept-producer query ended: {self.failure()}"
-        return True
-
-    def progress(self) -> list[dict]:
+    @property
+    def recentProgress(self) -> list[dict]:  # noqa: N802 (StreamingQuery's name)
         if not self.progress_file.exists():
             return []
         return [json.loads(line) for line in self.progress_file.read_text().splitlines() if line.endswith("}")]
+
+    @property
+    def lastProgress(self) -> dict | None:  # noqa: N802 (StreamingQuery's name)
+        return (self.recentProgress or [None])[-1]
+
+    @property
+    def status(self) -> str:
+        return "running" if self.process.poll() is None else f"ended with {self.process.returncode}"
 
     def stop(self) -> int:
         self.stop_file.touch()
@@ -165,16 +174,6 @@ class Watch(threading.Thread):
         self.sample()
 
 
-def triggers(progress: list) -> tuple[float, float, int, dict]:
-    """A query's longest trigger and longest time between two batches' starts, in seconds, its batches, and where
-    the longest trigger's time went (its progress's durationMs)."""
-    batches = sorted(progress, key=lambda p: p["batchId"])
-    worst = max(batches, key=lambda p: p["durationMs"]["triggerExecution"])
-    starts = [datetime.fromisoformat(p["timestamp"].replace("Z", "+00:00")).timestamp() for p in batches]
-    gap = max((b - a for a, b in zip(starts, starts[1:], strict=False)), default=0.0)
-    return worst["durationMs"]["triggerExecution"] / 1000, gap, len(batches), dict(worst["durationMs"])
-
-
 def values_by_partition(records) -> dict[int, list[bytes]]:
     found: dict[int, list[bytes]] = {0: [], 1: [], 2: []}
     for partition, _offset, _key, value, _headers in records:
@@ -185,8 +184,9 @@ def values_by_partition(records) -> dict[int, list[bytes]]:
 # (how nodes stop, the file stream's writePath or None, the copy's writePath, readPath, commitMode). The file stream,
 # whose sink keeps its producer, runs under clean stops, where a kept producer's cached coordinators go stale (a
 # node that stops cleanly leaves the metadata), and test_a_kept_producers_marker_goes_on_when_its_groups_coordinator_
-# shuts_down_cleanly runs that case on both write paths without Spark. Its own Spark costs the machine a JVM, which
-# the SIGKILL form does without.
+# shuts_down_cleanly runs that case on both write paths without Spark. Both queries run in Sparks of their own
+# (tests/query_process.py) that run a failed task again, as a cluster's Spark does (TASK_ATTEMPTS).
+TASK_ATTEMPTS = 4  # spark.task.maxFailures' default
 ROLLS = [("clean", NATIVE, "python", native_coverage.READ_PATHS[-1], "sync"),
          ("kill", None, NATIVE, "python", "async")]
 
@@ -194,34 +194,38 @@ ROLLS = [("clean", NATIVE, "python", native_coverage.READ_PATHS[-1], "sync"),
 @pytest.mark.parametrize(("how", "kept_path", "copy_path", "read_path", "commit_mode"), ROLLS,
                          ids=[r[0] for r in ROLLS])
 def test_a_rolling_restart_stalls_no_trigger_and_writes_each_record_once(
-        spark, cluster, kafka, tmp_path, capsys, how, kept_path, copy_path, read_path, commit_mode):
+        cluster, kafka, tmp_path, capsys, how, kept_path, copy_path, read_path, commit_mode):
     """Exactly-once queries on 1 s triggers while each node in turn is stopped (cleanly, or with SIGKILL), kept down
     10 s and started again, the next once every partition is fully replicated: a Kafka-to-Kafka copy (200 records a
     second over 3 partitions) committing its group and, under clean stops, a file stream (100 lines a second) in a
-    one-core Spark of its own, whose sink keeps its producer. Each target holds every value once (read_committed),
+    one-core Spark, whose sink keeps its producer; each query in a Spark of its own that runs a failed task again
+    (as a cluster's does; a task's failure is not a query's). Each target holds every value once (read_committed),
     the copy's in its partition in the source's order; the group's commits are never ahead of what the target holds
     and end at the log end; no trigger takes longer than TRIGGER_BOUND_S."""
     source, copy_target = replicated_topic(kafka, "roll-source", 3), replicated_topic(kafka, "roll-copy", 3)
     kept_target = replicated_topic(kafka, "roll-files", 3) if kept_path else None
     group = kafka.unique_name("roll-group")
-    reading = {"subscribe": source, "startingOffsets": "earliest", "kafka.group.id": group, "readPath": read_path,
-               "commitMode": commit_mode, "maxOffsetsPerTrigger": "1000"}
-    writing = {"topic": copy_target, "deliveryGuarantee": "exactly-once", "writePath": copy_path,
+    bootstrap = {"kafka.bootstrap.servers": kafka.bootstrap_servers}
+    reading = {**bootstrap, "subscribe": source, "startingOffsets": "earliest", "kafka.group.id": group,
+               "readPath": read_path, "commitMode": commit_mode, "maxOffsetsPerTrigger": "1000"}
+    writing = {**bootstrap, "topic": copy_target, "deliveryGuarantee": "exactly-once", "writePath": copy_path,
                "transactionalIdPrefix": kafka.unique_name("roll-copy")}
     with SequenceProducer(kafka, source, 3, per_second=200) as producer, FileFeed(tmp_path / "in") as feed:
-        kept = kept_target and KeptProducerQuery(tmp_path, kafka.bootstrap_servers, feed.folder, kept_target,
-                                                 kafka.unique_name("roll-files"), kept_path)
+        kept = kept_target and QueryProcess(
+            tmp_path, "files", f"local[1,{TASK_ATTEMPTS}]", "files", {"path": str(feed.folder)},
+            {**bootstrap, "topic": kept_target, "deliveryGuarantee": "exactly-once", "writePath": kept_path,
+             "transactionalIdPrefix": kafka.unique_name("roll-files")})
         if not kept:
             feed.stop()  # nothing reads it
-        copy = copy_query(spark, kafka, reading, writing, tmp_path / "copy", interval="1 second")
+        copy = QueryProcess(tmp_path, "copy", f"local[2,{TASK_ATTEMPTS}]", "kafka", reading, writing)
         watch = Watch(kafka, copy, group, source, copy_target)
         watch.start()
         try:
             await_condition("the copy's first batch with rows",
-                            lambda: any(p["numInputRows"] > 0 for p in copy.recentProgress), copy, timeout=120)
+                            lambda: any(p["numInputRows"] > 0 for p in copy.recentProgress), copy, timeout=180)
             if kept:
-                await_condition("the file stream's first batch with rows", lambda: kept.running() and any(
-                    p["numInputRows"] > 0 for p in kept.progress()), timeout=180)
+                await_condition("the file stream's first batch with rows", lambda: any(
+                    p["numInputRows"] > 0 for p in kept.recentProgress), kept, timeout=180)
             outages = cluster.rolling_restart(how, down=10)
             producer.stop()
             feed.stop()
@@ -229,13 +233,13 @@ def test_a_rolling_restart_stalls_no_trigger_and_writes_each_record_once(
             await_condition("the group's commits at the log end", lambda: kafka.committed(group, source, 3) == ends,
                             copy, timeout=120)
             if kept:
-                await_condition("every line in the file stream's target", lambda: kept.running() and len(
-                    read_topic(kafka, kept_target, 3, read_committed=True)) >= len(feed.lines), timeout=120)
+                await_condition("every line in the file stream's target", lambda: len(
+                    read_topic(kafka, kept_target, 3, read_committed=True)) >= len(feed.lines), kept, timeout=120)
         finally:
             watch.stop()
-            copy.stop()
-            exited = kept.stop() if kept else 0
-    assert exited == 0, kept.failure()
+            copied_exit = copy.stop()
+            kept_exit = kept.stop() if kept else 0
+    assert (copied_exit, kept_exit) == (0, 0), (copy.exception(), kept and kept.exception())
 
     assert producer.errors == []
     copied = values_by_partition(read_topic(kafka, copy_target, 3, read_committed=True))
@@ -244,7 +248,7 @@ def test_a_rolling_restart_stalls_no_trigger_and_writes_each_record_once(
     if kept:
         lines = Counter(r[3] for r in read_topic(kafka, kept_target, 3, read_committed=True))
         assert lines == Counter(line.encode() for line in feed.lines)  # each once
-        figures[f"file stream (writePath={kept_path})"] = triggers(kept.progress())
+        figures[f"file stream (writePath={kept_path})"] = triggers(kept.recentProgress)
     assert watch.ahead == [] and watch.samples >= 5, (watch.ahead, watch.samples)
     assert all(max(longest, gap) <= TRIGGER_BOUND_S for longest, gap, _, _ in figures.values()), figures
     report(capsys, f"rolling restart ({'clean stops' if how == 'clean' else 'SIGKILL'}, 10 s down each; "
