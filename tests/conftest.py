@@ -11,20 +11,20 @@ from pathlib import Path
 
 import pytest
 
-from tests import native_coverage  # first: it may hide the native extension before anything imports kafkasource
+from tests.support import native_coverage  # first: it may hide the native extension before anything imports kafkasource
 
 # isort: split
 from dev import broker as local_broker
 from dev import registry as local_registry
 from dev import secure_broker
-from tests.kafka_helpers import KafkaHarness
-from tests.security_helpers import PASSWORDS
+from tests.support.kafka_helpers import KafkaHarness
+from tests.support.security_helpers import PASSWORDS
 
 log = logging.getLogger(__name__)
 
 
 def pytest_configure(config) -> None:
-    """A run that requires the native read tests (see tests/native_coverage.py) does not start without them."""
+    """A run that requires the native read tests (see tests/support/native_coverage.py) does not start without them."""
     refusal = native_coverage.refusal()
     if refusal:
         raise pytest.UsageError(refusal)
@@ -140,7 +140,7 @@ def spark():
     os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
     # the tests' own token provider may run, as a cluster's owner allows one: Spark's Python workers see the
     # environment the JVM started with (kafkasource/cluster/sign_in/custom.py)
-    os.environ["KAFKASOURCE_OAUTH_PROVIDERS"] = "tests.token_provider:client_credentials"
+    os.environ["KAFKASOURCE_OAUTH_PROVIDERS"] = "tests.support.token_provider:client_credentials"
     from pyspark.sql import SparkSession
 
     session = (SparkSession.builder.master("local[2]").appName("kafkasource-tests")
@@ -156,7 +156,7 @@ def spark():
 
 
 # Read tests run against both read paths wherever the native one is built; where it is required but missing,
-# pytest_configure has refused the run (tests/native_coverage.py)
+# pytest_configure has refused the run (tests/support/native_coverage.py)
 @pytest.fixture(params=native_coverage.READ_PATHS)
 def read_path(request) -> str:
     return request.param
