@@ -12,12 +12,12 @@ import pytest
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 
 import kafkasource
-from dev import broker as local_broker
 from kafkasource.commit import metadata as committer_metadata
-from kafkasource.commit.committer import COMMIT_REQUEST_BYTES, OFFSET_RECORD_BYTES, OffsetCommitter, commit_requests
+from kafkasource.commit.committer import OffsetCommitter
 from kafkasource.commit.outcomes import ENV_ADDRESS, CommitOutcome, OutcomeReceiver, OutcomeSender
 from kafkasource.errors import CommitError
-from tests.support.kafka_helpers import KafkaHarness, await_condition, described_group
+from tests.support.commit_helpers import committer
+from tests.support.kafka_helpers import await_condition, described_group
 from tests.support.query_helpers import base_options, positions, run_available_now, stream
 
 
@@ -244,13 +244,6 @@ def test_sync_commit_into_group_with_active_members_fails_query(spark, kafka, to
     assert f"{topic}-0" in message
 
 
-def committer(kafka, group, mode, timeout_ms=5000):
-    def factory(on_commit):
-        return Consumer({"bootstrap.servers": kafka.bootstrap_servers, "group.id": group, "enable.auto.commit": False,
-                         "on_commit": on_commit})
-    return OffsetCommitter(group, mode, timeout_ms, factory)
-
-
 def test_async_commit_into_group_with_active_members_warns_and_goes_on(kafka, topic, caplog):
     group = kafka.unique_name("in-use-async")
     kafka.produce_values(topic, 9, partitions=3)
@@ -308,53 +301,3 @@ def test_sync_commit_gives_up_after_commit_timeout_with_clear_error(kafka, topic
     assert message.startswith(f"committing offsets of group {group} for {topic}-0 failed")
     assert "(still failing after retrying for 3 s, commitTimeoutMs)" in message
     assert 3 <= elapsed < 15, elapsed  # commitTimeoutMs, and not the client's own wait for a coordinator
-
-
-def test_commit_requests_keep_each_request_within_the_byte_budget_and_every_partition_once():
-    metadata = "m" * 300
-    positions = {(topic, p): p * 10 for topic in ("a" * 200, "b") for p in range(3000)}
-
-    requests = commit_requests(positions, "group", metadata)
-
-    assert len(requests) > 1
-    assert {tp: o for request in requests for tp, o in request.items()} == positions
-    assert sum(len(r) for r in requests) == len(positions)
-    flattened = [tp for request in requests for tp in request]
-    assert flattened == sorted(positions)  # partition order, so an async run's requests follow one another
-    for request in requests:
-        size = sum(OFFSET_RECORD_BYTES + len("group") + len(metadata) + len(t) for t, _ in request)
-        assert size <= COMMIT_REQUEST_BYTES
-    # what a trigger usually commits is one request; nothing to commit is none
-    assert commit_requests({("a", 0): 1, ("b", 3): 2}, "group", metadata) == [{("a", 0): 1, ("b", 3): 2}]
-    assert commit_requests({}, "group", metadata) == []
-
-
-@pytest.fixture(scope="module")
-def wide_kafka():
-    """A broker of this module's own: before commits were split, the wide commit below shut its broker down."""
-    broker = local_broker.start()
-    yield KafkaHarness(broker.bootstrap_servers)
-    broker.stop()
-
-
-@pytest.mark.parametrize("mode", ["sync", "async"])
-def test_a_commit_larger_than_one_offsets_batch_lands_whole_and_the_broker_stays_up(wide_kafka, mode):
-    """4,000 partitions of a topic with a 249-character name: about 1.7 MB of offset records, more than the 1 MiB
-    the group coordinator writes in one batch. Sent as one request, the broker answered "Unknown broker error" and
-    shut down; split, every partition's offset lands."""
-    kafka = wide_kafka
-    name = kafka.unique_name(f"wide-{mode}")
-    topic = kafka.create_topic(name + "-" + "w" * (248 - len(name)), partitions=4000)
-    assert len(topic) == 249
-    group = kafka.unique_name(f"wide-{mode}")
-    wide = committer(kafka, group, mode, timeout_ms=120_000)
-    try:
-        wide.commit({(topic, p): 0 for p in range(4000)})
-        wide.commit({(topic, p): p % 7 for p in range(4000)})
-        wide.commit({(topic, p): 9 for p in range(5)})  # a usual trigger's commit afterwards
-    finally:
-        wide.close()  # an async committer sends what is queued and waits for the answers
-
-    expected = {p: 9 if p < 5 else p % 7 for p in range(4000)}
-    assert kafka.committed(group, topic, 4000) == expected
-    assert wide.failed_async_commits == 0

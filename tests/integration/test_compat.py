@@ -11,9 +11,9 @@ import pytest
 
 import kafkasource
 from kafkasource.commit.metadata import ENV_APP_ID
+from kafkasource.runtime.pyspark_check import version_tuple
 from kafkasource.runtime.spark_api import ADMISSION_CONTROL
 from tests.integration.test_sink_exactly_once import copy_stream, forget_last_commit, source_end
-from tests.support.job_helpers import run_job, write_config
 from tests.support.kafka_helpers import Record, await_condition
 from tests.support.query_helpers import (
     AWAIT_TIMEOUT_S,
@@ -24,16 +24,6 @@ from tests.support.query_helpers import (
     running_stream,
 )
 from tests.support.sink_helpers import DIGEST, PARTITIONS, batch_markers, read_topic, without_offsets
-from tests.system.test_jobs import produce_orders, read_output
-
-
-def version() -> tuple[int, int]:
-    return tuple(int(p) for p in pyspark.__version__.split(".")[:2])  # type: ignore[return-value]
-
-
-def test_the_installed_pyspark_is_told_apart_by_what_it_offers():
-    # admission control for Python stream readers came with 4.2: the reader's feature check agrees with the version
-    assert ADMISSION_CONTROL == (version() >= (4, 2))
 
 
 @pytest.mark.parametrize("commit_mode", ["sync", "async"])
@@ -131,28 +121,4 @@ def test_register_works_on_every_version_and_names_the_application_where_spark_l
     manager = spark._jsparkSession.sessionState().dataSourceManager()
     environment = dict(manager.lookupDataSource("kafkasource").dataSourceCls().envVars())
     # pyspark 4.0 keeps the registration Spark made at startup (it refuses to replace one), without the environment
-    assert (ENV_APP_ID in environment) == (version() >= (4, 1))
-
-
-# on pyspark 4.2+ the job needs nothing of its own:
-# test_jobs.py::test_ingest_writes_every_record_once_decodes_and_commits runs the same backlog there
-@pytest.mark.before_admission_control
-def test_the_ingest_job_reads_a_rate_limited_backlog_to_its_end_and_commits_it(kafka, tmp_path):
-    topic = kafka.create_topic(kafka.unique_name("compat-ingest"), partitions=3)
-    group = kafka.unique_name("compat-ingest-group")
-    produce_orders(kafka, topic, 30, 3)
-    config = write_config(tmp_path / "ingest.toml", kafka.bootstrap_servers, topic, group, tmp_path,
-                          extra_source="maxOffsetsPerTrigger = 12")
-
-    run = run_job("ingest", "--config", str(config))
-
-    assert run.returncode == 0, run.stderr[-3000:]
-    # on 4.0/4.1 the job runs AvailableNow again while a run (one batch there) ended below the ends it fixed at the
-    # start, then commits the last batch itself; on 4.2+ Spark runs the three batches in one run and the reader commits
-    assert run.stdout.splitlines()[-1] == f"ingest: 30 rows in 3 batches from subscribe={topic} into {tmp_path / 'out'}"
-    batches = [line.split("kafkasource.jobs: ")[1].split(",")[0] for line in run.stdout.splitlines()
-               if "kafkasource.jobs: batch" in line]
-    assert batches == ["batch 0: 12 rows", "batch 1: 12 rows", "batch 2: 6 rows"]
-    assert sorted((r["kafka_partition"], r["kafka_offset"]) for r in read_output(tmp_path / "out")) == [
-        (p, o) for p in range(3) for o in range(10)]
-    assert kafka.committed(group, topic, 3) == {0: 10, 1: 10, 2: 10}
+    assert (ENV_APP_ID in environment) == (version_tuple(pyspark.__version__) >= (4, 1))

@@ -13,17 +13,6 @@ from kafkasource.jobs.config import load
 from tests.support.job_helpers import write_config
 
 
-def test_a_path_is_local_only_when_it_is_a_file_here(tmp_path):
-    config = tmp_path / "ingest.toml"
-    config.write_text("x = 1\n")
-    assert files.local_file(str(config)) == str(config)
-    assert files.local_file(f"file://{config}") == str(config)
-    assert files.local_file(f"file:{config}") == str(config)
-    assert files.local_file("ingest.toml") is None  # a name --files shipped: found through SparkFiles
-    assert files.local_file(f"hdfs://namenode:8020{config}") is None
-    assert files.has_scheme("s3a://bucket/ingest.toml") and not files.has_scheme(str(config))
-
-
 def test_files_are_read_through_sparks_file_systems_and_by_their_shipped_name(spark, tmp_path):
     config = tmp_path / "shipped-config.toml"
     config.write_bytes(b'[kafka]\n"bootstrap.servers" = "b:9092"\n')

@@ -1,90 +1,14 @@
-"""The metrics exporter against the broker's truth, with real Spark: while a processing-time query runs and
-after it has caught up; metric names stable and documented; the ingest job's textfile after an AvailableNow run;
-the Grafana dashboard's queries against the names exported. `parse` reads what a scrape or the textfile gives."""
+"""The metrics exporter against the broker's truth, with real Spark: while a processing-time query runs, after it
+has caught up, and once records arrived behind the group's commit."""
 
 from __future__ import annotations
 
-import json
-import re
-import threading
 import time
-import urllib.request
-
-from prometheus_client.parser import text_string_to_metric_families
 
 from kafkasource import metrics
-from kafkasource.metrics import CommitCounts, collector
-from kafkasource.metrics.queries import Queries
-from tests.support.job_helpers import REPO_ROOT, run_job, write_config
 from tests.support.kafka_helpers import Record, await_condition
+from tests.support.metrics_helpers import by_partition, scrape
 from tests.support.query_helpers import base_options, stream
-
-METRIC_NAMES = [  # what dashboards and alerts rely on: a change here breaks them, and docs/monitoring.md lists them
-    "kafkasource_partition_offset",
-    "kafkasource_partition_log_end_offset",
-    "kafkasource_partition_lag_records",
-    "kafkasource_partition_lag_seconds",
-    "kafkasource_query_input_rows_total",
-    "kafkasource_query_batches_total",
-    "kafkasource_query_rows_per_second",
-    "kafkasource_query_batch_duration_seconds",
-    "kafkasource_query_last_progress_timestamp_seconds",
-    "kafkasource_query_active",
-    "kafkasource_query_records_written_total",
-    "kafkasource_query_bytes_written_total",
-    "kafkasource_group_committed_offset",
-    "kafkasource_group_lag_records",
-    "kafkasource_group_commit_timestamp_seconds",
-    "kafkasource_group_offsets_read_timestamp_seconds",
-    "kafkasource_group_offsets_read_errors_total",
-    "kafkasource_commits_total",
-    "kafkasource_commit_failures_total",
-    "kafkasource_commit_retries_total",
-]
-DASHBOARD = REPO_ROOT / "conf" / "grafana-dashboard.json"
-
-
-def parse(text: str) -> dict[str, dict[tuple, float]]:
-    """Exposition text read back by prometheus_client's parser: {sample name: {sorted (label, value) pairs: value}}
-    (a counter's samples are named with their _total, as Prometheus stores them)."""
-    found: dict[str, dict[tuple, float]] = {}
-    for family in text_string_to_metric_families(text):
-        for sample in family.samples:
-            found.setdefault(sample.name, {})[tuple(sorted(sample.labels.items()))] = sample.value
-    return found
-
-
-def by_partition(samples: dict[tuple, float]) -> dict[int, float]:
-    return {int(dict(labels)["partition"]): value for labels, value in samples.items()}
-
-
-def scrape(url: str) -> dict[str, dict[tuple, float]]:
-    with urllib.request.urlopen(url, timeout=10) as answer:
-        assert answer.headers["Content-Type"] == "text/plain; version=0.0.4; charset=utf-8"
-        return parse(answer.read().decode())
-
-
-def test_metric_names_are_stable_and_documented():
-    exposition = collector.Exposition(collector.ExporterCollector(threading.Lock(), Queries(), {}, CommitCounts()),
-                                      "127.0.0.1", None, None)
-    exported = re.findall(r"^# TYPE (\S+) ", exposition.text(), re.MULTILINE)  # the names as scrapes show them
-    assert exported == METRIC_NAMES
-    page = (REPO_ROOT / "docs" / "monitoring.md").read_text()
-    assert [name for name in METRIC_NAMES if f"`{name}`" not in page] == []
-    assert "`kafkasource_partition_offset`" in page  # the search above finds what is there
-
-
-def test_every_dashboard_query_uses_only_exported_metric_names():
-    dashboard = json.loads(DASHBOARD.read_text())
-    expressions = [target["expr"] for panel in dashboard["panels"] for target in panel.get("targets", [])]
-    assert len(expressions) >= 5
-    expressions += [variable["query"] for variable in dashboard["templating"]["list"] if variable["type"] == "query"]
-    used = {name for expr in expressions for name in re.findall(r"\b(kafkasource_\w+)", expr)}
-    # range functions and label names are not metric names; every kafkasource_ word must be one
-    assert sorted(used - set(METRIC_NAMES)) == []
-    assert {"kafkasource_partition_lag_records", "kafkasource_partition_lag_seconds",
-            "kafkasource_query_rows_per_second", "kafkasource_query_batch_duration_seconds",
-            "kafkasource_commit_failures_total"} <= used
 
 
 def test_exported_lag_and_commits_match_the_broker_while_running_and_after_catching_up(spark, kafka, tmp_path):
@@ -148,31 +72,3 @@ def test_exported_lag_and_commits_match_the_broker_while_running_and_after_catch
         if query is not None and query.isActive:
             query.stop()
         exporter.close()
-
-
-def test_ingest_job_writes_the_textfile_of_an_available_now_run(kafka, tmp_path):
-    topic = kafka.create_topic(kafka.unique_name("textfile"), partitions=3)
-    group = kafka.unique_name("textfile-group")
-    kafka.produce_values(topic, 30, partitions=3)
-    textfile = tmp_path / "kafkasource.prom"
-    config = write_config(tmp_path / "ingest.toml", kafka.bootstrap_servers, topic, group, tmp_path,
-                          extra_source="maxOffsetsPerTrigger = 12")
-    with open(config, "a") as f:
-        f.write(f'[metrics]\ntextfile = "{textfile}"\n')
-
-    done = run_job("ingest", "--config", str(config))
-
-    assert done.returncode == 0, done.stdout[-3000:]
-    found = parse(textfile.read_text())
-    assert by_partition(found["kafkasource_partition_offset"]) == {0: 10, 1: 10, 2: 10}
-    assert by_partition(found["kafkasource_partition_lag_records"]) == {0: 0, 1: 0, 2: 0}
-    assert by_partition(found["kafkasource_group_committed_offset"]) == {0: 10, 1: 10, 2: 10}
-    assert by_partition(found["kafkasource_group_lag_records"]) == {0: 0, 1: 0, 2: 0}
-    assert list(found["kafkasource_query_input_rows_total"].values()) == [30]
-    assert list(found["kafkasource_query_batches_total"].values()) == [3]
-    assert list(found["kafkasource_query_active"].values()) == [0]
-    assert list(found["kafkasource_commits_total"].values())[0] >= 3
-    # written whole, by a rename (prometheus_client's temporary file: the textfile's name and .pid.thread)
-    assert [p.name for p in tmp_path.iterdir() if p.name.startswith("kafkasource.prom.")] == []
-    rates = [float(m.group(1).replace(",", "")) for m in re.finditer(r"rows, ([\d.,]+) rows/s", done.stdout)]
-    assert len(rates) == 3 and all(r > 0 for r in rates), done.stdout[-2000:]

@@ -5,7 +5,6 @@ cut it short, and a later one ends the process at once."""
 from __future__ import annotations
 
 import json
-import logging
 import os
 import signal
 import socket
@@ -13,7 +12,6 @@ import subprocess
 import sys
 import tempfile
 import textwrap
-import threading
 import time
 from pathlib import Path
 
@@ -30,7 +28,6 @@ from kafkasource.runtime.shutdown import (
     DUPLICATE_WINDOW_S,
     RUNNER_MODULE,
     SIGTERM_EXIT_CODE,
-    close_within,
     exit_on_sigterm,
     in_stream_runner,
     stopping,
@@ -252,52 +249,3 @@ def test_a_second_sigterm_is_not_swallowed(kafka, topic):
         assert child.wait(30) == -signal.SIGTERM
     finally:
         child.kill()
-
-
-DEFERRED_BLOCK = textwrap.dedent("""
-    import os, signal, time
-    from kafkasource.runtime.shutdown import exit_on_sigterm, signal_deferred
-
-    assert exit_on_sigterm()
-    with signal_deferred():
-        os.kill(os.getpid(), signal.SIGTERM)
-        time.sleep(0.2)  # Python runs the handler at the next bytecode: well before this ends
-        print("block finished", flush=True)
-    print("after the block", flush=True)
-""")
-
-
-def test_a_sigterm_inside_a_deferred_block_ends_the_process_only_once_the_block_is_done():
-    child = subprocess.run([sys.executable, "-c", DEFERRED_BLOCK], cwd=REPO_ROOT, capture_output=True, text=True,
-                           timeout=60)
-    assert (child.stdout, child.returncode) == ("block finished\n", 128 + signal.SIGTERM), child.stderr
-
-
-class HangingClose:
-    """A client whose close() waits until released: as librdkafka's close on a broker that went away."""
-
-    def __init__(self, hang: bool):
-        self.release = threading.Event()
-        self.closed = threading.Event()
-        if not hang:
-            self.release.set()
-
-    def close(self) -> None:
-        self.release.wait(60)
-        self.closed.set()
-
-
-def test_close_within_waits_for_a_close_that_finishes_and_gives_up_on_one_that_hangs(caplog):
-    quick = HangingClose(hang=False)
-    close_within(quick, "quick client", seconds=5)
-    assert quick.closed.is_set()
-
-    stuck = HangingClose(hang=True)
-    started = time.monotonic()
-    with caplog.at_level(logging.WARNING, logger="kafkasource.runtime.shutdown"):
-        close_within(stuck, "stuck client", seconds=0.5)
-    took = time.monotonic() - started
-    stuck.release.set()
-    assert 0.5 <= took < 5, took
-    assert [r.getMessage() for r in caplog.records] == [
-        "closing the stuck client did not finish within 0.5 s; leaving it to end with the process"]

@@ -1,27 +1,23 @@
 """The sink through Spark against the real broker: batch and stream writes land exactly the records the DataFrame
-holds, the built-in Kafka sink writes the same ones, Spark's save modes, and every refusal and delivery error
-reaches the user naming the option, topic or partition and what to change."""
+holds, Spark's save modes, and every refusal and delivery error reaches the user naming the option, topic or partition
+and what to change."""
 
 from __future__ import annotations
-
-import os
-import subprocess
-import sys
 
 import pytest
 from pyspark.errors import AnalysisException, StreamingQueryException
 from pyspark.sql.types import StringType, StructField, StructType
 
-from dev.process import REPO_ROOT, free_port
+from dev.process import free_port
 from kafkasource.errors import ContinuousTriggerError
 from kafkasource.source import KafkaDataSource
 from kafkasource.writing.task import CONTINUOUS_REFUSED
 from tests.support.kafka_helpers import Record, await_condition
 from tests.support.query_helpers import QUERY_TIMEOUT_S, stream
-from tests.support.security_helpers import PASSWORDS, sasl_options
 from tests.support.sink_helpers import (
     PARTITIONS,
     expected_records,
+    failure_of,
     finish_available_now,
     read_topic,
     sample_frame,
@@ -86,21 +82,6 @@ def test_a_stream_copies_a_topic_record_for_record(spark, kafka, tmp_path, write
     # each source task reads one partition in order and names it: the copy has the same positions
     assert read_topic(kafka, sink, PARTITIONS) == sorted(
         (r.partition, r.offset, r.key, r.value, r.headers) for r in produced)
-
-
-def test_the_built_in_kafka_sink_writes_the_same_records(kafka):
-    topics = [kafka.create_topic(kafka.unique_name(f"{sink}-{t}"), PARTITIONS)
-              for sink in ("builtin", "ours") for t in "abc"]
-    result = subprocess.run([sys.executable, "-m", "tests.support.sink_reference_job", kafka.bootstrap_servers,
-                             *topics], cwd=REPO_ROOT, capture_output=True, text=True, timeout=900,
-                            env=os.environ.copy())
-    assert result.returncode == 0, result.stderr[-5000:]
-
-    builtin_a, builtin_b, builtin_c, ours_a, ours_b, ours_c = (read_topic(kafka, t, PARTITIONS) for t in topics)
-    # every column, and the offsets in each partition, alike; the built-in's records are what the DataFrame says
-    assert ours_a == builtin_a == expected_records(sample_rows(topics[0], topics[1]), topics[0])
-    assert ours_b == builtin_b == expected_records(sample_rows(topics[0], topics[1]), topics[1])
-    assert ours_c == builtin_c == expected_records(sample_rows("x", "y"), topics[2], topic_option=True)
 
 
 # --- save modes --------------------------------------------------------------------------------------------
@@ -205,13 +186,6 @@ def test_trigger_continuous_hands_the_sink_no_row_and_every_epochs_commit_is_ref
 
 # --- delivery errors -----------------------------------------------------------------------------------------
 
-def failure_of(spark, rows: list[tuple], columns: str, options: dict[str, str]) -> str:
-    df = spark.createDataFrame(rows, columns).coalesce(1)
-    with pytest.raises(Exception) as failed:
-        write_batch(df, options)
-    return str(failed.value)
-
-
 def test_a_record_over_the_producers_limit_names_topic_partition_and_both_limits(spark, kafka, write_path):
     topic = kafka.create_topic(kafka.unique_name("large"), 2)
     message = failure_of(spark, [(b"x" * 20_000, 1)], "value binary, partition int",
@@ -254,28 +228,3 @@ def test_brokers_that_never_answer_fail_the_write_after_the_delivery_timeout(spa
     assert ("records for topic anywhere partition 0 were not delivered within kafka.delivery.timeout.ms (3,000 ms): "
             f"Local: Message timed out. Check that the brokers at 127.0.0.1:{port} are up and reachable from the "
             "executors, or raise kafka.delivery.timeout.ms to wait longer") in message
-
-
-def test_a_principal_without_write_on_the_topic_is_told_so_without_its_password(spark, sasl):
-    from confluent_kafka.admin import AdminClient, NewTopic
-
-    topic = f"denied-{os.getpid()}-{free_port()}"
-    admin = AdminClient(sasl.client_config())  # kept until its future resolves: a collected client ends it
-    admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(30)
-    sasl.grant("carol", "TOPIC", topic, "DESCRIBE")
-    options = {**sasl_options(sasl, "carol", PASSWORDS["carol"]), "topic": topic}
-
-    # the sink's producers are idempotent by default: the brokers refuse that first, to a principal that may write
-    # to no topic at all
-    message = failure_of(spark, [("v",)], "value string", options)
-    assert (f"the brokers at {sasl.bootstrap_servers} refused this client as user carol an idempotent producer "
-            f"(CLUSTER_AUTHORIZATION_FAILED) while writing to topic {topic}: ") in message
-    assert (f"grant it WRITE (and DESCRIBE) on topic {topic}, or IDEMPOTENT_WRITE on the cluster; under "
-            "deliveryGuarantee at-least-once, kafka.enable.idempotence=false also does without") in message
-    assert PASSWORDS["carol"] not in message
-
-    message = failure_of(spark, [("v",)], "value string", {**options, "kafka.enable.idempotence": "false"})
-    assert (f"the brokers at {sasl.bootstrap_servers} refused to let this client as user carol write to topic "
-            f"{topic} partition 0 (TOPIC_AUTHORIZATION_FAILED). Grant the principal WRITE (and DESCRIBE) on topic "
-            f"{topic}, or use credentials (kafka.sasl.username) that have them") in message
-    assert PASSWORDS["carol"] not in message

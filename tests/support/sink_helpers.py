@@ -13,6 +13,7 @@ import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+import pytest
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
 from kafkasource.records.schema import HEADERS_DDL_TYPE
@@ -72,6 +73,15 @@ def write_batch(df, options: Mapping[str, object], source: str = "kafkasource") 
     for name, value in options.items():
         writer = writer.option(name, str(value))
     writer.save()
+
+
+def failure_of(spark, rows: list[tuple], columns: str, options: dict[str, str]) -> str:
+    """The text of the error a batch write of `rows` (one Spark partition) with `options` fails with."""
+    df = spark.createDataFrame(rows, columns).coalesce(1)
+    with pytest.raises(Exception) as failed:
+        write_batch(df, options)
+    return str(failed.value)
+
 
 
 def read_topic(kafka: KafkaHarness | AsAdmin, topic: str, partitions: int, read_committed: bool = False,

@@ -309,8 +309,8 @@ def test_example_reads_kafka_over_connect(connect_server, kafka, tmp_path):
 
 
 def test_ingest_job_over_connect_reports_its_rate_metrics_and_commits(connect_server, kafka, tmp_path):
-    from tests.integration.test_metrics import by_partition, parse
     from tests.support.job_helpers import write_config
+    from tests.support.metrics_helpers import by_partition, parse
 
     topic = kafka.create_topic(kafka.unique_name("connect-ingest"), partitions=3)
     group = kafka.unique_name("connect-ingest-group")

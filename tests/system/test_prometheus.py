@@ -10,9 +10,9 @@ import pytest
 
 from dev import prometheus
 from dev.process import free_port
-from tests.integration.test_metrics import parse
 from tests.support.job_helpers import kill_group, start_job, write_config
 from tests.support.kafka_helpers import Record, await_condition
+from tests.support.metrics_helpers import parse
 
 pytestmark = pytest.mark.spark  # the job runs under spark-submit
 

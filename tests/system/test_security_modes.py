@@ -25,8 +25,6 @@ from dev import secure_broker
 from dev.oidc import IdentityProvider
 from kafkasource.errors import OptionError
 from kafkasource.options import parse_options
-from kafkasource.reading import native
-from kafkasource.runtime import native_extension
 from tests.support.query_helpers import available_now_failure, run_to_end, stream
 from tests.support.security_helpers import AsAdmin, committed, files_under, holding, rows, topic_with_records
 from tests.support.sink_helpers import PARTITIONS, expected_records, read_topic, sample_frame, sample_rows, write_batch
@@ -305,19 +303,3 @@ class TestOAuthBearer:
                 "acquire SASL OAUTHBEARER token") in message, message
         assert found_in(message, CLIENT_ID, oauth.bootstrap_servers, WRONG_CLIENT_SECRET, CLIENT_SECRET) == {
             CLIENT_ID, oauth.bootstrap_servers}
-
-
-def test_kerberos_is_refused_at_load_naming_the_mechanisms_librdkafka_has():
-    """Neither librdkafka (confluent-kafka's wheel, the native extension's) is built with GSSAPI."""
-    options = {"kafka.bootstrap.servers": "127.0.0.1:9", "subscribe": "t", "kafka.security.protocol": "SASL_SSL",
-               "kafka.sasl.mechanism": "GSSAPI"}
-
-    with pytest.raises(OptionError) as raised:
-        parse_options(options)
-
-    assert "No provider for SASL mechanism GSSAPI" in str(raised.value)
-    assert "Current build options: PLAIN SASL_SCRAM OAUTHBEARER" in str(raised.value)
-    if native_extension.available():  # the native consumer (which readPath=auto would fall back from) has none either
-        with pytest.raises(ValueError, match="No provider for SASL mechanism GSSAPI"):
-            native.NativeConsumer({"bootstrap.servers": "127.0.0.1:9", "group.id": "g",
-                                   "security.protocol": "SASL_SSL", "sasl.mechanism": "GSSAPI"})

@@ -1,6 +1,5 @@
-"""The driver's offset requests over many partitions: ListOffsets in calls of LIST_OFFSETS_CHUNK partitions, shared
-out among LIST_OFFSETS_LANES clients asking at once, answer every partition exactly; the lanes' runner keeps results
-in order and ends every call before it returns or raises."""
+"""The runner of the driver's offset requests in lanes (LIST_OFFSETS_LANES clients asking at once): it keeps
+results in call order and ends every call before it returns or raises. No broker."""
 
 from __future__ import annotations
 
@@ -9,9 +8,7 @@ import time
 
 import pytest
 
-from kafkasource.cluster.client import LIST_OFFSETS_CHUNK, LIST_OFFSETS_LANES, KafkaClient, in_parallel
-from kafkasource.options import parse_options
-from tests.support.kafka_helpers import Record
+from kafkasource.cluster.client import in_parallel
 
 
 def test_in_parallel_returns_results_in_call_order_and_runs_the_calls_at_once():
@@ -41,24 +38,3 @@ def test_in_parallel_raises_the_first_failure_only_after_every_call_has_ended():
     with pytest.raises(ValueError, match="the first lane failed"):
         in_parallel([failing, slow])
     assert ended == ["slow"]  # the other lane had finished before the failure reached the caller
-
-
-def test_log_ends_and_starts_of_1600_partitions_asked_in_lanes_are_exact(kafka):
-    partitions = 1600  # more calls than lanes: every lane asks at least one
-    assert -(-partitions // LIST_OFFSETS_CHUNK) > LIST_OFFSETS_LANES
-    topic = kafka.create_topic(kafka.unique_name("lanes"), partitions=partitions)
-    # records in partitions at the edges of the calls and lanes, a different number in each
-    filled = {0: 1, 499: 2, 500: 3, 999: 4, 1000: 5, 1199: 6, 1200: 7, 1599: 8}
-    kafka.produce(topic, [Record(p, None, b"v") for p, n in filled.items() for _ in range(n)])
-    client = KafkaClient(parse_options({"kafka.bootstrap.servers": kafka.bootstrap_servers, "subscribe": topic}))
-    everything = [(topic, p) for p in range(partitions)]
-    try:
-        ends = client.end(everything)
-        starts = client.beginning(everything)
-        lanes_used = len(client._offsets_consumers)
-    finally:
-        client.close()
-
-    assert ends == {(topic, p): filled.get(p, 0) for p in range(partitions)}
-    assert starts == {(topic, p): 0 for p in range(partitions)}
-    assert lanes_used == LIST_OFFSETS_LANES

@@ -15,6 +15,7 @@ import urllib.request
 
 import pytest
 
+from dev.process import REPO_ROOT
 from kafkasource.commit import metadata as committer
 from kafkasource.commit.metadata import CommitAuthor
 from kafkasource.commit.outcomes import ENV_ADDRESS, CommitOutcome, OutcomeReceiver, OutcomeSender
@@ -23,10 +24,33 @@ from kafkasource.metrics.group_offsets import GroupView
 from kafkasource.metrics.lag_seconds import LogEndHistory
 from kafkasource.metrics.progress import rows_per_second
 from kafkasource.metrics.queries import Queries
-from tests.integration.test_metrics import parse
-from tests.support.job_helpers import REPO_ROOT
+from tests.support.metrics_helpers import parse
 
 QID = "5b1c0f3e-0000-4000-8000-000000000001"
+
+METRIC_NAMES = [  # what dashboards and alerts rely on: a change here breaks them, and docs/monitoring.md lists them
+    "kafkasource_partition_offset",
+    "kafkasource_partition_log_end_offset",
+    "kafkasource_partition_lag_records",
+    "kafkasource_partition_lag_seconds",
+    "kafkasource_query_input_rows_total",
+    "kafkasource_query_batches_total",
+    "kafkasource_query_rows_per_second",
+    "kafkasource_query_batch_duration_seconds",
+    "kafkasource_query_last_progress_timestamp_seconds",
+    "kafkasource_query_active",
+    "kafkasource_query_records_written_total",
+    "kafkasource_query_bytes_written_total",
+    "kafkasource_group_committed_offset",
+    "kafkasource_group_lag_records",
+    "kafkasource_group_commit_timestamp_seconds",
+    "kafkasource_group_offsets_read_timestamp_seconds",
+    "kafkasource_group_offsets_read_errors_total",
+    "kafkasource_commits_total",
+    "kafkasource_commit_failures_total",
+    "kafkasource_commit_retries_total",
+]
+DASHBOARD = REPO_ROOT / "conf" / "grafana-dashboard.json"
 
 
 def progress(batch: int, rows: int, start: dict, end: dict, latest: dict, duration_ms: int = 500,
@@ -224,3 +248,26 @@ def test_commit_outcomes_cross_by_datagram_and_never_wait():
     assert time.monotonic() - started < 10  # 40,000 sends, none waiting (a few µs each)
     idle.close()
     assert OutcomeSender({})._socket is None  # no exporter: nothing is sent at all
+
+
+def test_metric_names_are_stable_and_documented():
+    exposition = collector.Exposition(collector.ExporterCollector(threading.Lock(), Queries(), {}, CommitCounts()),
+                                      "127.0.0.1", None, None)
+    exported = re.findall(r"^# TYPE (\S+) ", exposition.text(), re.MULTILINE)  # the names as scrapes show them
+    assert exported == METRIC_NAMES
+    page = (REPO_ROOT / "docs" / "monitoring.md").read_text()
+    assert [name for name in METRIC_NAMES if f"`{name}`" not in page] == []
+    assert "`kafkasource_partition_offset`" in page  # the search above finds what is there
+
+
+def test_every_dashboard_query_uses_only_exported_metric_names():
+    dashboard = json.loads(DASHBOARD.read_text())
+    expressions = [target["expr"] for panel in dashboard["panels"] for target in panel.get("targets", [])]
+    assert len(expressions) >= 5
+    expressions += [variable["query"] for variable in dashboard["templating"]["list"] if variable["type"] == "query"]
+    used = {name for expr in expressions for name in re.findall(r"\b(kafkasource_\w+)", expr)}
+    # range functions and label names are not metric names; every kafkasource_ word must be one
+    assert sorted(used - set(METRIC_NAMES)) == []
+    assert {"kafkasource_partition_lag_records", "kafkasource_partition_lag_seconds",
+            "kafkasource_query_rows_per_second", "kafkasource_query_batch_duration_seconds",
+            "kafkasource_commit_failures_total"} <= used
