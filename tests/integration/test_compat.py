@@ -13,7 +13,7 @@ import kafkasource
 from kafkasource.commit.metadata import ENV_APP_ID
 from kafkasource.runtime.pyspark_check import version_tuple
 from kafkasource.runtime.spark_api import ADMISSION_CONTROL
-from tests.integration.test_sink_exactly_once import copy_stream, forget_last_commit, source_end
+from tests.support.checkpoints import batch_end, forget_last_commit
 from tests.support.kafka_helpers import Record, await_condition
 from tests.support.query_helpers import (
     AWAIT_TIMEOUT_S,
@@ -23,7 +23,7 @@ from tests.support.query_helpers import (
     run_to_end,
     running_stream,
 )
-from tests.support.sink_helpers import DIGEST, PARTITIONS, batch_markers, read_topic, without_offsets
+from tests.support.sink_helpers import DIGEST, PARTITIONS, batch_markers, copy_to_end, read_topic, without_offsets
 
 
 @pytest.mark.parametrize("commit_mode", ["sync", "async"])
@@ -100,15 +100,15 @@ def test_a_replayed_stream_batch_is_written_once_under_exactly_once(spark, kafka
     checkpoint = tmp_path / "ck"
 
     # batches of at most 12 records under AvailableNow: three on 4.2+, one on 4.0/4.1 (which run one batch)
-    first = copy_stream(spark, kafka, source, checkpoint, options)
+    first = copy_to_end(spark, kafka, source, checkpoint, options)
     replayed = forget_last_commit(checkpoint)  # as if the driver died after the tasks wrote, before Spark recorded it
-    again = copy_stream(spark, kafka, source, checkpoint, options)
+    again = copy_to_end(spark, kafka, source, checkpoint, options)
 
     assert again.id == first.id and replayed == (2 if ADMISSION_CONTROL else 0)
-    end = source_end(checkpoint, source, replayed)
+    end = batch_end(checkpoint, source, replayed)
     copied = sorted((r.partition, r.key, r.value, ()) for r in produced if r.offset < end[r.partition])
     assert sorted(without_offsets(read_topic(kafka, sink, PARTITIONS, read_committed=True))) == copied
-    start = source_end(checkpoint, source, replayed - 1)
+    start = batch_end(checkpoint, source, replayed - 1)
     assert batch_markers(kafka, prefix, sink, PARTITIONS) == [(replayed + 1, {
         "kind": "kafkasource-sink-marker", "queryId": again.id, "batchId": replayed, "partition": task,
         "records": end[task] - start.get(task, 0), "digest": DIGEST}) for task in range(PARTITIONS)]

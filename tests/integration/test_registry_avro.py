@@ -15,7 +15,7 @@ import pytest
 
 from dev import registry as local_registry
 from tests.support.native_coverage import AVRO_READ_PATHS
-from tests.support.query_helpers import available_now_failure, base_options, batch, stream
+from tests.support.query_helpers import available_now_failure, batch, stream
 from tests.support.registry_helpers import (
     avro_deserializer,
     avro_serializer,
@@ -23,6 +23,7 @@ from tests.support.registry_helpers import (
     encode,
     produce_payloads,
     registered_id,
+    registry_read,
 )
 
 ORDER_V1 = {"type": "record", "name": "Order", "namespace": "shop", "fields": [
@@ -64,11 +65,6 @@ UTC = datetime.UTC
 @pytest.fixture(params=AVRO_READ_PATHS)
 def avro_path(request) -> str:
     return request.param
-
-
-def options(kafka, registry_url: str, topic: str, **more: str) -> dict[str, str]:
-    return base_options(kafka, **{"subscribe": topic, "startingOffsets": "earliest", "valueFormat": "avro",
-                                  "schema.registry.url": registry_url, **more})
 
 
 def rows(spark, opts: dict) -> list[dict]:
@@ -124,7 +120,7 @@ def test_rows_equal_confluent_kafkas_own_deserializer_field_by_field(spark, kafk
     produce_payloads(kafka, topic, payloads)
     deserializer = avro_deserializer(schema_registry)
 
-    found = rows(spark, options(kafka, schema_registry, topic, readPath=avro_path))
+    found = rows(spark, registry_read(kafka, schema_registry, topic, "avro", readPath=avro_path))
 
     assert len(found) == 2000
     for row, payload in zip(found, payloads, strict=True):
@@ -149,7 +145,8 @@ def test_two_writer_versions_in_one_topic_read_as_the_latest(spark, kafka, schem
     v2_id = registered_id(schema_registry, f"{topic}-value", 2)
     assert [int.from_bytes(p[1:5], "big") for p in payloads] == [v1_id, v2_id, v1_id, v2_id]
 
-    found = [row["value"] for row in rows(spark, options(kafka, schema_registry, topic, readPath=avro_path))]
+    found = [row["value"] for row in rows(spark, registry_read(kafka, schema_registry, topic, "avro",
+                                                               readPath=avro_path))]
 
     assert found == [
         {"id": 1, "customer": "ann", "amount": 5, "note": None, "channel": "web"},
@@ -168,8 +165,9 @@ def test_a_version_or_schema_id_fixes_an_older_reader_schema(spark, kafka, schem
                                     encode(v2, topic, {"id": 2, "customer": "bob", "amount": 9, "channel": "app"})])
     v1_id = registered_id(schema_registry, f"{topic}-value", 1)
 
-    by_version = batch(spark, options(kafka, schema_registry, topic, valueSchemaVersion="1"))
-    by_id = batch(spark, options(kafka, schema_registry, topic, valueSchemaId=str(v1_id), onDecodeError="keep"))
+    by_version = batch(spark, registry_read(kafka, schema_registry, topic, "avro", valueSchemaVersion="1"))
+    by_id = batch(spark, registry_read(kafka, schema_registry, topic, "avro", valueSchemaId=str(v1_id),
+                                       onDecodeError="keep"))
 
     assert by_version.schema["value"].dataType.simpleString() == \
         "struct<id:bigint,customer:string,amount:int,legacy:string>"
@@ -195,7 +193,7 @@ def test_key_and_value_with_schemas_of_their_own_in_a_stream(spark, kafka, schem
     produce_payloads(kafka, topic, values, keys)
 
     collected = []
-    query = (stream(spark, options(kafka, schema_registry, topic, keyFormat="avro", readPath=avro_path))
+    query = (stream(spark, registry_read(kafka, schema_registry, topic, "avro", keyFormat="avro", readPath=avro_path))
              .writeStream.foreachBatch(lambda df, _: collected.extend(r.asDict(recursive=True) for r in df.collect()))
              .option("checkpointLocation", str(tmp_path / "cp")).trigger(availableNow=True).start())
     try:
@@ -247,14 +245,14 @@ def test_each_bad_record_fails_the_query_naming_topic_partition_offset_schema_id
     }
     for offset, message in cases.items():
         # the batch read from offset 0 to just past the bad record: the good one before it decodes, the bad fails
-        opts = options(kafka, schema_registry, topic, startingOffsets=json.dumps({topic: {"0": offset}}),
+        opts = registry_read(kafka, schema_registry, topic, "avro", startingOffsets=json.dumps({topic: {"0": offset}}),
                        endingOffsets=json.dumps({topic: {"0": offset + 1}}))
         with pytest.raises(Exception) as failed:
             batch(spark, opts).collect()
         assert message in str(failed.value), (offset, str(failed.value)[:3000])
         assert "Set onDecodeError=keep" in str(failed.value)
     # a stream fails the same way, naming the first bad record
-    failure = available_now_failure(spark, tmp_path / "cp", options(kafka, schema_registry, topic))
+    failure = available_now_failure(spark, tmp_path / "cp", registry_read(kafka, schema_registry, topic, "avro"))
     assert cases[1] in failure
     assert "(3 more in this batch)" in failure
 
@@ -263,7 +261,7 @@ def test_keep_gives_a_null_value_the_bytes_and_the_reason_of_each_bad_record(spa
                                                                               avro_path):
     topic, payloads, ids = bad_topic(kafka, schema_registry)
 
-    found = rows(spark, options(kafka, schema_registry, topic, onDecodeError="keep", readPath=avro_path))
+    found = rows(spark, registry_read(kafka, schema_registry, topic, "avro", onDecodeError="keep", readPath=avro_path))
 
     assert [row["value_raw"] for row in found] == payloads
     assert found[0]["value"] == {"id": 1, "customer": "ann", "amount": 5, "note": None, "channel": "web"}
@@ -289,7 +287,7 @@ def test_a_registry_that_is_down_fails_the_read_in_both_modes_naming_its_url_not
         encode(avro_serializer(registry.url, ORDER_V2), topic, {"id": 2, "customer": "b", "amount": 2})
         secrets = {"schema.registry.basic.auth.user.info": "reader:s3cret-pw", "schema.registry.max.retries": "1",
                    "schema.registry.retries.wait.ms": "100"}
-        frames = {mode: batch(spark, options(kafka, registry.url, topic, onDecodeError=mode, **secrets))
+        frames = {mode: batch(spark, registry_read(kafka, registry.url, topic, "avro", onDecodeError=mode, **secrets))
                   for mode in ("fail", "keep")}
     finally:
         registry.stop()

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import random
 
-from tests.support.query_helpers import base_options, batch
+from tests.support.query_helpers import batch
 from tests.support.registry_helpers import (
     avro_serializer,
     decode,
@@ -15,6 +15,7 @@ from tests.support.registry_helpers import (
     json_serializer,
     produce_payloads,
     registered_id,
+    registry_read,
 )
 
 SHIPMENT = {
@@ -34,11 +35,6 @@ SHIPMENT = {
     "definitions": {"Address": {"type": "object", "properties": {
         "city": {"type": "string"}, "zip": {"oneOf": [{"type": "null"}, {"type": "string"}]}}}},
 }
-
-
-def options(kafka, registry_url: str, topic: str, **more: str) -> dict[str, str]:
-    return base_options(kafka, **{"subscribe": topic, "startingOffsets": "earliest", "valueFormat": "json-schema",
-                                  "schema.registry.url": registry_url, **more})
 
 
 def shipment(rng: random.Random, i: int) -> dict:
@@ -62,9 +58,10 @@ def test_rows_equal_confluent_kafkas_own_json_deserializer_field_by_field(spark,
     produce_payloads(kafka, topic, payloads)
     deserializer = json_deserializer(schema_registry)
 
-    found = batch(spark, options(kafka, schema_registry, topic)).orderBy("offset").collect()
+    found = batch(spark, registry_read(kafka, schema_registry, topic, "json-schema")).orderBy("offset").collect()
 
-    assert batch(spark, options(kafka, schema_registry, topic)).schema["value"].dataType.simpleString() == (
+    assert batch(spark, registry_read(kafka, schema_registry, topic, "json-schema")).schema[
+        "value"].dataType.simpleString() == (
         "struct<id:bigint,carrier:string,weight:double,fragile:boolean,note:string,to:struct<city:string,"
         "zip:string>,parcels:array<struct<sku:string,count:bigint>>,labels:map<string,string>>")
     assert len(found) == 1500
@@ -96,7 +93,7 @@ def test_avro_key_and_json_value_and_each_bad_json_record_kept_with_its_reason(s
     keys = [encode(key_serializer, topic, {"region": f"r{i}"}, "key") for i in range(len(values))]
     produce_payloads(kafka, topic, values, keys)
 
-    rows = [r.asDict(recursive=True) for r in batch(spark, options(
+    rows = [r.asDict(recursive=True) for r in batch(spark, registry_read(
         kafka, schema_registry, topic, keyFormat="avro", onDecodeError="keep")).orderBy("offset").collect()]
 
     assert [r["key"] for r in rows] == [{"region": f"r{i}"} for i in range(6)]

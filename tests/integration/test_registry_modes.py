@@ -12,8 +12,8 @@ import pytest
 from confluent_kafka.serialization import MessageField
 
 from tests.support.kafka_helpers import Record
-from tests.support.query_helpers import base_options, batch
-from tests.support.registry_helpers import encode, item_serializer
+from tests.support.query_helpers import batch
+from tests.support.registry_helpers import encode, item_serializer, registry_options
 
 
 @pytest.mark.parametrize("fmt", ["avro", "protobuf", "json-schema"])
@@ -31,8 +31,7 @@ def test_every_subscription_mode_decodes_every_format(spark, kafka, schema_regis
                                          "keySubject": f"{topic}-key", "valueSubject": f"{topic}-value"},
                     "assign": {"assign": json.dumps({topic: [0, 1]})}}[mode]
 
-    df = batch(spark, base_options(kafka, **{"keyFormat": fmt, "valueFormat": fmt,
-                                             "schema.registry.url": schema_registry, **subscription}))
+    df = batch(spark, registry_options(kafka, schema_registry, keyFormat=fmt, valueFormat=fmt, **subscription))
 
     rows = sorted((r["partition"], r["offset"], r["key"].asDict(), r["value"].asDict(), bytes(r["value_raw"]))
                   for r in df.collect())

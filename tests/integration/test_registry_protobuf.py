@@ -10,53 +10,9 @@ from decimal import Decimal
 
 from confluent_kafka.schema_registry import SchemaRegistryClient
 from confluent_kafka.schema_registry.protobuf import ProtobufDeserializer, ProtobufSerializer
-from google.protobuf import descriptor_pb2, descriptor_pool, message_factory, timestamp_pb2
-from google.protobuf.descriptor import FieldDescriptor as F
 
-from tests.support.query_helpers import base_options, batch
-from tests.support.registry_helpers import decode, encode, produce_payloads
-
-OPTIONAL, REPEATED = F.LABEL_OPTIONAL, F.LABEL_REPEATED
-
-
-def order_classes(package: str):
-    """shop.Order (nested Item, enum Status, map counts, Address, a Timestamp, an optional note) and a Refund in
-    one file, built as protoc would describe them."""
-    file = descriptor_pb2.FileDescriptorProto(name=f"{package}/order.proto", package=package, syntax="proto3",
-                                              dependency=["google/protobuf/timestamp.proto"])
-    address = file.message_type.add(name="Address")
-    address.field.add(name="city", number=1, type=F.TYPE_STRING, label=OPTIONAL)
-    address.field.add(name="zip", number=2, type=F.TYPE_STRING, label=OPTIONAL)
-    order = file.message_type.add(name="Order")
-    item = order.nested_type.add(name="Item")
-    item.field.add(name="sku", number=1, type=F.TYPE_STRING, label=OPTIONAL)
-    item.field.add(name="qty", number=2, type=F.TYPE_INT32, label=OPTIONAL)
-    entry = order.nested_type.add(name="CountsEntry", options=descriptor_pb2.MessageOptions(map_entry=True))
-    entry.field.add(name="key", number=1, type=F.TYPE_STRING, label=OPTIONAL)
-    entry.field.add(name="value", number=2, type=F.TYPE_INT64, label=OPTIONAL)
-    status = order.enum_type.add(name="Status")
-    for number, name in enumerate(["UNKNOWN", "PAID", "SHIPPED"]):
-        status.value.add(name=name, number=number)
-    order.field.add(name="id", number=1, type=F.TYPE_INT64, label=OPTIONAL)
-    order.field.add(name="customer", number=2, type=F.TYPE_STRING, label=OPTIONAL)
-    order.field.add(name="address", number=3, type=F.TYPE_MESSAGE, label=OPTIONAL, type_name=f".{package}.Address")
-    order.field.add(name="items", number=4, type=F.TYPE_MESSAGE, label=REPEATED, type_name=f".{package}.Order.Item")
-    order.field.add(name="counts", number=5, type=F.TYPE_MESSAGE, label=REPEATED,
-                    type_name=f".{package}.Order.CountsEntry")
-    order.field.add(name="status", number=6, type=F.TYPE_ENUM, label=OPTIONAL, type_name=f".{package}.Order.Status")
-    order.field.add(name="at", number=7, type=F.TYPE_MESSAGE, label=OPTIONAL, type_name=".google.protobuf.Timestamp")
-    order.oneof_decl.add(name="_note")
-    order.field.add(name="note", number=8, type=F.TYPE_STRING, label=OPTIONAL, oneof_index=0, proto3_optional=True)
-    order.field.add(name="total", number=9, type=F.TYPE_DOUBLE, label=OPTIONAL)
-    order.field.add(name="big", number=10, type=F.TYPE_UINT64, label=OPTIONAL)
-    order.field.add(name="tags", number=11, type=F.TYPE_STRING, label=REPEATED)
-    refund = file.message_type.add(name="Refund")
-    refund.field.add(name="id", number=1, type=F.TYPE_STRING, label=OPTIONAL)
-    pool = descriptor_pool.DescriptorPool()
-    pool.AddSerializedFile(timestamp_pb2.DESCRIPTOR.serialized_pb)
-    pool.Add(file)
-    return (message_factory.GetMessageClass(pool.FindMessageTypeByName(f"{package}.Order")),
-            message_factory.GetMessageClass(pool.FindMessageTypeByName(f"{package}.Refund")))
+from tests.support.query_helpers import batch
+from tests.support.registry_helpers import decode, encode, order_classes, produce_payloads, registry_read
 
 
 def order(Order, rng: random.Random, i: int):
@@ -106,9 +62,7 @@ def test_rows_equal_confluent_kafkas_own_protobuf_deserializer_field_by_field(sp
     produce_payloads(kafka, topic, payloads)
     deserializer = ProtobufDeserializer(Order, {"use.deprecated.format": False})
 
-    df = batch(spark, base_options(kafka, **{"subscribe": topic, "startingOffsets": "earliest",
-                                             "valueFormat": "protobuf", "valueMessage": "shop.Order",
-                                             "schema.registry.url": schema_registry}))
+    df = batch(spark, registry_read(kafka, schema_registry, topic, "protobuf", valueMessage="shop.Order"))
     found = df.orderBy("offset").collect()
 
     assert df.schema["value"].dataType.simpleString() == (
@@ -133,10 +87,9 @@ def test_bad_protobuf_records_each_keep_their_own_reason(spark, kafka, schema_re
               good[:5] + b"\x02\x02" + b"\x0a\xff"]  # index [1]: Order; then a field cut short
     produce_payloads(kafka, topic, values)
 
-    rows = [r.asDict(recursive=True) for r in batch(spark, base_options(kafka, **{
-        "subscribe": topic, "startingOffsets": "earliest", "valueFormat": "protobuf", "onDecodeError": "keep",
-        "valueMessage": "Order",
-        "schema.registry.url": schema_registry})).orderBy("offset").collect()]
+    rows = [r.asDict(recursive=True) for r in batch(spark, registry_read(
+        kafka, schema_registry, topic, "protobuf", onDecodeError="keep", valueMessage="Order")).orderBy(
+        "offset").collect()]
 
     assert rows[0]["value"]["id"] == 1 and rows[0]["value_error"] is None
     assert [r["value"] for r in rows[1:]] == [None] * 4

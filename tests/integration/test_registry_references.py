@@ -16,7 +16,7 @@ from confluent_kafka.schema_registry.protobuf import ProtobufDeserializer, Proto
 from kafkasource.errors import OptionError
 from kafkasource.formats.registry import UnknownSchemaId, WriterSchemas, registry_config
 from kafkasource.options import parse_options
-from tests.support.query_helpers import base_options, batch
+from tests.support.query_helpers import batch
 from tests.support.reference_schemas import (
     CURRENCY,
     JSON_MONEY,
@@ -26,7 +26,7 @@ from tests.support.reference_schemas import (
     PRICE_TYPE,
     order_class,
 )
-from tests.support.registry_helpers import decode, encode, produce_payloads
+from tests.support.registry_helpers import decode, encode, produce_payloads, registry_read
 
 
 @pytest.mark.spark  # starts the schema registry and Spark
@@ -42,12 +42,11 @@ def test_records_of_a_file_importing_registered_files_equal_confluent_kafkas_own
         messages[i].price.priced_at.FromMicroseconds(1_700_000_000_000_000 + i)
     payloads = [encode(serializer, topic, message) for message in messages]
     produce_payloads(kafka, topic, payloads)
-    options = {"subscribe": topic, "startingOffsets": "earliest", "valueFormat": "protobuf",
-               "schema.registry.url": schema_registry}
+    options = registry_read(kafka, schema_registry, topic, "protobuf")
 
-    reader = parse_options({**base_options(kafka), **options}).decoding.columns[0].reader
+    reader = parse_options(options).decoding.columns[0].reader
     assert [name for name, _ in reader.references] == ["refs/currency.proto", "refs/money.proto"]  # each after its own
-    df = batch(spark, base_options(kafka, **options))
+    df = batch(spark, options)
     assert df.schema["value"].dataType.simpleString() == PRICE_TYPE
     found = [row["value"].asDict(recursive=True) for row in df.orderBy("offset").collect()]
 
@@ -79,12 +78,11 @@ def test_avro_records_using_types_of_referenced_subjects_equal_confluent_kafkas_
               for i in range(30)]
     payloads = [encode(serializer, topic, value) for value in values]
     produce_payloads(kafka, topic, payloads)
-    options = {"subscribe": topic, "startingOffsets": "earliest", "valueFormat": "avro", "readPath": read_path,
-               "schema.registry.url": schema_registry}
+    options = registry_read(kafka, schema_registry, topic, "avro", readPath=read_path)
 
-    reader = parse_options({**base_options(kafka), **options}).decoding.columns[0].reader
+    reader = parse_options(options).decoding.columns[0].reader
     assert [name for name, _ in reader.references] == ["common.Currency", "common.Money"]  # each after its own
-    df = batch(spark, base_options(kafka, **options))
+    df = batch(spark, options)
     assert df.schema["value"].dataType.simpleString() == \
         "struct<id:bigint,price:struct<units:bigint,currency:string>>"
     found = [row["value"].asDict(recursive=True) for row in df.orderBy("offset").collect()]
@@ -107,8 +105,7 @@ def test_json_records_referring_to_registered_schemas_equal_confluent_kafkas_own
     bad = payloads[0][:5] + json.dumps({"id": 99, "price": {"units": 1, "currency": "USD"}}).encode()
     produce_payloads(kafka, topic, payloads + [bad])
 
-    df = batch(spark, base_options(kafka, subscribe=topic, startingOffsets="earliest", valueFormat="json-schema",
-                                   onDecodeError="keep", **{"schema.registry.url": schema_registry}))
+    df = batch(spark, registry_read(kafka, schema_registry, topic, "json-schema", onDecodeError="keep"))
     assert df.schema["value"].dataType.simpleString() == \
         "struct<id:bigint,price:struct<units:bigint,currency:string>,refund:struct<units:bigint,currency:string>>"
     rows = [row.asDict(recursive=True) for row in df.orderBy("offset").collect()]

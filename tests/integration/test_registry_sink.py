@@ -13,9 +13,15 @@ import pytest
 from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
 from confluent_kafka.schema_registry.protobuf import ProtobufDeserializer, ProtobufSerializer
 
-from tests.integration.test_registry_protobuf import order_classes
-from tests.support.query_helpers import base_options, batch
-from tests.support.registry_helpers import avro_deserializer, decode, encode, json_deserializer
+from tests.support.query_helpers import batch
+from tests.support.registry_helpers import (
+    avro_deserializer,
+    decode,
+    encode,
+    json_deserializer,
+    order_classes,
+    registry_options,
+)
 from tests.support.sink_helpers import read_topic, write_batch
 
 UTC = datetime.UTC
@@ -90,10 +96,6 @@ def aware(value):
     if isinstance(value, datetime.datetime) and value.tzinfo is None:
         return datetime.datetime.fromtimestamp(value.timestamp(), UTC)
     return value
-
-
-def registry_options(kafka, registry: str, **options: str) -> dict[str, str]:
-    return base_options(kafka, **{"schema.registry.url": registry}, **options)
 
 
 def value_frame(spark, ddl: str, values: list[dict], key_ddl: str = "string", keys: list | None = None):

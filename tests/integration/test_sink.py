@@ -13,7 +13,7 @@ from kafkasource.errors import ContinuousTriggerError
 from kafkasource.source import KafkaDataSource
 from kafkasource.writing.task import CONTINUOUS_REFUSED
 from tests.support.kafka_helpers import Record, await_condition
-from tests.support.query_helpers import QUERY_TIMEOUT_S, stream
+from tests.support.query_helpers import QUERY_TIMEOUT_S, base_options, stream
 from tests.support.sink_helpers import (
     PARTITIONS,
     expected_records,
@@ -25,11 +25,6 @@ from tests.support.sink_helpers import (
     write_batch,
 )
 
-
-def base(kafka, **options) -> dict[str, str]:
-    return {"kafka.bootstrap.servers": kafka.bootstrap_servers, **options}
-
-
 # --- what lands --------------------------------------------------------------------------------------------
 
 def test_a_batch_write_lands_every_record_exactly_where_the_columns_say(spark, kafka, write_path):
@@ -37,7 +32,7 @@ def test_a_batch_write_lands_every_record_exactly_where_the_columns_say(spark, k
     topic_b = kafka.create_topic(kafka.unique_name("sink-b"), PARTITIONS)
     rows = sample_rows(topic_a, topic_b)
 
-    write_batch(sample_frame(spark, topic_a, topic_b), base(kafka, writePath=write_path))
+    write_batch(sample_frame(spark, topic_a, topic_b), base_options(kafka, writePath=write_path))
 
     assert read_topic(kafka, topic_a, PARTITIONS) == expected_records(rows, topic_a)
     assert read_topic(kafka, topic_b, PARTITIONS) == expected_records(rows, topic_b)
@@ -49,7 +44,7 @@ def test_the_topic_option_wins_over_the_topic_column(spark, kafka):
     chosen = kafka.create_topic(kafka.unique_name("chosen"), PARTITIONS)
     rows = sample_rows(topic_a, topic_b)
 
-    write_batch(sample_frame(spark, topic_a, topic_b), base(kafka, topic=chosen))
+    write_batch(sample_frame(spark, topic_a, topic_b), base_options(kafka, topic=chosen))
 
     assert read_topic(kafka, chosen, PARTITIONS) == expected_records(rows, chosen, topic_option=True)
     assert read_topic(kafka, topic_a, PARTITIONS) == read_topic(kafka, topic_b, PARTITIONS) == []
@@ -59,7 +54,7 @@ def test_string_keys_and_values_are_written_as_their_utf8_bytes(spark, kafka, wr
     topic = kafka.create_topic(kafka.unique_name("strings"), 1)
     df = spark.createDataFrame([("k", "ünïcode ✓"), (None, "")], "key string, value string").coalesce(1)
 
-    write_batch(df, base(kafka, topic=topic, writePath=write_path))
+    write_batch(df, base_options(kafka, topic=topic, writePath=write_path))
 
     assert read_topic(kafka, topic, 1) == [(0, 0, b"k", "ünïcode ✓".encode(), ()), (0, 1, None, b"", ())]
 
@@ -69,7 +64,7 @@ def test_a_stream_copies_a_topic_record_for_record(spark, kafka, tmp_path, write
     sink = kafka.create_topic(kafka.unique_name("copy-out"), PARTITIONS)
     produced = kafka.produce(source, [Record(i % PARTITIONS, None if i % 5 == 0 else f"k{i}".encode(), f"v{i}".encode(),
                                              (("n", f"{i}".encode()),) if i % 2 else ()) for i in range(60)])
-    df = stream(spark, base(kafka, subscribe=source, startingOffsets="earliest", includeHeaders="true"))
+    df = stream(spark, base_options(kafka, subscribe=source, startingOffsets="earliest", includeHeaders="true"))
 
     # a named query: Spark hands the sink its queryName among the options, which format("kafka") takes too
     query = (df.selectExpr("key", "value", "headers", "partition").writeStream.format("kafkasource")
@@ -175,7 +170,7 @@ def test_trigger_continuous_hands_the_sink_no_row_and_every_epochs_commit_is_ref
     assert read_topic(kafka, topic, 1) == []
 
     schema = StructType([StructField("value", StringType())])
-    writer = KafkaDataSource(base(kafka, topic=topic)).streamWriter(schema, False)
+    writer = KafkaDataSource(base_options(kafka, topic=topic)).streamWriter(schema, False)
     with pytest.raises(ContinuousTriggerError) as refused:
         writer.commit([None, None], 7)
     assert str(refused.value) == CONTINUOUS_REFUSED == (
@@ -189,7 +184,7 @@ def test_trigger_continuous_hands_the_sink_no_row_and_every_epochs_commit_is_ref
 def test_a_record_over_the_producers_limit_names_topic_partition_and_both_limits(spark, kafka, write_path):
     topic = kafka.create_topic(kafka.unique_name("large"), 2)
     message = failure_of(spark, [(b"x" * 20_000, 1)], "value binary, partition int",
-                         base(kafka, topic=topic, writePath=write_path, **{"kafka.message.max.bytes": "10000"}))
+                         base_options(kafka, topic=topic, writePath=write_path, **{"kafka.message.max.bytes": "10000"}))
     assert (f"a record of 20,000 bytes for topic {topic} partition 1 is too large: Unable to produce message: "
             "Broker: Message size too large. The producer takes records up to kafka.message.max.bytes (10000 bytes "
             "now) and the brokers up to the topic's max.message.bytes: raise both") in message
@@ -198,7 +193,7 @@ def test_a_record_over_the_producers_limit_names_topic_partition_and_both_limits
 def test_a_topic_that_does_not_exist_is_named(spark, kafka):
     missing = kafka.unique_name("missing")
     message = failure_of(spark, [("v",)], "value string",
-                         base(kafka, topic=missing, **{"kafka.topic.metadata.propagation.max.ms": "1000"}))
+                         base_options(kafka, topic=missing, **{"kafka.topic.metadata.propagation.max.ms": "1000"}))
     assert (f"topic {missing} does not exist on the brokers at {kafka.bootstrap_servers}: Broker: Unknown topic or "
             "partition. Create it first (kafka-topics --create), or write to an existing topic (the topic option, "
             "or the topic column)") in message
@@ -207,7 +202,7 @@ def test_a_topic_that_does_not_exist_is_named(spark, kafka):
 def test_a_partition_the_topic_lacks_is_named(spark, kafka, write_path):
     topic = kafka.create_topic(kafka.unique_name("three"), PARTITIONS)
     message = failure_of(spark, [("v", 7)], "value string, partition int",
-                         base(kafka, topic=topic, writePath=write_path))
+                         base_options(kafka, topic=topic, writePath=write_path))
     assert (f"topic {topic} partition 7 does not exist: Local: Unknown partition. Write a partition number the "
             "topic has in the partition column, or null to let the partitioner choose") in message
 
@@ -215,7 +210,7 @@ def test_a_partition_the_topic_lacks_is_named(spark, kafka, write_path):
 def test_a_null_topic_in_the_data_fails_in_the_built_ins_words(spark, kafka, write_path):
     topic = kafka.create_topic(kafka.unique_name("named"), 1)
     message = failure_of(spark, [(topic, "v"), (None, "w")], "topic string, value string",
-                         base(kafka, writePath=write_path))
+                         base_options(kafka, writePath=write_path))
     assert ("The Kafka message data sent to the producer contains a null topic. Use the `topic` option for setting "
             "a default topic.") in message
 

@@ -4,10 +4,8 @@ newer attempt of a task fences the older one, and a batch write's tasks each lan
 
 from __future__ import annotations
 
-import json
 import re
 import time
-from pathlib import Path
 
 import pyarrow as pa
 import pytest
@@ -24,13 +22,15 @@ from kafkasource.writing.producer import close, new_producer, send
 from kafkasource.writing.rows import ArrowRecords, Columns
 from kafkasource.writing.transactional_pool import TransactionalPool
 from kafkasource.writing.transactions import Outcome, write_transaction
+from tests.support.checkpoints import batch_end, forget_last_commit
 from tests.support.kafka_helpers import Record
-from tests.support.query_helpers import stream
+from tests.support.query_helpers import base_options, stream
 from tests.support.sink_helpers import (
     DIGEST,
     PARTITIONS,
     batch_marker,
     batch_markers,
+    copy_to_end,
     expected_records,
     finish_available_now,
     read_topic,
@@ -39,38 +39,6 @@ from tests.support.sink_helpers import (
     without_offsets,
     write_batch,
 )
-
-
-def base(kafka, **options) -> dict[str, str]:
-    return {"kafka.bootstrap.servers": kafka.bootstrap_servers, **options}
-
-
-def copy_stream(spark, kafka, source: str, checkpoint: Path, sink_options: dict[str, str]):
-    """Copy `source` (key, value and partition) into the sink under Trigger.AvailableNow, in batches of at most 12
-    records, to the end; the ended query."""
-    df = stream(spark, base(kafka, subscribe=source, startingOffsets="earliest", maxOffsetsPerTrigger="12"))
-    writer = df.selectExpr("key", "value", "partition").writeStream.format("kafkasource")
-    for name, value in {**base(kafka), **sink_options}.items():
-        writer = writer.option(name, value)
-    return finish_available_now(writer.option("checkpointLocation", str(checkpoint)).trigger(availableNow=True).start())
-
-
-def forget_last_commit(checkpoint: Path) -> int:
-    """Delete the commit log's last entry, as if the driver died after the batch's tasks wrote and before Spark
-    recorded the batch: the next start runs that batch again. Its id."""
-    commits = checkpoint / "commits"
-    last = max(int(p.name) for p in commits.iterdir() if p.name.isdigit())
-    (commits / str(last)).unlink()
-    (commits / f".{last}.crc").unlink(missing_ok=True)
-    return last
-
-
-def source_end(checkpoint: Path, topic: str, batch: int) -> dict[int, int]:
-    """Where batch `batch` ended in the source topic's partitions, from the checkpoint's offset log."""
-    if batch < 0:
-        return {}
-    lines = (checkpoint / "offsets" / str(batch)).read_text().splitlines()
-    return {int(p): o for p, o in json.loads(lines[2])[topic].items()}
 
 
 def test_a_replayed_batch_is_written_once_under_exactly_once_and_again_under_at_least_once(spark, kafka, tmp_path):
@@ -86,9 +54,9 @@ def test_a_replayed_batch_is_written_once_under_exactly_once_and_again_under_at_
         if guarantee == "exactly-once":
             options["transactionalIdPrefix"] = prefix
         checkpoint = tmp_path / guarantee
-        first = copy_stream(spark, kafka, source, checkpoint, options)
+        first = copy_to_end(spark, kafka, source, checkpoint, options)
         replayed = forget_last_commit(checkpoint)
-        again = copy_stream(spark, kafka, source, checkpoint, options)
+        again = copy_to_end(spark, kafka, source, checkpoint, options)
         assert again.id == first.id and replayed >= 1  # the same query, resumed, and more than one batch
         outputs[guarantee] = (sink, replayed, again.id, read_topic(kafka, sink, PARTITIONS, read_committed=True))
 
@@ -97,7 +65,7 @@ def test_a_replayed_batch_is_written_once_under_exactly_once_and_again_under_at_
     # each task's marker: its group's offset on partition 0 of the sink's topic says the last batch, of this query
     # with how many records its task wrote, and their digest
     checkpoint = tmp_path / "exactly-once"
-    start, end = source_end(checkpoint, source, replayed - 1), source_end(checkpoint, source, replayed)
+    start, end = batch_end(checkpoint, source, replayed - 1), batch_end(checkpoint, source, replayed)
     assert batch_markers(kafka, prefix, sink, PARTITIONS) == [(replayed + 1, {
         "kind": "kafkasource-sink-marker", "queryId": query_id, "batchId": replayed, "partition": task,
         "records": end[task] - start.get(task, 0), "digest": DIGEST}) for task in range(PARTITIONS)]
@@ -105,7 +73,7 @@ def test_a_replayed_batch_is_written_once_under_exactly_once_and_again_under_at_
     # the contrast: at-least-once wrote the replayed batch's records a second time, at the end of each partition
     sink, replayed, _, at_least_once = outputs["at-least-once"]
     checkpoint = tmp_path / "at-least-once"
-    start, end = source_end(checkpoint, source, replayed - 1), source_end(checkpoint, source, replayed)
+    start, end = batch_end(checkpoint, source, replayed - 1), batch_end(checkpoint, source, replayed)
     expected, twice = [], 0
     for partition in range(PARTITIONS):
         records = sorted((r for r in produced if r.partition == partition), key=lambda r: r.offset)
@@ -129,9 +97,9 @@ def test_an_exactly_once_task_puts_its_keyless_records_in_one_partition_turning_
         options = {"topic": sink, "deliveryGuarantee": guarantee, "writePath": write_path}
         if guarantee == "exactly-once":
             options["transactionalIdPrefix"] = sink
-        df = stream(spark, base(kafka, subscribe=source, startingOffsets="earliest", maxOffsetsPerTrigger="10"))
+        df = stream(spark, base_options(kafka, subscribe=source, startingOffsets="earliest", maxOffsetsPerTrigger="10"))
         writer = df.selectExpr("key", "value").writeStream.format("kafkasource").trigger(availableNow=True)
-        for name, value in {**base(kafka), **options}.items():
+        for name, value in {**base_options(kafka), **options}.items():
             writer = writer.option(name, value)
         finish_available_now(writer.option("checkpointLocation", str(tmp_path / guarantee)).start())
         written[guarantee] = {value: partition for partition, _, _, value, _ in
@@ -152,7 +120,7 @@ def test_an_aborted_transaction_stays_invisible_to_read_committed(spark, kafka):
     seen = {}
     for guarantee in ("exactly-once", "at-least-once"):
         topic = kafka.create_topic(kafka.unique_name(f"abort-{guarantee}"), 2, config={"max.message.bytes": "2000"})
-        options = base(kafka, topic=topic, deliveryGuarantee=guarantee)
+        options = base_options(kafka, topic=topic, deliveryGuarantee=guarantee)
         if guarantee == "exactly-once":
             options["transactionalIdPrefix"] = prefix
         with pytest.raises(Exception) as failed:
@@ -172,8 +140,8 @@ def test_an_aborted_transaction_stays_invisible_to_read_committed(spark, kafka):
 def test_a_newer_attempt_fences_the_older_one_which_fails_having_written_nothing(kafka, write_path):
     topic = kafka.create_topic(kafka.unique_name("fenced"), 1)
     prefix = kafka.unique_name("fence-sink")
-    options = parse_sink_options(base(kafka, topic=topic, deliveryGuarantee="exactly-once",
-                                      transactionalIdPrefix=prefix, writePath=write_path), streaming=True)
+    options = parse_sink_options(base_options(kafka, topic=topic, deliveryGuarantee="exactly-once",
+                                              transactionalIdPrefix=prefix, writePath=write_path), streaming=True)
     batch = MarkedBatch("query-1", 4)
     newer: dict[str, Outcome] = {}
 
@@ -216,8 +184,8 @@ def test_a_worker_keeps_its_producer_across_batches_and_replaces_it_once_another
     end of its last task, and no batch is written twice or lost."""
     topic = kafka.create_topic(kafka.unique_name("kept"), 1)
     prefix = kafka.unique_name("kept-sink")
-    options = parse_sink_options(base(kafka, topic=topic, deliveryGuarantee="exactly-once",
-                                      transactionalIdPrefix=prefix), streaming=True)
+    options = parse_sink_options(base_options(kafka, topic=topic, deliveryGuarantee="exactly-once",
+                                              transactionalIdPrefix=prefix), streaming=True)
     worker_a, worker_b = TransactionalPool(), TransactionalPool()
 
     def write(worker: TransactionalPool, batch_id: int, value: bytes) -> Outcome:
@@ -255,8 +223,9 @@ def test_a_kept_producer_replaced_after_a_fence_prints_no_error_line(kafka, writ
     """Being fenced is how a kept producer learns that another worker took its transactional.id; librdkafka logs it
     at error level (FATAL, TXNERR, ADDOFFSETS), which the sink keeps from the output."""
     topic = kafka.create_topic(kafka.unique_name("quiet-fence"), 1)
-    options = parse_sink_options(base(kafka, topic=topic, deliveryGuarantee="exactly-once", writePath=write_path,
-                                      transactionalIdPrefix=kafka.unique_name("quiet-fence")), streaming=True)
+    options = parse_sink_options(base_options(kafka, topic=topic, deliveryGuarantee="exactly-once",
+                                              writePath=write_path,
+                                              transactionalIdPrefix=kafka.unique_name("quiet-fence")), streaming=True)
     worker_a, worker_b = TransactionalPool(), TransactionalPool()
 
     def write(worker: TransactionalPool, batch_id: int) -> Outcome:
@@ -282,8 +251,8 @@ def test_a_producer_fenced_before_a_record_says_fenced_not_only_fatal_error(kafk
     a record produced after either still gets a DeliveryError that says the producer was fenced."""
     topic = kafka.create_topic(kafka.unique_name("fenced-late"), 1)
     prefix = kafka.unique_name("fence-late")
-    options = parse_sink_options(base(kafka, topic=topic, deliveryGuarantee="exactly-once",
-                                      transactionalIdPrefix=prefix), streaming=False)
+    options = parse_sink_options(base_options(kafka, topic=topic, deliveryGuarantee="exactly-once",
+                                              transactionalIdPrefix=prefix), streaming=False)
     tid = f"{prefix}-0"
     older, deliveries = new_producer(options, Deliveries(), **{"transactional.id": tid}), Deliveries()
     try:
@@ -314,8 +283,8 @@ def one_partition_sink(kafka, name: str, write_path: str):
     that writes values as Spark partition 0's task of a batch of query q."""
     topic = kafka.create_topic(kafka.unique_name(name), 1)
     prefix = kafka.unique_name(f"{name}-sink")
-    options = parse_sink_options(base(kafka, topic=topic, deliveryGuarantee="exactly-once",
-                                      transactionalIdPrefix=prefix, writePath=write_path), streaming=True)
+    options = parse_sink_options(base_options(kafka, topic=topic, deliveryGuarantee="exactly-once",
+                                              transactionalIdPrefix=prefix, writePath=write_path), streaming=True)
     pool = TransactionalPool()
 
     def write(batch_id: int, *values: bytes) -> Outcome:
@@ -385,8 +354,8 @@ def test_two_queries_taking_turns_under_one_prefix_fail_while_a_new_checkpoint_t
     checkpoint after a clean stop), and says so; once the other wrote after it, it fails, naming the other query."""
     topic = kafka.create_topic(kafka.unique_name("shared"), 1)
     prefix = kafka.unique_name("shared-sink")
-    options = parse_sink_options(base(kafka, topic=topic, deliveryGuarantee="exactly-once",
-                                      transactionalIdPrefix=prefix), streaming=True)
+    options = parse_sink_options(base_options(kafka, topic=topic, deliveryGuarantee="exactly-once",
+                                              transactionalIdPrefix=prefix), streaming=True)
     first, second = TransactionalPool(), TransactionalPool()
 
     def write(pool: TransactionalPool, query: str, batch_id: int, value: bytes) -> Outcome:
@@ -418,9 +387,9 @@ def test_a_task_longer_than_the_transaction_timeout_is_told_so_not_fenced(kafka,
     come one row at a time, 0.3 s apart, as Spark hands them over."""
     topic = kafka.create_topic(kafka.unique_name("slow-task"), 1)
     prefix = kafka.unique_name("slow-sink")
-    options = parse_sink_options(base(kafka, topic=topic, deliveryGuarantee="exactly-once",
-                                      transactionalIdPrefix=prefix, writePath=write_path,
-                                      **{"kafka.transaction.timeout.ms": "1500"}), streaming=False)
+    options = parse_sink_options(base_options(kafka, topic=topic, deliveryGuarantee="exactly-once",
+                                              transactionalIdPrefix=prefix, writePath=write_path,
+                                              **{"kafka.transaction.timeout.ms": "1500"}), streaming=False)
     columns = Columns(topic=topic, key=False, headers=False, partition=False)
 
     def slowly():
@@ -452,7 +421,8 @@ def test_an_exactly_once_batch_write_writes_every_sample_row_and_marks_its_task(
     rows = sample_rows(topic_a, topic_b)
 
     write_batch(sample_frame(spark, topic_a, topic_b),
-                base(kafka, deliveryGuarantee="exactly-once", transactionalIdPrefix=prefix, markerTopic=topic_a))
+                base_options(kafka, deliveryGuarantee="exactly-once", transactionalIdPrefix=prefix,
+                             markerTopic=topic_a))
 
     for topic in (topic_a, topic_b):
         assert without_offsets(read_topic(kafka, topic, PARTITIONS, read_committed=True)) == \

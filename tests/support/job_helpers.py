@@ -3,6 +3,7 @@ rows), which the soak test shares, and `run_job`, a job run to its end with its 
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import subprocess
@@ -10,12 +11,15 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import pyarrow.dataset as ds
+
 from dev import submit
 from dev.process import REPO_ROOT
 from dev.submit import SUBMIT_ENV, durable_positions, kill_group, submit_command, write_config
+from tests.support.kafka_helpers import Record
 
 __all__ = ["QUICK_START_JAVA_OPTIONS", "REPO_ROOT", "durable_positions", "kill_at_random_moments", "kill_group",
-           "run_job", "start_job", "write_config"]
+           "produce_orders", "read_output", "run_job", "start_job", "write_config"]
 
 # the driver JVM of a test's spark-submit: C1 alone compiles enough for a test's few small batches, and the JVM
 # starts sooner (about 2 s of a local job's 21 s, measured on the 2-core test machine; more when it is busy); the
@@ -72,3 +76,16 @@ def alive(app: subprocess.Popen, log_path: Path) -> bool:
     """True while the job runs; an assertion with its log's end once it exited on its own."""
     assert app.poll() is None, f"the application exited on its own:\n{log_path.read_text()[-3000:]}"
     return True
+
+
+def produce_orders(kafka, topic: str, count: int, partitions: int) -> list[Record]:
+    """`count` orders {"id", "name"} as JSON values without keys, round-robin over `partitions`: what the jobs' example
+    configs read."""
+    records = [Record(i % partitions, None, json.dumps({"id": i, "name": f"n{i}"}).encode()) for i in range(count)]
+    return kafka.produce(topic, records)
+
+
+def read_output(path) -> list[dict]:
+    """Every row of a job's Parquet output (Hive-partitioned), in (partition, offset) order."""
+    table = ds.dataset(path, format="parquet", partitioning="hive").to_table()
+    return sorted(table.to_pylist(), key=lambda r: (r["kafka_partition"], r["kafka_offset"]))

@@ -13,19 +13,22 @@ from dataclasses import dataclass, field
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic, OffsetSpec
 
+from dev.process import wait
+
 
 def await_condition(what: str, condition: Callable[[], object], query=None, timeout: float = 60):
-    """Poll `condition` until it returns something truthy (returned), failing after `timeout` seconds."""
-    deadline = time.monotonic() + timeout
-    while True:
+    """Poll `condition` (dev.process.wait) until it returns something truthy, which is returned; fail after `timeout`
+    seconds naming `what`, or at once once `query` failed."""
+    def met():
         result = condition()
-        if result:
-            return result
-        if query is not None and query.exception() is not None:
+        if not result and query is not None and query.exception() is not None:
             raise AssertionError(f"query failed while waiting for {what}: {query.exception()}")
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}{query_state(query)}")
-        time.sleep(0.1)
+        return result
+
+    result = wait(met, timeout)
+    if not result:
+        raise AssertionError(f"timed out after {timeout} s waiting for {what}{query_state(query)}")
+    return result
 
 
 def query_state(query) -> str:

@@ -11,6 +11,19 @@ from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerialize
 from confluent_kafka.serialization import MessageField, SerializationContext
 
 from tests.support.kafka_helpers import KafkaHarness, Record
+from tests.support.query_helpers import base_options
+
+
+def registry_options(kafka: KafkaHarness, registry_url: str, **options: str) -> dict[str, str]:
+    """The broker's and the registry's addresses, with `options`: what a read or a write in a registry format takes."""
+    return base_options(kafka, **{"schema.registry.url": registry_url}, **options)
+
+
+def registry_read(kafka: KafkaHarness, registry_url: str, topic: str, value_format: str, **more: str) -> dict[str, str]:
+    """The options of a read of `topic` from its start, its values in `value_format` (avro, protobuf, json-schema)
+    with their schemas in the registry; `more` adds options or replaces these."""
+    return registry_options(kafka, registry_url, **{"subscribe": topic, "startingOffsets": "earliest",
+                                                     "valueFormat": value_format, **more})
 
 
 def avro_serializer(registry_url: str, schema: dict | str) -> AvroSerializer:
@@ -95,3 +108,47 @@ def json_deserializer(registry_url: str):
     from confluent_kafka.schema_registry.json_schema import JSONDeserializer
 
     return JSONDeserializer(None, schema_registry_client=SchemaRegistryClient({"url": registry_url}))
+
+
+def order_classes(package: str):
+    """shop.Order (nested Item, enum Status, map counts, Address, a Timestamp, an optional note) and a Refund in
+    one file, built as protoc would describe them."""
+    from google.protobuf import descriptor_pb2, descriptor_pool, message_factory, timestamp_pb2
+    from google.protobuf.descriptor import FieldDescriptor as F
+
+    optional, repeated = F.LABEL_OPTIONAL, F.LABEL_REPEATED
+    file = descriptor_pb2.FileDescriptorProto(name=f"{package}/order.proto", package=package, syntax="proto3",
+                                              dependency=["google/protobuf/timestamp.proto"])
+    address = file.message_type.add(name="Address")
+    address.field.add(name="city", number=1, type=F.TYPE_STRING, label=optional)
+    address.field.add(name="zip", number=2, type=F.TYPE_STRING, label=optional)
+    order = file.message_type.add(name="Order")
+    item = order.nested_type.add(name="Item")
+    item.field.add(name="sku", number=1, type=F.TYPE_STRING, label=optional)
+    item.field.add(name="qty", number=2, type=F.TYPE_INT32, label=optional)
+    entry = order.nested_type.add(name="CountsEntry", options=descriptor_pb2.MessageOptions(map_entry=True))
+    entry.field.add(name="key", number=1, type=F.TYPE_STRING, label=optional)
+    entry.field.add(name="value", number=2, type=F.TYPE_INT64, label=optional)
+    status = order.enum_type.add(name="Status")
+    for number, name in enumerate(["UNKNOWN", "PAID", "SHIPPED"]):
+        status.value.add(name=name, number=number)
+    order.field.add(name="id", number=1, type=F.TYPE_INT64, label=optional)
+    order.field.add(name="customer", number=2, type=F.TYPE_STRING, label=optional)
+    order.field.add(name="address", number=3, type=F.TYPE_MESSAGE, label=optional, type_name=f".{package}.Address")
+    order.field.add(name="items", number=4, type=F.TYPE_MESSAGE, label=repeated, type_name=f".{package}.Order.Item")
+    order.field.add(name="counts", number=5, type=F.TYPE_MESSAGE, label=repeated,
+                    type_name=f".{package}.Order.CountsEntry")
+    order.field.add(name="status", number=6, type=F.TYPE_ENUM, label=optional, type_name=f".{package}.Order.Status")
+    order.field.add(name="at", number=7, type=F.TYPE_MESSAGE, label=optional, type_name=".google.protobuf.Timestamp")
+    order.oneof_decl.add(name="_note")
+    order.field.add(name="note", number=8, type=F.TYPE_STRING, label=optional, oneof_index=0, proto3_optional=True)
+    order.field.add(name="total", number=9, type=F.TYPE_DOUBLE, label=optional)
+    order.field.add(name="big", number=10, type=F.TYPE_UINT64, label=optional)
+    order.field.add(name="tags", number=11, type=F.TYPE_STRING, label=repeated)
+    refund = file.message_type.add(name="Refund")
+    refund.field.add(name="id", number=1, type=F.TYPE_STRING, label=optional)
+    pool = descriptor_pool.DescriptorPool()
+    pool.AddSerializedFile(timestamp_pb2.DESCRIPTOR.serialized_pb)
+    pool.Add(file)
+    return (message_factory.GetMessageClass(pool.FindMessageTypeByName(f"{package}.Order")),
+            message_factory.GetMessageClass(pool.FindMessageTypeByName(f"{package}.Refund")))

@@ -18,7 +18,7 @@ from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
 from kafkasource.records.schema import HEADERS_DDL_TYPE
 from tests.support.kafka_helpers import KafkaHarness
-from tests.support.query_helpers import QUERY_TIMEOUT_S, stream
+from tests.support.query_helpers import QUERY_TIMEOUT_S, base_options, stream
 
 if TYPE_CHECKING:
     from tests.support.security_helpers import AsAdmin
@@ -116,12 +116,19 @@ def copy_query(spark, kafka, source_options: Mapping[str, object], sink_options:
                interval: str | None = None):
     """kafkasource to kafkasource (key, value, partition), started under Trigger.AvailableNow, or processing time
     every `interval`."""
-    df = stream(spark, {"kafka.bootstrap.servers": kafka.bootstrap_servers, **source_options})
+    df = stream(spark, base_options(kafka, **source_options))
     writer = df.selectExpr("key", "value", "partition").writeStream.format("kafkasource")
-    for name, value in {"kafka.bootstrap.servers": kafka.bootstrap_servers, **sink_options}.items():
+    for name, value in base_options(kafka, **sink_options).items():
         writer = writer.option(name, str(value))
     writer = writer.option("checkpointLocation", str(checkpoint))
     return (writer.trigger(processingTime=interval) if interval else writer.trigger(availableNow=True)).start()
+
+
+def copy_to_end(spark, kafka, source: str, checkpoint, sink_options: Mapping[str, object], per_trigger: int = 12):
+    """Copy `source` (key, value and partition) into the sink under Trigger.AvailableNow, in batches of at most
+    `per_trigger` records, to its end; the ended query."""
+    source_options = {"subscribe": source, "startingOffsets": "earliest", "maxOffsetsPerTrigger": per_trigger}
+    return finish_available_now(copy_query(spark, kafka, source_options, sink_options, checkpoint))
 
 
 def finish_available_now(query, timeout: float = QUERY_TIMEOUT_S):

@@ -6,8 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.support.job_helpers import run_job, write_config
-from tests.system.test_jobs import produce_orders, read_output
+from tests.support.job_helpers import produce_orders, read_output, run_job, write_config
 
 
 # on pyspark 4.2+ the job needs nothing of its own:

@@ -9,26 +9,24 @@ import socket
 import subprocess
 import sys
 
-import pyarrow.dataset as ds
 import pytest
 
 from kafkasource.commit import metadata as committer
-from tests.support.job_helpers import REPO_ROOT, durable_positions, kill_group, run_job, start_job, write_config
+from tests.support.job_helpers import (
+    REPO_ROOT,
+    durable_positions,
+    kill_group,
+    produce_orders,
+    read_output,
+    run_job,
+    start_job,
+    write_config,
+)
 from tests.support.kafka_helpers import Record, await_condition, described_group
 
 pytestmark = pytest.mark.spark  # every test here runs spark-submit, or a script that starts Spark
 
 SCHEMA = "id BIGINT, name STRING"
-
-
-def produce_orders(kafka, topic: str, count: int, partitions: int) -> list[Record]:
-    records = [Record(i % partitions, None, json.dumps({"id": i, "name": f"n{i}"}).encode()) for i in range(count)]
-    return kafka.produce(topic, records)
-
-
-def read_output(path) -> list[dict]:
-    table = ds.dataset(path, format="parquet", partitioning="hive").to_table()
-    return sorted(table.to_pylist(), key=lambda r: (r["kafka_partition"], r["kafka_offset"]))
 
 
 def test_ingest_writes_every_record_once_decodes_and_commits(kafka, kafka_broker, tmp_path):

@@ -21,6 +21,7 @@ import pytest
 from confluent_kafka import IsolationLevel, TopicPartition
 from confluent_kafka.admin import OffsetSpec
 
+from tests.support.checkpoints import batch_end
 from tests.support.job_helpers import REPO_ROOT, kill_group
 from tests.support.kafka_helpers import KafkaHarness, SequenceProducer, await_condition
 from tests.support.sink_fault_query import RESTARTED
@@ -51,14 +52,6 @@ def entries(checkpoint: Path, log_name: str) -> set[int]:
     """The batch ids the checkpoint's offset log (`offsets`) or commit log (`commits`) holds."""
     folder = checkpoint / log_name
     return {int(p.name) for p in folder.iterdir() if p.name.isdigit()} if folder.exists() else set()
-
-
-def batch_end(checkpoint: Path, topic: str, batch: int) -> dict[int, int]:
-    """Where batch `batch` ends in the source's partitions, from the offset log ({} before batch 0)."""
-    if batch < 0:
-        return {}
-    lines = (checkpoint / "offsets" / str(batch)).read_text().splitlines()
-    return {int(p): o for p, o in json.loads(lines[2])[topic].items()}
 
 
 def ends(kafka: KafkaHarness, topic: str, committed: bool) -> dict[int, int]:

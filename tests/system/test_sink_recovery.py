@@ -17,7 +17,7 @@ import pytest
 from kafkasource.writing.task import FAIL_AFTER_WRITE
 from tests.support.job_helpers import REPO_ROOT
 from tests.support.kafka_helpers import Record
-from tests.support.query_helpers import QUERY_TIMEOUT_S
+from tests.support.query_helpers import QUERY_TIMEOUT_S, base_options
 from tests.support.sink_fresh_process import OUTCOME
 from tests.support.sink_helpers import (
     DIGEST,
@@ -31,10 +31,6 @@ from tests.support.sink_helpers import (
 
 pytestmark = pytest.mark.spark
 PROCESS_TIMEOUT_S = 300
-
-
-def base(kafka, **options) -> dict[str, str]:
-    return {"kafka.bootstrap.servers": kafka.bootstrap_servers, **options}
 
 
 def failed_query(query) -> str:
@@ -184,6 +180,5 @@ def test_a_batch_write_whose_tasks_fail_after_their_commit_writes_each_part_once
     assert len({m["queryId"] for _, m in markers}) == 1 and markers[0][1]["queryId"].startswith("write-")
 
     rows = spark.createDataFrame([(f"v{i}",) for i in range(30)], "value string")
-    write_batch(rows, base(kafka, **spec["writes"][0]))
+    write_batch(rows, base_options(kafka, **spec["writes"][0]))
     assert sorted(values(kafka, topics["exactly-once"])) == sorted(written * 2)
-

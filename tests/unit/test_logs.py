@@ -13,7 +13,7 @@ import pytest
 from kafkasource.errors import KafkaSourceError
 from kafkasource.options.sink import parse_sink_options
 from kafkasource.runtime import logs, native_extension
-from tests.unit.test_options import parse
+from tests.support.source_options import parse
 
 
 @pytest.fixture

@@ -10,16 +10,7 @@ from kafkasource.options import SourceOptions, parse_options
 from kafkasource.planning.offsets import Committed, Earliest, Latest, OutsideLog, SpecificOffsets, Timestamps
 from kafkasource.planning.subscription import Assign, Subscribe, SubscribePattern
 from kafkasource.runtime.secrets import is_secret, redact
-
-BASE = {"kafka.bootstrap.servers": "broker:9092", "subscribe": "orders"}
-
-
-def for_read(options: SourceOptions, streaming: bool) -> SourceOptions:
-    return options.for_stream() if streaming else options.for_batch()
-
-
-def parse(streaming: bool = True, **options: str) -> SourceOptions:
-    return for_read(parse_options({**BASE, **options}), streaming)
+from tests.support.source_options import BASE, for_read, parse
 
 
 def parse_raw(options: dict[str, str], streaming: bool = True) -> SourceOptions:
