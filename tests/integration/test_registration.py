@@ -8,12 +8,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-import pytest
-
 import kafkasource
 from kafkasource.commit.metadata import ENV_APP_ID, ENV_APP_NAME
-
-pytestmark = pytest.mark.spark
 
 REGISTRY_LOGGER = "org.apache.spark.sql.execution.datasources.DataSourceManager"
 

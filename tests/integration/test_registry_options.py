@@ -11,8 +11,6 @@ from kafkasource.errors import OptionError
 from kafkasource.options import parse_options
 from tests.support.registry_helpers import avro_serializer, encode
 
-pytestmark = pytest.mark.spark  # starts the schema registry: kept out of the quick unit-test selection
-
 ORDER = {"type": "record", "name": "Order", "fields": [{"name": "id", "type": "long"}]}
 
 

@@ -29,7 +29,6 @@ from tests.support.reference_schemas import (
 from tests.support.registry_helpers import decode, encode, produce_payloads, registry_read
 
 
-@pytest.mark.spark  # starts the schema registry and Spark
 def test_records_of_a_file_importing_registered_files_equal_confluent_kafkas_own_deserializer(
         spark, kafka, schema_registry):
     topic = kafka.create_topic(kafka.unique_name("proto-refs"), partitions=1)
@@ -63,7 +62,6 @@ def test_records_of_a_file_importing_registered_files_equal_confluent_kafkas_own
     assert sum(row["price"]["priced_at"] is not None for row in found) == 14
 
 
-@pytest.mark.spark  # starts the schema registry and Spark
 def test_avro_records_using_types_of_referenced_subjects_equal_confluent_kafkas_own_deserializer(
         spark, kafka, schema_registry, read_path):
     topic = kafka.create_topic(kafka.unique_name(f"avro-refs-{read_path}"), partitions=1)
@@ -90,7 +88,6 @@ def test_avro_records_using_types_of_referenced_subjects_equal_confluent_kafkas_
     assert found == [decode(deserializer, topic, payload) for payload in payloads] == values
 
 
-@pytest.mark.spark  # starts the schema registry and Spark
 def test_json_records_referring_to_registered_schemas_equal_confluent_kafkas_own_deserializer(
         spark, kafka, schema_registry):
     topic = kafka.create_topic(kafka.unique_name("json-refs"), partitions=1)
@@ -119,7 +116,6 @@ def test_json_records_referring_to_registered_schemas_equal_confluent_kafkas_own
         "not one of ['EUR', 'NOK']"))
 
 
-@pytest.mark.spark  # starts the schema registry
 def test_a_reference_deleted_from_the_registry_is_named_for_a_reader(schema_registry):
     client = SchemaRegistryClient({"url": schema_registry})
     client.register_schema("refs-gone-currency", Schema(json.dumps(CURRENCY), "AVRO"))

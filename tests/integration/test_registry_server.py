@@ -8,8 +8,6 @@ import pytest
 from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
 from confluent_kafka.schema_registry.error import SchemaRegistryError
 
-pytestmark = pytest.mark.spark  # not Spark, but a server start: kept out of the quick unit-test selection
-
 ORDER_V1 = json.dumps({"type": "record", "name": "Order", "fields": [{"name": "id", "type": "long"}]})
 ORDER_V2 = json.dumps({"type": "record", "name": "Order", "fields": [
     {"name": "id", "type": "long"}, {"name": "note", "type": "string", "default": ""}]})

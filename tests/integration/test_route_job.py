@@ -9,8 +9,6 @@ from kafkasource.jobs.config import ConfigError, JobConfig, Trigger, ValueDecodi
 from kafkasource.jobs.destination import Destination
 from kafkasource.jobs.route import transformed
 
-pytestmark = pytest.mark.spark  # runs spark-submit, or SQL in the spark fixture's session
-
 
 @pytest.mark.parametrize(("sql", "expected"), [
     ("SELECT CAST(id AS STRING) AS payload FROM records",

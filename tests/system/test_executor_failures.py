@@ -8,7 +8,6 @@ from __future__ import annotations
 import re
 import secrets
 
-import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
@@ -23,8 +22,6 @@ from tests.support.task_reads import (
     librdkafka_reason,
     offsets_read,
 )
-
-pytestmark = [pytest.mark.faults]
 
 NOT_RETRIED_S = 30  # a refusal must fail the task long before kafkaConsumer.pollTimeoutMs (120 s here)
 LONG_POLL_TIMEOUT_MS = 120_000

@@ -47,7 +47,6 @@ from tests.support.query_helpers import (
     start_query,
 )
 
-pytestmark = pytest.mark.faults
 log = logging.getLogger(__name__)
 
 SHORT_OUTAGE_S = 5  # how long the broker stays down, on top of its own stop and start-up
@@ -370,7 +369,6 @@ def cluster():
     running.stop()
 
 
-@pytest.mark.spark  # no Spark, but a 3-node cluster: as slow to start
 def test_offsets_are_asked_again_when_a_partition_leader_dies(cluster, capsys):
     """A ListOffsets request sent to a leader that just died waits out its whole timeout and can come back
     holding OFFSET_INVALID for that partition: the driver must ask again and answer the true log ends."""

@@ -12,7 +12,7 @@ from tests.support.job_helpers import kill_group, run_job, start_job
 from tests.support.kafka_helpers import Record, await_condition
 from tests.support.sink_helpers import read_topic
 
-pytestmark = pytest.mark.spark  # runs spark-submit, or SQL in the spark fixture's session
+pytestmark = pytest.mark.spark  # runs spark-submit
 
 
 def write_route_config(path, bootstrap: str, source: str, target: str, group: str, tmp_path, guarantee: str):

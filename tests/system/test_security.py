@@ -35,7 +35,7 @@ from tests.support.security_helpers import (
     written_by_the_sink,
 )
 
-pytestmark = [pytest.mark.faults, pytest.mark.spark]
+pytestmark = pytest.mark.spark  # the ingest job under spark-submit, besides the spark fixture's session
 
 QUERY_TIMEOUT_S = 300
 

@@ -29,8 +29,6 @@ from tests.support.query_helpers import available_now_failure, run_to_end, strea
 from tests.support.security_helpers import AsAdmin, committed, files_under, holding, rows, topic_with_records
 from tests.support.sink_helpers import PARTITIONS, expected_records, read_topic, sample_frame, sample_rows, write_batch
 
-pytestmark = [pytest.mark.faults]  # and spark, for the tests that use it (conftest)
-
 PASSWORDS = {user: f"{user}-pw-{secrets.token_hex(10)}" for user in ("admin", "alice")}
 WRONG_PASSWORD = f"wrong-pw-{secrets.token_hex(10)}"
 KEY_PASSWORD = f"key-pw-{secrets.token_hex(10)}"

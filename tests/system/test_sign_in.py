@@ -29,8 +29,6 @@ from tests.support.query_helpers import available_now_failure, run_to_end, strea
 from tests.support.security_helpers import AsAdmin, committed, files_under, holding, rows, topic_with_records
 from tests.support.sink_helpers import read_topic, write_batch
 
-pytestmark = [pytest.mark.faults]
-
 CLIENT_ID = "orders-etl"
 CLIENT_SECRET = f"client-secret-{secrets.token_hex(10)}"
 AUDIENCE = "kafka-sign-in-tests"

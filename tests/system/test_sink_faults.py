@@ -27,7 +27,7 @@ from tests.support.kafka_helpers import KafkaHarness, SequenceProducer, await_co
 from tests.support.sink_fault_query import RESTARTED
 from tests.support.sink_helpers import read_topic
 
-pytestmark = [pytest.mark.faults, pytest.mark.spark]  # spark: each run of the query starts a Spark of its own
+pytestmark = pytest.mark.spark  # each run of the query starts a Spark of its own
 log = logging.getLogger(__name__)
 
 PARTITIONS = 3  # of the source and of each target; a record is copied to its source partition's number

@@ -29,7 +29,7 @@ from tests.support.sink_helpers import (
     write_batch,
 )
 
-pytestmark = pytest.mark.spark
+pytestmark = pytest.mark.spark  # a Spark application of its own, besides the spark fixture's session
 PROCESS_TIMEOUT_S = 300
 
 

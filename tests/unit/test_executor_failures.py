@@ -19,8 +19,6 @@ from kafkasource.reading.task_reader import TaskReader
 from tests.support.security_helpers import WRONG_PASSWORD
 from tests.support.task_reads import assert_closed_not_pooled, failed_read, fetch_config, librdkafka_reason
 
-pytestmark = [pytest.mark.faults]
-
 
 def test_a_closed_port_is_retried_until_the_poll_timeout_and_the_stall_names_the_last_error(read_path, caplog):
     # a socket bound but not listening: connecting to it is refused, and no other process can take the port

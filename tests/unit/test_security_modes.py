@@ -11,8 +11,6 @@ from kafkasource.options import parse_options
 from kafkasource.reading import native
 from kafkasource.runtime import native_extension
 
-pytestmark = [pytest.mark.faults]  # and spark, for the tests that use it (conftest)
-
 
 def test_kerberos_is_refused_at_load_naming_the_mechanisms_librdkafka_has():
     """Neither librdkafka (confluent-kafka's wheel, the native extension's) is built with GSSAPI."""
