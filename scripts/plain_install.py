@@ -36,18 +36,18 @@ NOT_INSTALLED = {"numpy", "pandas", "hypothesis"}  # what the test extra brings 
 
 # which package Spark and the tests import, and batch reads on both read paths, a stream with group commits, batch
 # and stream writes on both write paths, exactly-once batch and stream writes; the quick start's job (on pyspark 4.0
-# and 4.1 in tests/test_compat.py, with the other behaviours that differ there)
+# and 4.1 in tests/system/test_compat.py, with the other behaviours that differ there in tests/*/test_compat.py)
 SELECTION = [
     "tests/system/plain_install_checks.py",
     "tests/integration/test_stream_read.py::test_batch_read_of_an_explicit_offset_range",
-    "tests/test_compat.py::test_a_rate_limited_stream_commits_only_what_completed_batches_read",
-    "tests/test_sink.py::test_a_batch_write_lands_every_record_exactly_where_the_columns_say",
-    "tests/test_sink.py::test_a_stream_copies_a_topic_record_for_record",
+    "tests/integration/test_compat.py::test_a_rate_limited_stream_commits_only_what_completed_batches_read",
+    "tests/integration/test_sink.py::test_a_batch_write_lands_every_record_exactly_where_the_columns_say",
+    "tests/integration/test_sink.py::test_a_stream_copies_a_topic_record_for_record",
     "tests/integration/test_sink_exactly_once.py::test_an_exactly_once_batch_write_writes_every_sample_row_and_marks_its_task",
-    "tests/test_compat.py::test_a_replayed_stream_batch_is_written_once_under_exactly_once",
+    "tests/integration/test_compat.py::test_a_replayed_stream_batch_is_written_once_under_exactly_once",
 ]
 BY_MINOR = {  # where Spark lacks admission control for Python readers (4.0, 4.1), and where it has it
-    "4.0": ["tests/test_compat.py"],
+    "4.0": ["tests/unit/test_compat.py", "tests/integration/test_compat.py", "tests/system/test_compat.py"],
     "4.3": ["tests/system/test_jobs.py::test_ingest_writes_every_record_once_decodes_and_commits"],
 }
 # the registry scenario, once the registry extra is installed: Avro keys and values read in a stream; a struct

@@ -31,8 +31,8 @@ python3 -m scripts.check_imports
 status=0
 # one process: `-n 2 --dist loadfile` among the arguments runs the suite in two pytest-xdist workers, each with a
 # broker and a Spark of its own, in about two thirds of the time, but under the second worker's load the cluster
-# copy test (tests/system/test_sink_cluster.py) has failed where one process passes it (docs/testing.md)
-python3 -m pytest "$@" || status=$?
+# copy test (tests/system/test_sink_cluster.py) has failed where one process passes it (bench/SUITE.md)
+python3 -m pytest "$@" || status=$?  # every tier: tests/unit, repo, integration and system (pytest.ini)
 # the compatibility run (scripts/compat.py): a small selection again on the newest pyspark 4.1, Spark Connect
 # included, in a virtualenv of its own kept in .cache/compat; the plain-install run (scripts/plain_install.py): the
 # package's wheel in virtualenvs holding only pyspark 4.0 (Python 3.12) or 4.3 (Python 3.13) and the test runner,

@@ -1,6 +1,7 @@
-"""The README as the front page and the docs behind it: the README opens with its two commands, its links reach
-the docs' pages and headings, and the Layout page's list of modules is the package's as it is. Pure: no broker, no
-Spark. (scripts/test.sh builds the site with `mkdocs build --strict`, which checks the links between pages.)"""
+"""The README as the front page and the docs behind it: the README opens with its two commands and the inner loop,
+its links reach the docs' pages and headings, and the Layout page's list of modules is the package's as it is. Pure:
+no broker, no Spark. (scripts/test.sh builds the site with `mkdocs build --strict`, which checks the links between
+pages.)"""
 
 from __future__ import annotations
 
@@ -26,18 +27,19 @@ def slugs(markdown: str) -> set[str]:
     return found
 
 
-def test_the_readme_opens_with_its_two_commands():
+def test_the_readme_opens_with_its_two_commands_and_the_inner_loop():
     lines = README.read_text(encoding="utf-8").splitlines()
-    assert lines[:6] == [
+    assert lines[:7] == [
         "# kafkasource",
         "",
         "```bash",
         "bash scripts/quickstart.sh   # the main job end to end: a local broker, sample orders, spark-submit "
         "jobs/ingest.py, the group's commits",
         "bash scripts/test.sh         # the whole test suite, against a real Kafka broker it starts itself",
+        "python3 -m pytest tests/unit # the inner loop: the unit tests in seconds, no broker, no JVM, no Spark",
         "```",
     ]
-    assert lines[7].startswith("Both work on a fresh machine")
+    assert lines[8].startswith("The first two work on a fresh machine")
 
 
 def test_every_link_of_the_readme_reaches_a_file_and_heading():

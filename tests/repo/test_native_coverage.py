@@ -19,7 +19,7 @@ from tests.support import native_coverage
 from tests.support.job_helpers import REPO_ROOT
 
 AVRO_TEST = "tests/unit/test_avro_decode.py::test_primitives"
-READ_TEST = ("tests/test_executor_failures.py::"
+READ_TEST = ("tests/unit/test_executor_failures.py::"
              "test_a_closed_port_is_retried_until_the_poll_timeout_and_the_stall_names_the_last_error")
 SWITCHES = ("CI", native_coverage.REQUIRE, native_coverage.HIDE)
 NOT_BUILT = "kafkasource's native extension (kafkasource._native) is not built here"

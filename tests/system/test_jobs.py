@@ -120,7 +120,7 @@ def assert_committed_at_a_last_batch_end(kafka, group: str, topic: str, tmp_path
     """The group holds the end of the last completed batch, or of the one before: Spark hands the reader a batch's
     end only when it plans the next batch, so a stop between the two leaves the group one batch behind. Its commit
     is async and reaches the broker before the stop (the committer polls on every trigger), so the stop's flush
-    cannot be told apart here: tests/test_shutdown.py checks that flush with the runner itself."""
+    cannot be told apart here: tests/integration/test_shutdown.py checks that flush with the runner itself."""
     ends = completed_batch_ends(tmp_path / "ck", topic)
     committed = kafka.committed(group, topic, 2)
     assert len(ends) >= 2 and committed in ends[-2:], f"group at {committed}; completed batches end at {ends}"

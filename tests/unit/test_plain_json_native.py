@@ -1,6 +1,6 @@
 """The native plain JSON decoder (kafkasource/formats/plain_json/native_decode.py over the extension's JsonDecoder):
-its rows are the Python decoder's, which tests/test_plain_json.py compares with Spark's from_json; plain records
-never leave the native path, and the records it is unsure of are read by the Python decoder."""
+its rows are the Python decoder's, which tests/integration/test_plain_json.py compares with Spark's from_json; plain
+records never leave the native path, and the records it is unsure of are read by the Python decoder."""
 
 from __future__ import annotations
 
