@@ -246,7 +246,7 @@ def test_each_bad_record_fails_the_query_naming_topic_partition_offset_schema_id
     for offset, message in cases.items():
         # the batch read from offset 0 to just past the bad record: the good one before it decodes, the bad fails
         opts = registry_read(kafka, schema_registry, topic, "avro", startingOffsets=json.dumps({topic: {"0": offset}}),
-                       endingOffsets=json.dumps({topic: {"0": offset + 1}}))
+                             endingOffsets=json.dumps({topic: {"0": offset + 1}}))
         with pytest.raises(Exception) as failed:
             batch(spark, opts).collect()
         assert message in str(failed.value), (offset, str(failed.value)[:3000])

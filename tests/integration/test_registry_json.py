@@ -94,7 +94,8 @@ def test_avro_key_and_json_value_and_each_bad_json_record_kept_with_its_reason(s
     produce_payloads(kafka, topic, values, keys)
 
     rows = [r.asDict(recursive=True) for r in batch(spark, registry_read(
-        kafka, schema_registry, topic, keyFormat="avro", onDecodeError="keep")).orderBy("offset").collect()]
+        kafka, schema_registry, topic, "json-schema", keyFormat="avro", onDecodeError="keep")).orderBy(
+        "offset").collect()]
 
     assert [r["key"] for r in rows] == [{"region": f"r{i}"} for i in range(6)]
     assert [r["key_error"] for r in rows] == [None] * 6

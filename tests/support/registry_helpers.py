@@ -16,7 +16,7 @@ from tests.support.query_helpers import base_options
 
 def registry_options(kafka: KafkaHarness, registry_url: str, **options: str) -> dict[str, str]:
     """The broker's and the registry's addresses, with `options`: what a read or a write in a registry format takes."""
-    return base_options(kafka, **{"schema.registry.url": registry_url}, **options)
+    return base_options(kafka, **{"schema.registry.url": registry_url, **options})
 
 
 def registry_read(kafka: KafkaHarness, registry_url: str, topic: str, value_format: str, **more: str) -> dict[str, str]:
