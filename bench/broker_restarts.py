@@ -36,9 +36,9 @@ from pathlib import Path
 from bench.reference import reference_jars
 from bench.run import spark_session
 from dev.kafka_cluster import KafkaCluster, start_cluster
-from tests.cluster_helpers import replicated_topic, triggers
-from tests.kafka_helpers import KafkaHarness, SequenceProducer, await_condition
-from tests.sink_helpers import read_topic
+from tests.support.cluster_helpers import replicated_topic, triggers
+from tests.support.kafka_helpers import KafkaHarness, SequenceProducer, await_condition
+from tests.support.sink_helpers import read_topic
 
 PARTITIONS = 3
 ROWS = ("ours", "builtin-into-ours", "builtin")

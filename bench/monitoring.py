@@ -25,7 +25,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from dev import broker as local_broker
 from dev.process import free_port
 from dev.submit import kill_group, start_job, write_config
-from tests.test_metrics import parse  # the exposition read back by prometheus_client's parser
+from tests.support.metrics_helpers import parse  # the exposition read back by prometheus_client's parser
 
 PARTITIONS = 4
 

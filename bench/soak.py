@@ -49,7 +49,7 @@ BATCH_LINE = re.compile(r"INFO kafkasource\.jobs: batch \d+: ([\d,]+) rows, ([\d
 DRAIN_TIMEOUT_S = 900
 # Broker restarts on a loaded 2-core machine take up to a minute or two: the job is to ride them out, so the
 # source's broker waits and sync commits outlast them (their defaults, 120 s and 60 s, are the behaviour tested
-# by tests/test_faults.py).
+# by tests/system/test_faults.py).
 MAX_OFFSETS_PER_TRIGGER = 5000
 SOURCE_SETTINGS = f'''maxOffsetsPerTrigger = {MAX_OFFSETS_PER_TRIGGER}
 "kafkaConsumer.pollTimeoutMs" = 300000

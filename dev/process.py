@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar
+from typing import ClassVar, TypeVar
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 CACHE_DIR = REPO_ROOT / ".cache"  # git-ignored: jars, state files and the data of processes started by hand
@@ -38,14 +38,19 @@ def port_answers(port: int) -> bool:
         return False
 
 
-def wait(condition: Callable[[], object], timeout: float, interval: float = 0.1) -> bool:
-    """Poll `condition` until it is true or `timeout` seconds passed; whether it became true."""
+Result = TypeVar("Result")
+
+
+def wait(condition: Callable[[], Result], timeout: float, interval: float = 0.1) -> Result:
+    """Poll `condition` until it returns something true or `timeout` seconds passed; what it returned last, true
+    where it became so (the tests' await_condition gives that result, or fails naming what it waited for)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if condition():
-            return True
+        result = condition()
+        if result:
+            return result
         time.sleep(interval)
-    return bool(condition())
+    return condition()
 
 
 def stat_fields(pid: int) -> list[str]:

@@ -39,7 +39,7 @@ def write_config(path: Path, bootstrap: str, topic: str, group: str | None, out_
 def submit_command(job: str, *args: str, master: str = "local[2]", extra: tuple[str, ...] = (),
                    driver_java_options: str = "") -> list[str]:
     """spark-submit of jobs/<job>.py; `driver_java_options` are added to the driver JVM's own (the tests start it
-    faster with them, see tests/job_helpers.py; the soak and benchmarks leave the JVM as users run it)."""
+    faster with them, see tests/support/job_helpers.py; the soak and benchmarks leave the JVM as users run it)."""
     java_options = f"-Dlog4j2.configurationFile={REPO_ROOT / 'conf' / 'log4j2.properties'} {driver_java_options}"
     return [str(SPARK_SUBMIT), "--master", master, "--properties-file", str(REPO_ROOT / "conf" / "spark-defaults.conf"),
             "--conf", "spark.ui.enabled=false", "--conf", "spark.driver.host=127.0.0.1",

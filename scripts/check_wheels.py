@@ -9,8 +9,9 @@ checkout, with no Rust toolchain on PATH (only the venv's bin, /usr/bin and /bin
 2. a Spark runtime's pyspark that pip did not install (a folder on sys.path, as SPARK_HOME/python is): the
    wheel installs without adding a pyspark distribution, and kafkasource imports that runtime's pyspark;
 3. a pip-installed pyspark (constraints.txt's version): installing the wheel leaves its version as it was;
-   then the read tests run with readPath=native against the wheel's extension (tests/test_stream_read.py and
-   tests/test_fetch.py, `-k native`, from a copy of tests/ and dev/ so kafkasource comes from the venv).
+   then the read tests run with readPath=native against the wheel's extension (tests/integration/test_stream_read.py
+   and test_fetch.py of tests/unit/ and tests/integration/, `-k native`, from a copy of tests/ and dev/ so
+   kafkasource comes from the venv).
 Needs pip's cache or PyPI for pyarrow, confluent-kafka, pyspark and pytest; takes a few minutes.
 """
 
@@ -29,7 +30,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 CONSTRAINTS = REPO / "constraints.txt"
-READ_TESTS = ["tests/test_stream_read.py", "tests/test_fetch.py"]
+READ_TESTS = ["tests/integration/test_stream_read.py", "tests/unit/test_fetch.py", "tests/integration/test_fetch.py"]
 
 
 def venv(folder: Path) -> tuple[Path, dict[str, str]]:

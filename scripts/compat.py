@@ -31,21 +31,23 @@ PACKAGES = ["confluent-kafka[schemaregistry,avro,json,protobuf]", "pyarrow>=15",
 
 # Spark Connect: a batch read, and a stream with bounded batches and group commits
 CONNECT = [
-    "tests/test_connect.py::test_format_resolves_without_register_and_batch_read_returns_exact_rows",
-    "tests/test_connect.py::test_a_processing_time_stream_reads_bounded_batches_and_commits_its_group_on_every_version",
+    "tests/system/test_connect.py::test_format_resolves_without_register_and_batch_read_returns_exact_rows",
+    "tests/system/test_connect.py::test_a_processing_time_stream_reads_bounded_batches_and_commits_its_group_on_every_version",
 ]
 # Batch read on both read paths (the native one included), a rate-limited stream with group commits, AvailableNow
-# twice, register (tests/test_compat.py), a registry format, batch writes on both write paths, exactly-once batch and
+# twice, register (tests/*/test_compat.py), a registry format, batch writes on both write paths, exactly-once batch and
 # stream writes, the ingest job into Delta Lake and Iceberg tables (both have jars for 4.0 and 4.1 only), the
 # example Declarative Pipeline, and Spark Connect
 SELECTION = [
-    "tests/test_compat.py",
-    "tests/test_stream_read.py::test_batch_read_of_an_explicit_offset_range",
-    "tests/test_registry_avro.py::test_key_and_value_with_schemas_of_their_own_in_a_stream",
-    "tests/test_sink.py::test_a_batch_write_lands_every_record_exactly_where_the_columns_say",
-    "tests/test_sink_exactly_once.py::test_an_exactly_once_batch_write_writes_every_sample_row_and_marks_its_task",
-    "tests/test_lakehouse_jobs.py",
-    "tests/test_pipeline.py",
+    "tests/unit/test_compat.py",
+    "tests/integration/test_compat.py",
+    "tests/system/test_compat.py",
+    "tests/integration/test_stream_read.py::test_batch_read_of_an_explicit_offset_range",
+    "tests/integration/test_registry_avro.py::test_key_and_value_with_schemas_of_their_own_in_a_stream",
+    "tests/integration/test_sink.py::test_a_batch_write_lands_every_record_exactly_where_the_columns_say",
+    "tests/integration/test_sink_exactly_once.py::test_an_exactly_once_batch_write_writes_every_sample_row_and_marks_its_task",
+    "tests/system/test_lakehouse_jobs.py",
+    "tests/system/test_pipeline.py",
     *CONNECT,
 ]
 

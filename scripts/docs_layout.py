@@ -3,7 +3,7 @@ docstring, and one line per module, the first sentence of its docstring. It stan
 lines; the rest of the page is written by hand.
 
     python3 -m scripts.docs_layout          # rewrite that part of docs/layout.md
-    python3 -m scripts.docs_layout --check  # exit 1 when it is stale (tests/test_docs.py checks the same)
+    python3 -m scripts.docs_layout --check  # exit 1 when it is stale (tests/repo/test_docs.py checks the same)
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """kafkasource's import graph: which module imports which, drawn per room into docs/import-graph.md, and the
-layout rules it checks (tests/test_layout.py runs the checks).
+layout rules it checks (tests/repo/test_layout.py runs the checks).
 
     python3 -m scripts.import_graph          # rewrite docs/import-graph.md
     python3 -m scripts.import_graph --check  # exit 1 naming what breaks a rule, and a stale docs page
@@ -158,7 +158,7 @@ def page() -> str:
     edges = graph()
     rooms = room_edges(edges)
     lines = ["# Import graph", "",
-             "Written by `python3 -m scripts.import_graph` from the code; `tests/test_layout.py` fails when it is "
+             "Written by `python3 -m scripts.import_graph` from the code; `tests/repo/test_layout.py` fails when it is "
              "stale, when modules or rooms import each other in a circle, when a room imports one it must not "
              "(formats/ imports none of the rooms that use it), when a module outside the faces stands at the "
              f"top of the package, or when one grows over {MAX_LINES} lines.", "",

@@ -36,25 +36,25 @@ NOT_INSTALLED = {"numpy", "pandas", "hypothesis"}  # what the test extra brings 
 
 # which package Spark and the tests import, and batch reads on both read paths, a stream with group commits, batch
 # and stream writes on both write paths, exactly-once batch and stream writes; the quick start's job (on pyspark 4.0
-# and 4.1 in tests/test_compat.py, with the other behaviours that differ there)
+# and 4.1 in tests/system/test_compat.py, with the other behaviours that differ there in tests/*/test_compat.py)
 SELECTION = [
-    "tests/plain_install_checks.py",
-    "tests/test_stream_read.py::test_batch_read_of_an_explicit_offset_range",
-    "tests/test_compat.py::test_a_rate_limited_stream_commits_only_what_completed_batches_read",
-    "tests/test_sink.py::test_a_batch_write_lands_every_record_exactly_where_the_columns_say",
-    "tests/test_sink.py::test_a_stream_copies_a_topic_record_for_record",
-    "tests/test_sink_exactly_once.py::test_an_exactly_once_batch_write_writes_every_sample_row_and_marks_its_task",
-    "tests/test_compat.py::test_a_replayed_stream_batch_is_written_once_under_exactly_once",
+    "tests/system/plain_install_checks.py",
+    "tests/integration/test_stream_read.py::test_batch_read_of_an_explicit_offset_range",
+    "tests/integration/test_compat.py::test_a_rate_limited_stream_commits_only_what_completed_batches_read",
+    "tests/integration/test_sink.py::test_a_batch_write_lands_every_record_exactly_where_the_columns_say",
+    "tests/integration/test_sink.py::test_a_stream_copies_a_topic_record_for_record",
+    "tests/integration/test_sink_exactly_once.py::test_an_exactly_once_batch_write_writes_every_sample_row_and_marks_its_task",
+    "tests/integration/test_compat.py::test_a_replayed_stream_batch_is_written_once_under_exactly_once",
 ]
 BY_MINOR = {  # where Spark lacks admission control for Python readers (4.0, 4.1), and where it has it
-    "4.0": ["tests/test_compat.py"],
-    "4.3": ["tests/test_jobs.py::test_ingest_writes_every_record_once_decodes_and_commits"],
+    "4.0": ["tests/unit/test_compat.py", "tests/integration/test_compat.py", "tests/system/test_compat.py"],
+    "4.3": ["tests/system/test_jobs.py::test_ingest_writes_every_record_once_decodes_and_commits"],
 }
 # the registry scenario, once the registry extra is installed: Avro keys and values read in a stream; a struct
 # value written in each registry format on both write paths and read back
 REGISTRY_SELECTION = [
-    "tests/test_registry_avro.py::test_key_and_value_with_schemas_of_their_own_in_a_stream",
-    "tests/test_registry_sink.py::"
+    "tests/integration/test_registry_avro.py::test_key_and_value_with_schemas_of_their_own_in_a_stream",
+    "tests/integration/test_registry_sink.py::"
     "test_a_struct_value_round_trips_through_kafkasources_reader_and_confluent_kafkas_deserializer",
 ]
 

@@ -6,7 +6,7 @@
 # name fails the run; the site goes to the git-ignored .cache/site), checks native/ with rustfmt and clippy, all the
 # repository's Python with ruff (kafkasource/ and kafkasource_pyspark_zip.py also with ruff format and mypy), then runs pytest. The tests start their own Kafka broker and registry on 127.0.0.1; nothing needs to run beforehand.
 # Where cargo is on PATH, pip builds the native extension; with CI=true (or KAFKASOURCE_REQUIRE_NATIVE=1) pytest
-# refuses to start without it rather than leave the native read tests out (tests/native_coverage.py).
+# refuses to start without it rather than leave the native read tests out (tests/support/native_coverage.py).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 python3 -m pip install -q -c constraints.txt -e ".[test]"
@@ -31,8 +31,8 @@ python3 -m scripts.check_imports
 status=0
 # one process: `-n 2 --dist loadfile` among the arguments runs the suite in two pytest-xdist workers, each with a
 # broker and a Spark of its own, in about two thirds of the time, but under the second worker's load the cluster
-# copy test (tests/test_sink_cluster.py) has failed where one process passes it (docs/testing.md)
-python3 -m pytest "$@" || status=$?
+# copy test (tests/system/test_sink_cluster.py) has failed where one process passes it (bench/SUITE.md)
+python3 -m pytest "$@" || status=$?  # every tier: tests/unit, repo, integration and system (pytest.ini)
 # the compatibility run (scripts/compat.py): a small selection again on the newest pyspark 4.1, Spark Connect
 # included, in a virtualenv of its own kept in .cache/compat; the plain-install run (scripts/plain_install.py): the
 # package's wheel in virtualenvs holding only pyspark 4.0 (Python 3.12) or 4.3 (Python 3.13) and the test runner,

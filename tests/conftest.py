@@ -1,30 +1,31 @@
-"""Session fixtures: one real Kafka broker and one local Spark session for the whole run."""
+"""What every tier shares: the session's servers and Spark for the integration and system tiers (one real Kafka
+broker, one schema registry, one local Spark session, each started once for the first test that needs it), the
+read and write paths tests run on, the markers of what each test costs (tests/support/tiers.py), and the run's line
+on the native half of the read tests."""
 
 from __future__ import annotations
 
 import logging
 import os
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 import pytest
 
-from tests import native_coverage  # first: it may hide the native extension before anything imports kafkasource
+from tests.support import native_coverage  # first: it may hide the native extension before anything imports kafkasource
 
 # isort: split
 from dev import broker as local_broker
 from dev import registry as local_registry
-from dev import secure_broker
-from tests.kafka_helpers import KafkaHarness
-from tests.security_helpers import PASSWORDS
+from tests.support import tiers
+from tests.support.kafka_helpers import KafkaHarness
 
 log = logging.getLogger(__name__)
 
 
 def pytest_configure(config) -> None:
-    """A run that requires the native read tests (see tests/native_coverage.py) does not start without them."""
+    """A run that requires the native read tests (see tests/support/native_coverage.py) does not start without them."""
     refusal = native_coverage.refusal()
     if refusal:
         raise pytest.UsageError(refusal)
@@ -39,12 +40,12 @@ _native_ran: dict[str, set[str]] = {"read path": set(), "avro": set()}
 
 @pytest.hookimpl(tryfirst=True)  # before `-m` deselects by marker
 def pytest_collection_modifyitems(config, items) -> None:
-    """Every test using the `spark` fixture carries the spark marker, so `-m "not spark"` leaves out what starts
-    Spark; tests that start it another way (spark-submit, a Connect server, a cluster) are marked in their modules.
-    Tests marked `before_admission_control` prove what kafkasource does on pyspark 4.0/4.1 only: on a pyspark with
-    admission control for Python readers they are deselected (counted as such, never as passed or skipped), as are
-    tests marked `lakehouse` on a pyspark that Delta Lake and Iceberg have no jars for (the compatibility run's
-    pyspark has them)."""
+    """Each test carries the markers of what it costs (tests/support/tiers.py: `broker`, `spark`, `system`), so `-m`
+    selects by cost; a test in tests/unit/ or tests/repo/ that asks for a broker, the registry or Spark stops the run
+    before anything starts. Tests marked `before_admission_control` prove what kafkasource does on pyspark 4.0/4.1
+    only: on a pyspark with admission control for Python readers they are deselected (counted as such, never as
+    passed or skipped), as are tests marked `lakehouse` on a pyspark that Delta Lake and Iceberg have no jars for
+    (the compatibility run's pyspark has them)."""
     from dev import lakehouse
     from kafkasource.runtime.spark_api import ADMISSION_CONTROL
 
@@ -54,14 +55,22 @@ def pytest_collection_modifyitems(config, items) -> None:
     if left_out:
         config.hook.pytest_deselected(items=left_out)
         items[:] = [item for item in items if item not in left_out]
+    root = Path(__file__).parent
+    wrong = []
     for item in items:
-        if "spark" in getattr(item, "fixturenames", ()):
-            item.add_marker(pytest.mark.spark)
+        where, asked = tiers.tier(item.path, root), set(getattr(item, "fixturenames", ()))
+        for name in tiers.cost_markers(where, asked):
+            item.add_marker(name)
+        why = tiers.misplaced(where, asked)
+        if why:
+            wrong.append(f"{item.nodeid} {why}")
         params = getattr(getattr(item, "callspec", None), "params", {})
         for kind, fixtures in (("read path", native_coverage.READ_PATH_FIXTURES),
                                ("avro", native_coverage.AVRO_FIXTURES)):
             if any(params.get(name) == "native" for name in fixtures):
                 item.user_properties.append((NATIVE_PROPERTY, kind))
+    if wrong:
+        raise pytest.UsageError("tests in the wrong tier:\n" + "\n".join(wrong))
 
 
 def pytest_runtest_logreport(report) -> None:
@@ -140,7 +149,7 @@ def spark():
     os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
     # the tests' own token provider may run, as a cluster's owner allows one: Spark's Python workers see the
     # environment the JVM started with (kafkasource/cluster/sign_in/custom.py)
-    os.environ["KAFKASOURCE_OAUTH_PROVIDERS"] = "tests.token_provider:client_credentials"
+    os.environ["KAFKASOURCE_OAUTH_PROVIDERS"] = "tests.support.token_provider:client_credentials"
     from pyspark.sql import SparkSession
 
     session = (SparkSession.builder.master("local[2]").appName("kafkasource-tests")
@@ -156,7 +165,7 @@ def spark():
 
 
 # Read tests run against both read paths wherever the native one is built; where it is required but missing,
-# pytest_configure has refused the run (tests/native_coverage.py)
+# pytest_configure has refused the run (tests/support/native_coverage.py)
 @pytest.fixture(params=native_coverage.READ_PATHS)
 def read_path(request) -> str:
     return request.param
@@ -172,23 +181,3 @@ def write_path(request) -> str:
 def decoder(request) -> str:
     """The Avro decoder a test of kafkasource.formats.avro.decode runs on: "python", and "native" where it is built."""
     return request.param
-
-
-# secured brokers: started once, for every module whose tests use them
-@pytest.fixture(scope="session")
-def sasl():
-    broker = secure_broker.start_sasl(PASSWORDS)
-    yield broker
-    broker.stop()
-
-
-@pytest.fixture(scope="session")
-def certificates():
-    return secure_broker.make_certificates(Path(tempfile.mkdtemp(prefix="kafkasource-certs-")))
-
-
-@pytest.fixture(scope="session")
-def ssl(certificates):
-    broker = secure_broker.start_ssl(certificates)
-    yield broker
-    broker.stop()

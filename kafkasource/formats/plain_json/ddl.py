@@ -5,7 +5,7 @@ Why not pyspark's own _parse_datatype_string: it asks the JVM, and a Python data
 worker that has no JVM gateway (nor a SparkSession). The grammar here is the part of Spark's that from_json's
 schemas use: the column list, or one struct, array or map type, names plain or `back-quoted`, an optional colon
 before a field's type in a struct, NOT NULL and COMMENT '...' after it, and the types JSON can fill.
-tests/test_plain_json.py checks the parse against Spark's own parser, string by string.
+tests/integration/test_plain_json.py checks the parse against Spark's own parser, string by string.
 """
 
 from __future__ import annotations
