@@ -50,26 +50,26 @@ class Row:
     name: str
     target: str
     query: object
-    exactly_once: bool
+
+    @property
+    def exactly_once(self) -> bool:
+        return self.name in EXACTLY_ONCE
 
 
 def start_row(spark, kafka: KafkaHarness, name: str, source: str, checkpoints: Path) -> Row:
     target = replicated_topic(kafka, f"restarts-{name}", PARTITIONS)
     ours_in, ours_out = name == "ours", name in EXACTLY_ONCE
-    reader = spark.readStream.format("kafkasource" if ours_in else "kafka")
-    for key, value in {"kafka.bootstrap.servers": kafka.bootstrap_servers, "subscribe": source,
-                       "startingOffsets": "earliest", "maxOffsetsPerTrigger": "2000",
-                       **({"kafka.group.id": kafka.unique_name("restarts"), "commitMode": "sync"} if ours_in else {})
-                       }.items():
-        reader = reader.option(key, value)
+    group = {"kafka.group.id": kafka.unique_name("restarts"), "commitMode": "sync"} if ours_in else {}
+    reader = spark.readStream.format("kafkasource" if ours_in else "kafka").options(
+        **{"kafka.bootstrap.servers": kafka.bootstrap_servers, "subscribe": source, "startingOffsets": "earliest",
+           "maxOffsetsPerTrigger": "2000", **group})
+    exactly_once = ({"deliveryGuarantee": "exactly-once", "transactionalIdPrefix": kafka.unique_name(name)}
+                    if ours_out else {})
     writer = reader.load().selectExpr("key", "value", "partition").writeStream.format(
-        "kafkasource" if ours_out else "kafka")
-    for key, value in {"kafka.bootstrap.servers": kafka.bootstrap_servers, "topic": target,
-                       "checkpointLocation": str(checkpoints / name),
-                       **({"deliveryGuarantee": "exactly-once", "transactionalIdPrefix": kafka.unique_name(name)}
-                          if ours_out else {})}.items():
-        writer = writer.option(key, value)
-    return Row(name, target, writer.trigger(processingTime="1 second").start(), ours_out)
+        "kafkasource" if ours_out else "kafka").options(
+        **{"kafka.bootstrap.servers": kafka.bootstrap_servers, "topic": target,
+           "checkpointLocation": str(checkpoints / name), **exactly_once})
+    return Row(name, target, writer.trigger(processingTime="1 second").start())
 
 
 def restarts(cluster: KafkaCluster, how: str, down: float, soak_minutes: float, every: float) -> list[float]:
@@ -85,15 +85,20 @@ def restarts(cluster: KafkaCluster, how: str, down: float, soak_minutes: float, 
     return took
 
 
-def figures(row: Row, source_values: Counter[bytes], kafka: KafkaHarness) -> dict[str, object]:
+def held(kafka: KafkaHarness, row: Row) -> Counter[bytes]:
+    """The values the row's target holds (read_committed under exactly-once), each with its count."""
+    return Counter(r[3] for r in read_topic(kafka, row.target, PARTITIONS, read_committed=row.exactly_once))
+
+
+def figures(kafka: KafkaHarness, row: Row, source_values: Counter[bytes]) -> dict[str, object]:
     worst, gap, batches, _where = triggers(row.query.recentProgress)  # type: ignore[attr-defined]
-    held = Counter(r[3] for r in read_topic(kafka, row.target, PARTITIONS, read_committed=row.exactly_once))
+    values = held(kafka, row)
     return {
         "batches": batches,
         "worst trigger": worst,
         "longest between two batches": gap,
-        "lost": sum(1 for value in source_values if held[value] == 0),
-        "duplicated": sum(n - 1 for n in held.values() if n > 1),
+        "lost": sum(1 for value in source_values if values[value] == 0),
+        "duplicated": sum(n - 1 for n in values.values() if n > 1),
     }
 
 
@@ -129,10 +134,9 @@ def main() -> None:
             producer.stop()
             source_values = Counter(r[3] for r in read_topic(kafka, source, PARTITIONS))
             for row in rows:  # caught up: the target holds every source value (at least once)
-                await_condition(f"{row.name} caught up", lambda r=row: len(set(
-                    v for v in (x[3] for x in read_topic(kafka, r.target, PARTITIONS, read_committed=r.exactly_once))
-                    ) & source_values.keys()) == len(source_values), timeout=300)
-            results = {row.name: figures(row, source_values, kafka) for row in rows}
+                await_condition(f"{row.name} caught up",
+                                lambda r=row: source_values.keys() <= held(kafka, r).keys(), timeout=300)
+            results = {row.name: figures(kafka, row, source_values) for row in rows}
             for row in rows:
                 row.query.stop()  # type: ignore[attr-defined]
     finally:
